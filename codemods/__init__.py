@@ -1,0 +1,1 @@
+"""Rules and the engine that runs them."""

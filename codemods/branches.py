@@ -1,0 +1,145 @@
+"""Reading the branches of an ``if`` as lists of plain assignments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .context import FileContext
+from .provenance import Kind
+
+
+class BranchError(Exception):
+    """The branch does something other than assign values to names."""
+
+
+@dataclass
+class Assignment:
+    name: str
+    value: cst.BaseExpression
+    augmented: cst.BaseAugOp | None = None
+    comments: list[cst.EmptyLine] = field(default_factory=list)
+
+    @property
+    def op_text(self) -> str:
+        assert self.augmented is not None
+        return self.augmented.__class__.__name__ and _AUG_TEXT[type(self.augmented)]
+
+    def value_expr(self) -> cst.BaseExpression:
+        """The value the name holds after this statement."""
+        if self.augmented is None:
+            return self.value
+        binary = _AUG_TO_BINARY[type(self.augmented)]()
+        right = self.value
+        if isinstance(right, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp)) and not right.lpar:
+            right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.BinaryOperation(left=cst.Name(self.name), operator=binary, right=right)
+
+
+_AUG_TO_BINARY = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,
+    cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
+    cst.LeftShiftAssign: cst.LeftShift, cst.RightShiftAssign: cst.RightShift,
+}
+_AUG_TEXT = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
+    cst.MatrixMultiplyAssign: "@", cst.BitAndAssign: "&", cst.BitOrAssign: "|", cst.BitXorAssign: "^",
+    cst.LeftShiftAssign: "<<", cst.RightShiftAssign: ">>",
+}
+
+
+def _describe(statement: cst.CSTNode) -> str:
+    names = {
+        cst.Return: "returns", cst.Raise: "raises", cst.Break: "breaks out of the loop",
+        cst.Continue: "continues the loop", cst.Expr: "calls a function for its effect",
+        cst.Assert: "asserts", cst.Del: "deletes a name", cst.Global: "declares a global",
+        cst.Nonlocal: "declares a nonlocal", cst.Import: "imports", cst.ImportFrom: "imports",
+    }
+    for kind, text in names.items():
+        if isinstance(statement, kind):
+            return f"a branch {text}"
+    if isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+        return "a branch holds a nested block"
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return "a branch defines a function or class"
+    return f"a branch holds `{type(statement).__name__}`"
+
+
+def branch_assignments(ctx: FileContext, block: cst.BaseSuite) -> list[Assignment]:
+    """The branch as plain ``name = value`` / ``name op= value`` statements."""
+    statements: list[cst.CSTNode] = []
+    comments: list[list[cst.EmptyLine]] = []
+    if isinstance(block, cst.SimpleStatementSuite):
+        statements.extend(block.body)
+        comments.extend([] for _ in block.body)
+    else:
+        for line in block.body:  # type: ignore[union-attr]
+            if not isinstance(line, cst.SimpleStatementLine):
+                raise BranchError(_describe(line))
+            for i, small in enumerate(line.body):
+                statements.append(small)
+                comments.append([l for l in line.leading_lines if l.comment is not None] if i == 0 else [])
+            if line.trailing_whitespace.comment is not None:
+                comments[-1] = comments[-1] + [cst.EmptyLine(comment=line.trailing_whitespace.comment)]
+    found: list[Assignment] = []
+    for statement, notes in zip(statements, comments):
+        if isinstance(statement, cst.Pass):
+            continue
+        if isinstance(statement, cst.Assign):
+            if len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+                raise BranchError("a branch assigns to something other than a single name")
+            found.append(Assignment(statement.targets[0].target.value, statement.value, None, notes))
+        elif isinstance(statement, cst.AnnAssign) and statement.value is not None and isinstance(statement.target, cst.Name):
+            found.append(Assignment(statement.target.value, statement.value, None, notes))
+        elif isinstance(statement, cst.AugAssign):
+            if not isinstance(statement.target, cst.Name):
+                raise BranchError("a branch updates an attribute or item")
+            found.append(Assignment(statement.target.value, statement.value, statement.operator, notes))
+        else:
+            raise BranchError(_describe(statement))
+    if not found:
+        raise BranchError("a branch assigns nothing")
+    return found
+
+
+def defined_before(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` bound in the enclosing scope somewhere before ``node``?"""
+    scope = ctx.provenance.scope_of(node)
+    owner = scope.lookup(name)
+    if owner is None:
+        return False
+    line = ctx.position(node)[0]
+    for how, binding in owner.bindings[name]:
+        if how == "param":
+            return True
+        if binding is not None and binding in ctx.positions and ctx.position(binding)[0] < line:
+            return True
+        if binding is None:
+            return True
+    return False
+
+
+def value_kind(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> Kind:
+    """The kind of what ``name`` holds after ``assignment`` (or before ``anchor``, when None)."""
+    before = ctx.provenance.name_kind_at(name, anchor)
+    if assignment is None:
+        return before
+    value = ctx.kind(assignment.value)
+    if assignment.augmented is not None:
+        return Kind.TENSOR if Kind.TENSOR in (before, value) else value
+    return value
+
+
+def kept_value_problem(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
+    """Why a selected value might not be a tensor (then it becomes one)."""
+    kind = value_kind(ctx, anchor, assignment, name)
+    if kind is Kind.TENSOR:
+        return ""
+    text = ctx.code(assignment.value) if assignment is not None and assignment.augmented is None else name
+    if kind is Kind.NUMBER:
+        return f"`{text}` is a Python number: it becomes a 0-dim tensor (float32 by default)"
+    return f"`{text}` is not known to be a tensor: if it is a Python number it becomes a 0-dim tensor"

@@ -1,0 +1,97 @@
+"""Everything rules need to know about one parsed file."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from .provenance import Kind, Provenance
+from .suppression import Suppressions
+from .traced import traced_functions
+
+
+@dataclass
+class FileContext:
+    path: Path
+    source: str
+    module: cst.Module
+    positions: dict[cst.CSTNode, CodeRange]
+    parents: dict[cst.CSTNode, cst.CSTNode]
+    by_type: dict[type, list[cst.CSTNode]]
+    provenance: Provenance
+    traced: set[cst.FunctionDef]
+    suppressions: Suppressions
+
+    @classmethod
+    def build(cls, path: Path, source: str) -> FileContext:
+        """Parse ``source``; raises ``libcst.ParserSyntaxError`` when it does not parse."""
+        wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+        positions = dict(wrapper.resolve(PositionProvider))
+        module = wrapper.module
+        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        stack: list[cst.CSTNode] = [module]
+        order: list[cst.CSTNode] = []
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            children = node.children
+            for child in children:
+                parents[child] = node
+            stack.extend(reversed(children))
+        for node in order:  # source order
+            by_type[type(node)].append(node)
+        provenance = Provenance(module, parents)
+        traced = traced_functions(module, provenance.imports, parents)
+        return cls(path, source, module, positions, parents, by_type, provenance, traced,
+                   Suppressions(source))
+
+    # -- navigation ---------------------------------------------------------------------------
+
+    def nodes(self, *types: type) -> list[cst.CSTNode]:
+        if len(types) == 1:
+            return self.by_type.get(types[0], [])
+        found = [n for t in types for n in self.by_type.get(t, [])]
+        found.sort(key=lambda n: (self.positions[n].start.line, self.positions[n].start.column))
+        return found
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        current = self.parents.get(node)
+        while current is not None:
+            yield current
+            current = self.parents.get(current)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        for parent in self.ancestors(node):
+            if isinstance(parent, cst.FunctionDef):
+                return parent
+        return None
+
+    def in_traced_code(self, node: cst.CSTNode) -> bool:
+        func = self.enclosing_function(node)
+        return func is not None and func in self.traced
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        """1-based line and column of ``node``."""
+        start = self.positions[node].start
+        return start.line, start.column + 1
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- provenance ---------------------------------------------------------------------------
+
+    def kind(self, expr: cst.CSTNode) -> Kind:
+        return self.provenance.kind(expr)
+
+    def is_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.provenance.is_tensor(expr)
+
+    def torch_name(self) -> str:
+        """How this file spells ``torch`` (``import torch as th`` gives ``th``)."""
+        return self.provenance.imports.torch_alias() or "torch"

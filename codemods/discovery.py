@@ -1,0 +1,120 @@
+"""Which files a run looks at.
+
+Files named on the command line are always taken (whatever their suffix);
+folders are walked for ``*.py`` files, skipping hidden folders, virtual
+environments, caches and build output, and what the folder's ``.gitignore``
+files ignore (simple patterns: names, globs, ``dir/``, ``/anchored``; negations
+are not supported and are ignored).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+SKIPPED_DIRS = frozenset(
+    {
+        "__pycache__", "node_modules", "site-packages", "build", "dist",
+        "venv", "env", ".venv", ".env", ".tox", ".nox", ".eggs",
+    }
+)
+
+
+class PathNotFound(Exception):
+    """A path named by the user does not exist."""
+
+
+def _is_virtualenv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file()
+
+
+class _GitIgnore:
+    """The simple subset of .gitignore rules, relative to the folder holding the file."""
+
+    def __init__(self, base: Path, lines: Iterable[str]) -> None:
+        self.base = base
+        self.rules: list[tuple[str, bool, bool]] = []  # (pattern, dir_only, anchored)
+        for raw in lines:
+            line = raw.strip()
+            if not line or line.startswith("#") or line.startswith("!"):
+                continue
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            self.rules.append((line.lstrip("/"), dir_only, anchored))
+
+    def ignores(self, path: Path, is_dir: bool) -> bool:
+        try:
+            rel = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return False
+        for pattern, dir_only, anchored in self.rules:
+            if dir_only and not is_dir:
+                continue
+            target = rel if anchored else path.name
+            if fnmatch.fnmatchcase(target, pattern):
+                return True
+        return False
+
+
+def _load_gitignore(folder: Path) -> _GitIgnore | None:
+    file = folder / ".gitignore"
+    if not file.is_file():
+        return None
+    try:
+        return _GitIgnore(folder, file.read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return None
+
+
+def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[Path]:
+    ignores: list[_GitIgnore] = []
+    top = _load_gitignore(root)
+    if top:
+        ignores.append(top)
+
+    def excluded(path: Path, is_dir: bool) -> bool:
+        rel = path.relative_to(root).as_posix()
+        if any(fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(path.name, pat) for pat in exclude):
+            return True
+        return any(ig.ignores(path, is_dir) for ig in ignores)
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here != root:
+            local = _load_gitignore(here)
+            if local:
+                ignores.append(local)
+        keep = []
+        for name in sorted(dirnames):
+            sub = here / name
+            if name.startswith(".") or name in SKIPPED_DIRS or name.endswith(".egg-info"):
+                continue
+            if _is_virtualenv(sub) or excluded(sub, True):
+                continue
+            keep.append(name)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.endswith(".py") and not excluded(here / name, False):
+                yield here / name
+
+
+def discover(paths: Iterable[Path | str], exclude: Iterable[str] = ()) -> list[Path]:
+    """The Python files below ``paths``, sorted, each once.
+
+    Raises :class:`PathNotFound` for a path that does not exist.
+    """
+    exclude = tuple(exclude)
+    found: dict[Path, None] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise PathNotFound(str(raw))
+        if path.is_dir():
+            for file in _walk(path, exclude):
+                found.setdefault(file, None)
+        else:
+            found.setdefault(path, None)
+    return list(found)

@@ -1,0 +1,170 @@
+"""Run rules over one file: findings, and the rewritten text.
+
+``process(path, text, rules, fix=...)`` never raises for a problem in the
+user's file: a file that does not parse comes back with ``error`` set, and a
+rewrite whose result would not parse is dropped (``error`` says so) while the
+original text is kept. Fixes are applied until a fixed point: overlapping
+fixes are applied one per pass, and a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from .context import FileContext
+from .imports import add_imports
+from .rule import Fix, Report, Rule, Safety
+from .syncs import SyncSite, find_sync_sites
+
+MAX_PASSES = 8
+
+# Substrings without which a file has nothing to report: checked before parsing.
+PREFILTER = ("torch", ".item(", ".tolist(")
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    col: int
+    rule: str
+    name: str
+    message: str
+    fix: str  # "safe", "unsafe" or "none"
+    costs: tuple[str, ...]  # "graph-break" and/or "host-sync"
+    note: str = ""  # why unsafe / why no fix / what to do by hand
+    applied: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path, "line": self.line, "col": self.col, "rule": self.rule,
+            "name": self.name, "message": self.message, "fix": self.fix,
+            "costs": list(self.costs), "note": self.note, "applied": self.applied,
+        }
+
+
+@dataclass
+class FileOutcome:
+    path: Path
+    findings: list[Finding] = field(default_factory=list)  # what remains (or, for scan, all)
+    applied: list[Finding] = field(default_factory=list)  # what was fixed
+    new_text: str | None = None  # set when fixes changed the text
+    error: str | None = None  # the file could not be processed
+
+
+def worth_parsing(text: str) -> bool:
+    return any(token in text for token in PREFILTER)
+
+
+def _syntax_error(path: Path, exc: cst.ParserSyntaxError) -> str:
+    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
+    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {message}"
+
+
+def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report]]:
+    sites = find_sync_sites(ctx)
+    claimed: set[SyncSite] = set()
+    reports: list[tuple[Rule, Report]] = []
+    for rule in rules:
+        for report in rule.check(ctx, sites, claimed):
+            claimed.update(report.sites)
+            line, _ = ctx.position(report.node)
+            if ctx.suppressions.suppressed(line, rule.code):
+                continue
+            reports.append((rule, report))
+    reports.sort(key=lambda pair: ctx.position(pair[1].node))
+    return reports
+
+
+def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: bool = False) -> Finding:
+    line, col = ctx.position(report.node)
+    costs = ("graph-break", "host-sync") if ctx.in_traced_code(report.node) else ("host-sync",)
+    fix = report.fix
+    safety = fix.safety.value if fix is not None else Safety.NONE.value
+    note = report.note or (fix.reason if fix is not None else "")
+    return Finding(str(path), line, col, rule.code, rule.name, report.message, safety, costs, note, applied)
+
+
+def _span(ctx: FileContext, fix: Fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans = []
+    for node in fix.replacements:
+        r = ctx.positions[node]
+        spans.append(((r.start.line, r.start.column), (r.end.line, r.end.column)))
+    return spans
+
+
+def _overlaps(a: list, b: list) -> bool:
+    return any(x0 < y1 and y0 < x1 for (x0, x1) in a for (y0, y1) in b)
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, replacements: dict[cst.CSTNode, object]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        if original_node in self.replacements:
+            return self.replacements[original_node]
+        return updated_node
+
+
+def process(path: Path, text: str, rules: Sequence[Rule], *, fix: bool = False, unsafe: bool = False) -> FileOutcome:
+    outcome = FileOutcome(path)
+    if not worth_parsing(text):
+        return outcome
+    current = text
+    for _ in range(MAX_PASSES):
+        try:
+            ctx = FileContext.build(path, current)
+        except cst.ParserSyntaxError as exc:
+            if current is text:
+                outcome.error = _syntax_error(path, exc)
+            else:  # our own rewrite broke the file: keep the original
+                outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
+                outcome.new_text = None
+            return outcome
+        except RecursionError:
+            outcome.error = f"{path}: too deeply nested to analyse; file left unchanged"
+            outcome.new_text = None
+            return outcome
+        reports = _analyse(ctx, rules)
+        chosen: list[tuple[Rule, Report]] = []
+        taken: list = []
+        if fix:
+            for rule, report in reports:
+                f = report.fix
+                if f is None or (f.safety is Safety.UNSAFE and not unsafe):
+                    continue
+                span = _span(ctx, f)
+                if _overlaps(span, taken):
+                    continue
+                taken.extend(span)
+                chosen.append((rule, report))
+        if not chosen:
+            outcome.findings = [_finding(ctx, rule, report, path) for rule, report in reports]
+            break
+        replacements: dict[cst.CSTNode, object] = {}
+        imports: list[str] = []
+        for rule, report in chosen:
+            assert report.fix is not None
+            replacements.update(report.fix.replacements)
+            imports.extend(i for i in report.fix.imports if i not in imports)
+            outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
+        new_module = ctx.module.visit(_Replacer(replacements))
+        new_module = add_imports(new_module, imports)
+        new_text = new_module.code
+        try:
+            ast.parse(new_text)
+        except SyntaxError:
+            outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
+            outcome.new_text = None
+            outcome.applied = []
+            return outcome
+        current = new_text
+        outcome.new_text = current if current != text else None
+    return outcome

@@ -1,0 +1,668 @@
+"""Tensor provenance: is this expression a tensor, a numpy value, a number?
+
+fixitem decides from the code alone, without running it:
+
+* calls of ``torch.*`` / ``torch.nn.functional.*`` functions give tensors
+  (except a list of functions that give other things: ``torch.is_tensor``,
+  ``torch.device``, ...); ``np.*`` calls and ``.numpy()`` give numpy values;
+* tensor methods give tensors (``.sum()``, ``.float()``, ``.detach()``...)
+  except the ones that give Python values (``.item()``, ``.tolist()``,
+  ``.size()``, ``.dim()``...);
+* calling a module gives a tensor: ``self.fc(x)`` when ``self.fc`` was built
+  from ``nn.*`` (or a module class of this file) in ``__init__``,
+  ``model(x)`` when ``model = Net()``;
+* parameters of ``forward`` in an ``nn.Module`` subclass, and parameters
+  annotated ``Tensor``, are tensors;
+* a name is what all its assignments in its function agree on; a name
+  used with a method only tensors have (``loss.backward()``) is a tensor.
+
+Anything else is ``UNKNOWN``: fixitem reports it when the call itself is a
+sync (``x.item()``) but never rewrites it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+
+import libcst as cst
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    NUMPY = "numpy"
+    NUMBER = "number"  # a Python int / float / bool
+    MODULE = "module"  # an nn.Module instance
+    OTHER = "other"  # strings, containers, ... : known not to be a tensor
+    UNKNOWN = "unknown"
+    # Internal: the value depends on itself (``x = x * 2``); carries no information.
+    PENDING = "pending"
+
+
+# torch.* callables that do not return a tensor.
+NON_TENSOR_TORCH = frozenset(
+    {
+        "is_tensor", "is_floating_point", "is_complex", "is_grad_enabled", "numel",
+        "device", "dtype", "Size", "Generator", "get_default_dtype", "set_default_dtype",
+        "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
+        "inference_mode", "set_grad_enabled", "autocast", "save", "load", "jit", "cuda",
+        "backends", "distributed", "set_printoptions", "use_deterministic_algorithms",
+        "get_num_threads", "set_num_threads", "finfo", "iinfo", "typename", "is_nonzero",
+        "equal", "allclose", "cond", "_assert", "_assert_async", "_check", "set_float32_matmul_precision",
+        "utils", "compiler", "profiler", "optim", "autograd", "testing", "hub", "library", "fx",
+        "overrides", "Tensor", "nn", "_dynamo", "_inductor", "export", "onnx", "multiprocessing",
+    }
+)
+
+# Tensor methods and attributes that do not give a tensor.
+NON_TENSOR_METHODS = {
+    "item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY, "size": Kind.OTHER,
+    "dim": Kind.NUMBER, "ndimension": Kind.NUMBER, "numel": Kind.NUMBER, "nelement": Kind.NUMBER,
+    "element_size": Kind.NUMBER, "is_contiguous": Kind.NUMBER, "is_floating_point": Kind.NUMBER,
+    "stride": Kind.OTHER, "data_ptr": Kind.NUMBER, "get_device": Kind.NUMBER,
+    "backward": Kind.OTHER, "register_hook": Kind.OTHER, "storage": Kind.OTHER,
+    "untyped_storage": Kind.OTHER, "type": Kind.OTHER, "split": Kind.OTHER, "chunk": Kind.OTHER,
+    "unbind": Kind.OTHER, "tensor_split": Kind.OTHER, "equal": Kind.NUMBER, "allclose": Kind.NUMBER,
+    "is_nonzero": Kind.NUMBER, "__len__": Kind.NUMBER,
+}
+NON_TENSOR_ATTRIBUTES = {
+    "shape": Kind.OTHER, "dtype": Kind.OTHER, "device": Kind.OTHER, "ndim": Kind.NUMBER,
+    "requires_grad": Kind.NUMBER, "is_cuda": Kind.NUMBER, "is_leaf": Kind.NUMBER,
+    "grad_fn": Kind.OTHER, "layout": Kind.OTHER, "names": Kind.OTHER,
+}
+# Methods and attributes that tensors have and numpy arrays do not: using one
+# on a value is evidence that it is a tensor.
+TENSOR_ONLY_NAMES = frozenset(
+    {
+        "backward", "detach", "detach_", "requires_grad", "requires_grad_", "grad", "cuda",
+        "unsqueeze", "masked_fill", "masked_fill_", "numel", "dim", "view", "view_as",
+        "permute", "contiguous", "float", "half", "bfloat16", "long", "softmax",
+        "log_softmax", "clamp", "clamp_", "expand", "expand_as", "is_cuda", "grad_fn",
+        "new_zeros", "new_ones", "new_full", "new_empty", "type_as", "masked_select",
+        "index_select", "gather", "scatter", "scatter_add", "sigmoid", "relu", "norm",
+        "detach_copy", "data_ptr", "pin_memory", "isnan", "isinf", "isfinite", "logical_not",
+    }
+)
+
+# Names of the ``nn`` classes whose instances are modules (anything in torch.nn
+# starting with an upper-case letter, except these).
+NN_NON_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "Module"})
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name / Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _join(kinds: list[Kind]) -> Kind:
+    kinds = [k for k in kinds if k is not Kind.PENDING]
+    if not kinds:
+        return Kind.PENDING
+    if Kind.NUMPY in kinds:
+        return Kind.NUMPY
+    first = kinds[0]
+    if all(k is first for k in kinds):
+        return first
+    return Kind.UNKNOWN
+
+
+class Imports:
+    """Local names bound by imports, mapped to what they stand for."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        for node in _walk_statements(module):
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    full = dotted_name(alias.name) or ""
+                    if alias.asname is not None:
+                        local = alias.asname.name
+                        if isinstance(local, cst.Name):
+                            self.aliases[local.value] = full
+                    else:
+                        root = full.split(".")[0]
+                        self.aliases[root] = root
+            elif isinstance(node, cst.ImportFrom) and node.module is not None and node.relative == ():
+                base = dotted_name(node.module) or ""
+                if isinstance(node.names, cst.ImportStar):
+                    continue
+                for alias in node.names:
+                    name = dotted_name(alias.name) or ""
+                    local = name
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        local = alias.asname.name.value
+                    self.aliases[local] = f"{base}.{name}"
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The full dotted name an expression refers to, through imports."""
+        name = dotted_name(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        if root in self.aliases:
+            full = self.aliases[root]
+            return f"{full}.{rest}" if rest else full
+        return name
+
+    def torch_alias(self) -> str | None:
+        """The local name of the ``torch`` module, if the file imports it."""
+        for local, full in self.aliases.items():
+            if full == "torch":
+                return local
+        return None
+
+
+def _walk_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
+    """Every import statement of the module, at any depth."""
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            yield node
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        stack.extend(node.children)
+
+
+def is_torch_function(qualified: str | None) -> bool:
+    """Is ``qualified`` a torch function that returns a tensor?"""
+    if not qualified or not qualified.startswith("torch."):
+        return False
+    parts = qualified.split(".")
+    if parts[1] == "nn":
+        return len(parts) >= 4 and parts[2] == "functional"
+    if parts[1] in ("linalg", "fft", "special"):
+        return True
+    if len(parts) != 2:
+        return False
+    name = parts[1]
+    return name not in NON_TENSOR_TORCH and not name.startswith("_") and not name[0].isupper()
+
+
+def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
+    if not qualified:
+        return False
+    if qualified in local_modules:
+        return True
+    parts = qualified.split(".")
+    return (
+        len(parts) >= 3
+        and parts[0] == "torch"
+        and parts[1] == "nn"
+        and parts[-1][:1].isupper()
+        and parts[-1] not in NN_NON_MODULES
+        and parts[2] not in ("functional", "utils", "init", "parameter")
+    )
+
+
+class Scope:
+    """The bindings of one function (or of the module)."""
+
+    def __init__(self, node: cst.CSTNode, parent: Scope | None) -> None:
+        self.node = node
+        self.parent = parent
+        self.bindings: dict[str, list[tuple[str, cst.CSTNode | None]]] = {}
+        # How a name was bound: ("value", expr), ("iter", expr), ("param", Param),
+        # ("opaque", None) for bindings fixitem cannot see through.
+        self.evidence: set[str] = set()
+
+    def bind(self, name: str, how: str, node: cst.CSTNode | None) -> None:
+        self.bindings.setdefault(name, []).append((how, node))
+
+    def lookup(self, name: str) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.bindings:
+                return scope
+            scope = scope.parent
+        return None
+
+
+class Provenance:
+    """Answers ``kind(expr)`` for the expressions of one parsed module."""
+
+    def __init__(self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode]) -> None:
+        self.module = module
+        self.parents = parents
+        self.imports = Imports(module)
+        self.scopes: dict[cst.CSTNode, Scope] = {}
+        self.module_classes: set[str] = set()  # nn.Module subclasses defined here
+        self.class_attrs: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
+        self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
+        self._cache: dict[cst.CSTNode, Kind] = {}
+        self._active: set[cst.CSTNode] = set()
+        self._cycles = 0
+        self._collect_classes()
+        self._collect_scopes()
+
+    # -- collection -------------------------------------------------------------------------
+
+    def _collect_classes(self) -> None:
+        classes = [n for n in _iter_nodes(self.module) if isinstance(n, cst.ClassDef)]
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                name = cls.name.value
+                if name in self.module_classes:
+                    continue
+                for base in cls.bases:
+                    q = self.imports.qualify(base.value)
+                    if q in ("torch.nn.Module", "nn.Module") or is_module_class(q, self.module_classes):
+                        self.module_classes.add(name)
+                        changed = True
+                        break
+        for cls in classes:
+            attrs: dict[str, list[cst.BaseExpression]] = {}
+            for node in _iter_nodes(cls):
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        t = target.target
+                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                            attrs.setdefault(t.attr.value, []).append(node.value)
+                elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                    t = node.target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        attrs.setdefault(t.attr.value, []).append(node.value)
+                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                    if node.func.attr.value == "register_buffer" and node.args:
+                        first = node.args[0].value
+                        if isinstance(first, cst.SimpleString):
+                            attrs.setdefault(first.evaluated_value, []).append(cst.Name("__buffer__"))
+            self.class_attrs[cls] = attrs
+        for node in _iter_nodes(self.module):
+            if isinstance(node, cst.FunctionDef) and node.returns is not None:
+                if self._annotation_kind(node.returns.annotation) is Kind.TENSOR:
+                    self.tensor_functions.add(node.name.value)
+
+    def _collect_scopes(self) -> None:
+        root = Scope(self.module, None)
+        self.scopes[self.module] = root
+        self._fill_scope(root, self.module.body)
+
+    def _fill_scope(self, scope: Scope, body: object) -> None:
+        for node in _iter_scope_nodes(body):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                if isinstance(node, cst.FunctionDef):
+                    scope.bind(node.name.value, "opaque", None)
+                inner = Scope(node, scope)
+                self.scopes[node] = inner
+                for param in _all_params(node.params):
+                    inner.bind(param.name.value, "param", param)
+                self._fill_scope(inner, node.body)
+            elif isinstance(node, cst.ClassDef):
+                scope.bind(node.name.value, "opaque", None)
+                inner = Scope(node, scope)
+                self.scopes[node] = inner
+                self._fill_scope(inner, node.body)
+            elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                inner = Scope(node, scope)
+                self.scopes[node] = inner
+                comp = node.for_in
+                while comp is not None:
+                    self._bind_target(inner, comp.target, "iter", comp.iter)
+                    comp = comp.inner_for_in
+            elif isinstance(node, cst.Assign):
+                for target in node.targets:
+                    self._bind_target(scope, target.target, "value", node.value)
+            elif isinstance(node, cst.AnnAssign):
+                how = "value" if node.value is not None else "annotation"
+                self._bind_target(scope, node.target, how, node.value if node.value is not None else node.annotation)
+            elif isinstance(node, cst.AugAssign):
+                self._bind_target(scope, node.target, "aug", node)
+            elif isinstance(node, cst.NamedExpr):
+                self._bind_target(scope, node.target, "value", node.value)
+            elif isinstance(node, (cst.For,)):
+                self._bind_target(scope, node.target, "iter", node.iter)
+            elif isinstance(node, cst.WithItem) and node.asname is not None:
+                self._bind_target(scope, node.asname.name, "opaque", None)
+            elif isinstance(node, (cst.Import, cst.ImportFrom)):
+                if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+                    continue
+                for alias in node.names:  # type: ignore[union-attr]
+                    local = alias.evaluated_alias or (alias.evaluated_name.split(".")[0])
+                    scope.bind(local, "import", None)
+            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+                self._bind_target(scope, node.name.name, "opaque", None)
+            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+                for item in node.names:
+                    scope.bind(item.name.value, "opaque", None)
+            elif isinstance(node, cst.Attribute):
+                if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_NAMES:
+                    scope.evidence.add(node.value.value)
+
+    def _bind_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
+        if isinstance(target, cst.Name):
+            scope.bind(target.value, how, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values = None
+            if how == "value" and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                values = [e.value for e in value.elements]
+            for i, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(element, cst.StarredElement):
+                    self._bind_target(scope, inner, "opaque", None)
+                elif values is not None:
+                    self._bind_target(scope, inner, "value", values[i])
+                elif how == "value" and isinstance(value, cst.BaseExpression) and self.kind(value) is Kind.TENSOR:
+                    # Unpacking a tensor (``a, b = t``) gives tensors.
+                    self._bind_target(scope, inner, "value", value)
+                else:
+                    self._bind_target(scope, inner, "unpack" if how == "value" else "opaque", value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(scope, target.value, "opaque", None)
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            parent = self.parents.get(current)
+            if parent is not None and parent in self.scopes:
+                scope_node = parent
+                # Default values and decorators belong to the enclosing scope.
+                if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and current is not getattr(parent, "body", None):
+                    if not isinstance(current, cst.Parameters):
+                        current = parent
+                        continue
+                # The first iterable of a comprehension is evaluated outside it.
+                return self.scopes[scope_node]
+            current = parent
+        return self.scopes[self.module]
+
+    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        current = self.parents.get(node)
+        while current is not None:
+            if isinstance(current, cst.ClassDef):
+                return current
+            current = self.parents.get(current)
+        return None
+
+    def kind(self, expr: cst.CSTNode) -> Kind:
+        cached = self._cache.get(expr)
+        if cached is not None:
+            return cached
+        if expr in self._active:
+            self._cycles += 1
+            return Kind.PENDING
+        cycles = self._cycles
+        self._active.add(expr)
+        try:
+            result = self._kind(expr)
+        finally:
+            self._active.discard(expr)
+        if not self._active:
+            if result is Kind.PENDING:
+                result = Kind.UNKNOWN
+            self._cache[expr] = result
+        elif self._cycles == cycles:
+            self._cache[expr] = result  # did not depend on a value still being worked out
+        return result
+
+    def is_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.kind(expr) is Kind.TENSOR
+
+    def _annotation_kind(self, annotation: cst.BaseExpression) -> Kind:
+        q = self.imports.qualify(annotation)
+        if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
+            return Kind.TENSOR
+        if q in ("int", "float", "bool"):
+            return Kind.NUMBER
+        if q in ("str", "list", "dict", "tuple", "bytes"):
+            return Kind.OTHER
+        if isinstance(annotation, cst.SimpleString):
+            inner = annotation.evaluated_value
+            if inner in ("torch.Tensor", "Tensor"):
+                return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _kind(self, expr: cst.CSTNode) -> Kind:
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
+            return Kind.NUMBER
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
+                             cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda)):
+            return Kind.OTHER
+        if isinstance(expr, cst.Tuple):
+            return Kind.OTHER
+        if isinstance(expr, cst.Name):
+            return self._name_kind(expr)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_kind(expr)
+        if isinstance(expr, cst.Call):
+            return self._call_kind(expr)
+        if isinstance(expr, cst.Subscript):
+            base = self.kind(expr.value)
+            return base if base in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, cst.Not):
+                return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
+            return self.kind(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.kind(expr.left), self.kind(expr.right)
+            if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
+                return Kind.PENDING
+            if Kind.NUMPY in (left, right):
+                return Kind.NUMPY if Kind.TENSOR not in (left, right) else Kind.UNKNOWN
+            if Kind.TENSOR in (left, right):
+                return Kind.TENSOR
+            if left is Kind.NUMBER and right is Kind.NUMBER:
+                return Kind.NUMBER
+            return Kind.UNKNOWN
+        if isinstance(expr, cst.Comparison):
+            kinds = [self.kind(expr.left)] + [self.kind(c.comparator) for c in expr.comparisons]
+            ops_are_identity = all(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+            if ops_are_identity:
+                return Kind.NUMBER
+            if Kind.TENSOR in kinds and len(expr.comparisons) == 1:
+                return Kind.TENSOR
+            if all(k is Kind.NUMBER for k in kinds):
+                return Kind.NUMBER
+            return Kind.UNKNOWN
+        if isinstance(expr, cst.BooleanOperation):
+            left, right = self.kind(expr.left), self.kind(expr.right)
+            return left if left is right else Kind.UNKNOWN
+        if isinstance(expr, cst.IfExp):
+            return _join([self.kind(expr.body), self.kind(expr.orelse)])
+        if isinstance(expr, cst.NamedExpr):
+            return self.kind(expr.value)
+        return Kind.UNKNOWN
+
+    def _name_kind(self, name: cst.Name) -> Kind:
+        return self.name_kind_at(name.value, name)
+
+    def name_kind_at(self, value: str, anchor: cst.CSTNode) -> Kind:
+        """The kind of the name ``value`` as seen from the scope of ``anchor``."""
+        if value in ("True", "False"):
+            return Kind.NUMBER
+        if value == "None":
+            return Kind.OTHER
+        scope = self.scope_of(anchor).lookup(value)
+        if scope is None:
+            if value in self.module_classes:
+                return Kind.OTHER
+            return Kind.UNKNOWN
+        kinds = [self._binding_kind(scope, value, how, node) for how, node in scope.bindings[value]]
+        known = [k for k in kinds if k is not None]
+        result = _join(known)
+        if result is Kind.UNKNOWN and Kind.TENSOR in known and Kind.NUMPY not in known:
+            # e.g. ``loss = 0.0`` then ``loss = criterion(...)``: a tensor when
+            # a tensor method is called on it.
+            if all(k in (Kind.TENSOR, Kind.NUMBER, Kind.UNKNOWN) for k in known) and value in scope.evidence:
+                return Kind.TENSOR
+        if result is Kind.UNKNOWN and value in scope.evidence and Kind.NUMPY not in known:
+            return Kind.TENSOR
+        return result
+
+    def _binding_kind(self, scope: Scope, name: str, how: str, node: cst.CSTNode | None) -> Kind | None:
+        if how == "value" and isinstance(node, cst.BaseExpression):
+            return self.kind(node)
+        if how == "annotation" and isinstance(node, cst.Annotation):
+            return self._annotation_kind(node.annotation)
+        if how == "aug" and isinstance(node, cst.AugAssign):
+            value = self.kind(node.value)
+            # ``x += t`` keeps x's own kind unless it mixes in a tensor.
+            return Kind.TENSOR if value is Kind.TENSOR else None
+        if how == "iter" and isinstance(node, cst.BaseExpression):
+            it = self.kind(node)
+            if it is Kind.TENSOR:
+                return Kind.TENSOR
+            if it is Kind.NUMPY:
+                return Kind.NUMPY
+            if isinstance(node, cst.Call) and dotted_name(node.func) in ("range", "enumerate"):
+                return Kind.NUMBER if dotted_name(node.func) == "range" else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if how == "param" and isinstance(node, cst.Param):
+            return self._param_kind(scope, node)
+        if how == "import":
+            return Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:
+        if param.annotation is not None:
+            kind = self._annotation_kind(param.annotation.annotation)
+            if kind is not Kind.UNKNOWN:
+                return kind
+        if param.default is not None:
+            default = self.kind(param.default)
+            if default in (Kind.NUMBER, Kind.OTHER):
+                return default
+        func = scope.node
+        if isinstance(func, cst.FunctionDef) and func.name.value == "forward":
+            cls = self.enclosing_class(func)
+            if cls is not None and param.name.value not in ("self", "cls"):
+                if param.star in ("*", "**") or param.default is not None:
+                    return Kind.UNKNOWN
+                return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _attribute_kind(self, expr: cst.Attribute) -> Kind:
+        attr = expr.attr.value
+        base_kind = self.kind(expr.value)
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.enclosing_class(expr)
+            if cls is not None:
+                values = self.class_attrs.get(cls, {}).get(attr)
+                if values:
+                    kinds = []
+                    for value in values:
+                        if isinstance(value, cst.Name) and value.value == "__buffer__":
+                            kinds.append(Kind.TENSOR)
+                        else:
+                            kinds.append(self.kind(value))
+                    return _join(kinds)
+        if base_kind is Kind.TENSOR:
+            if attr in NON_TENSOR_ATTRIBUTES:
+                return NON_TENSOR_ATTRIBUTES[attr]
+            if attr in ("T", "mT", "H", "mH", "data", "grad", "real", "imag"):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if base_kind is Kind.NUMPY:
+            return Kind.NUMPY if attr in ("T", "real", "imag") else Kind.UNKNOWN
+        q = self.imports.qualify(expr)
+        if q and q.startswith("torch.") and q.split(".")[-1] in ("pi", "e", "inf", "nan"):
+            return Kind.NUMBER
+        if q and q.startswith("math."):
+            return Kind.NUMBER
+        return Kind.UNKNOWN
+
+    def _call_kind(self, call: cst.Call) -> Kind:
+        func = call.func
+        q = self.imports.qualify(func)
+        if q is not None:
+            root = q.split(".")[0]
+            if root == "numpy":
+                return Kind.NUMPY
+            if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.tensor", "torch.as_tensor", "torch.from_numpy"):
+                return Kind.TENSOR
+            if is_torch_function(q):
+                return Kind.TENSOR
+            if is_module_class(q, self.module_classes):
+                return Kind.MODULE
+            if q in ("float", "int", "bool", "len", "round", "abs", "sum", "math.sqrt", "math.log", "math.exp"):
+                if q in ("abs", "round", "sum") and call.args and self.kind(call.args[0].value) is Kind.TENSOR:
+                    return Kind.TENSOR if q != "round" or len(call.args) == 1 else Kind.UNKNOWN
+                return Kind.NUMBER
+            if q in ("str", "repr", "list", "dict", "tuple", "set", "range", "enumerate", "zip", "sorted", "open", "print", "isinstance", "hasattr", "getattr"):
+                return Kind.OTHER if q != "isinstance" and q != "hasattr" else Kind.NUMBER
+            if q in ("max", "min") and call.args:
+                kinds = [self.kind(a.value) for a in call.args]
+                if all(k is Kind.NUMBER for k in kinds):
+                    return Kind.NUMBER
+                return Kind.UNKNOWN
+            if q in self.tensor_functions and "." not in q:
+                return Kind.TENSOR
+        if self.kind(func) is Kind.MODULE:
+            return Kind.TENSOR
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = self.kind(func.value)
+            if receiver is Kind.TENSOR:
+                if method in NON_TENSOR_METHODS:
+                    return NON_TENSOR_METHODS[method]
+                if method in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (call.args and method not in ("sort", "topk", "kthvalue")):
+                    # ``t.max(dim)`` gives a (values, indices) pair.
+                    first = call.args[0]
+                    if first.keyword is None or first.keyword.value == "dim":
+                        if self.kind(first.value) is not Kind.TENSOR:
+                            return Kind.OTHER
+                if method in ("sort", "topk", "kthvalue"):
+                    return Kind.OTHER
+                return Kind.TENSOR
+            if receiver is Kind.NUMPY:
+                return Kind.NUMBER if method == "item" else Kind.NUMPY if method != "tolist" else Kind.OTHER
+            if receiver is Kind.MODULE:
+                if method in ("forward", "__call__"):
+                    return Kind.TENSOR
+                return Kind.UNKNOWN
+            if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS:
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        callee = self.kind(func)
+        if callee is Kind.MODULE:
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    if params.star_kwarg is not None:
+        found.append(params.star_kwarg)
+    return found
+
+
+def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
+    """Nodes of one scope, yielding (but not entering) nested scopes."""
+    if isinstance(body, cst.CSTNode):
+        stack: list[cst.CSTNode] = [body]
+    else:
+        stack = list(reversed(list(body)))  # type: ignore[arg-type]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            # Decorators and defaults are evaluated in this scope.
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                stack.extend(reversed([d.decorator for d in node.decorators]))
+            continue
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            stack.append(node.for_in.iter)
+            continue
+        stack.extend(reversed(node.children))

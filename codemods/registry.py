@@ -1,0 +1,51 @@
+"""All rules, in the order they run (specific rewrites before generic reports)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .rule import Rule
+from .rules.where_if import WhereIf
+
+RULE_CLASSES: list[type[Rule]] = [
+    WhereIf,
+]
+
+
+class UnknownRule(ValueError):
+    pass
+
+
+def all_rules() -> list[Rule]:
+    return [cls() for cls in RULE_CLASSES]
+
+
+def rule_class(code: str) -> type[Rule]:
+    for cls in RULE_CLASSES:
+        if cls.code == code.upper() or cls.name == code.lower():
+            return cls
+    raise UnknownRule(f"unknown rule {code!r}; `fixitem rule --all` lists the rules")
+
+
+def _matches(cls: type[Rule], patterns: Iterable[str]) -> bool:
+    return any(cls.code.startswith(p.upper()) or cls.name == p.lower() for p in patterns)
+
+
+def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Rule]:
+    """Rules whose code starts with a ``select`` prefix and with no ``ignore`` prefix.
+
+    Raises :class:`UnknownRule` for a prefix that matches no rule.
+    """
+    select = [s for s in (select or []) if s]
+    ignore = [s for s in (ignore or []) if s]
+    for pattern in [*select, *ignore]:
+        if pattern.upper() != "ALL" and not any(_matches(cls, [pattern]) for cls in RULE_CLASSES):
+            raise UnknownRule(f"unknown rule or prefix {pattern!r}; `fixitem rule --all` lists the rules")
+    chosen = []
+    for cls in RULE_CLASSES:
+        if select and "ALL" not in [s.upper() for s in select] and not _matches(cls, select):
+            continue
+        if _matches(cls, ignore):
+            continue
+        chosen.append(cls())
+    return chosen

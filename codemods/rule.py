@@ -1,0 +1,92 @@
+"""The rule interface.
+
+A rule is one class in one module of ``codemods/rules``. It carries
+
+* ``code`` (stable, e.g. ``FX101``), ``name`` (kebab-case) and ``summary``
+  (one line);
+* its documentation as the class docstring, with the sections *What it
+  does*, *Why is this bad?*, *Example*, *Use instead* and *Fix safety*;
+  ``fixitem rule CODE`` prints it;
+* ``examples``: :class:`Valid` code it must leave alone and :class:`Invalid`
+  code it must report (and, with ``fixed=``, rewrite to exactly that text).
+  The test suite runs every example of every rule;
+* ``check(ctx, claimed)``: yields :class:`Report` objects for one file.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import textwrap
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar, Union
+
+import libcst as cst
+
+from .context import FileContext
+from .syncs import SyncSite
+
+Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+
+
+class Safety(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"
+
+
+@dataclass
+class Fix:
+    """Replace nodes of the file; ``imports`` are the modules the new code needs."""
+
+    replacements: dict[cst.CSTNode, Replacement]
+    safety: Safety = Safety.SAFE
+    reason: str = ""  # why the fix is unsafe
+    imports: tuple[str, ...] = ("torch",)
+
+
+@dataclass
+class Report:
+    node: cst.CSTNode
+    message: str
+    fix: Fix | None = None
+    sites: list[SyncSite] = field(default_factory=list)
+    note: str = ""  # why there is no fix, or what to do by hand
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    code: str
+    fixed: str | None = None  # None: report only, nothing rewritten
+    unsafe: bool = False  # the fix needs --unsafe
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    examples: ClassVar[list[Valid | Invalid]] = []
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        raise NotImplementedError
+
+    @classmethod
+    def documentation(cls) -> str:
+        doc = inspect.getdoc(cls) or ""
+        return f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n{doc}\n"
+
+
+def unclaimed(sites: Iterable[SyncSite], claimed: set[SyncSite], *kinds: str) -> Iterator[SyncSite]:
+    for site in sites:
+        if site not in claimed and (not kinds or site.kind in kinds):
+            yield site
+
+
+def dedent(code: str) -> str:
+    return textwrap.dedent(code).lstrip("\n")

@@ -1,0 +1,1 @@
+"""One rule per module."""

@@ -1,0 +1,329 @@
+"""FX101: an ``if`` statement decided by a tensor's value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..context import FileContext
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
+from ..syncs import SyncSite
+from ..tensor_values import NotConvertible, convert_condition, purity, torch_call
+from ..branches import Assignment, BranchError, branch_assignments, defined_before, kept_value_problem
+
+
+
+class WhereIf(Rule):
+    """## What it does
+    Finds `if` statements whose condition reads a tensor's value
+    (`t.item() > c`, `float(t) < c`, `if mask.any():`, `and` / `or` / `not`
+    of such tests) and, when both branches only assign tensor values to
+    names, rewrites them into `torch.where` selections.
+
+    ## Why is this bad?
+    To decide which branch to run, Python needs the value on the host: the
+    host waits until the device has computed it (a **host sync**), and inside
+    `torch.compile`d code the condition is also a **graph break** (with
+    `fullgraph=True` it is an error). `torch.where` computes both candidates
+    on the device and selects between them without ever leaving it.
+
+    ## Example
+    ```python
+    if x.abs().max().item() > 1.0:
+        x = x / 2
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.where(x.abs().max() > 1.0, x / 2, x)
+    ```
+    `if`/`else` that assign the same names in the same order become one
+    `torch.where` per name; with more than one statement the condition is
+    computed once first. Augmented assignments (`y += z`) become
+    `y = torch.where(c, y + z, y)`.
+
+    ## Fix safety
+    The fix is **safe** when every branch value is a tensor computed by pure
+    tensor arithmetic, `torch` functions and modules known to be pure
+    (`nn.Linear`, convolutions, activations, ...). Then the results are
+    equal, with these documented differences: both branches are computed
+    (extra work); parameters used only in the branch that was not taken get
+    zero gradients instead of `None`; the comparison runs in the tensor's
+    dtype rather than in float64, which can differ only when the value lies
+    within one rounding step of a threshold that the dtype cannot represent
+    exactly (such as `0.1` in float32).
+
+    The fix is **unsafe** (applied with `--unsafe`) when a branch:
+    draws random numbers (dropout), updates state (BatchNorm in training,
+    in-place operations, augmented assignment of a tensor, which updated it
+    in place), calls a function fixitem cannot see into, divides by or takes
+    `log`/`sqrt`/... of a value that may be zero (the branch that was not
+    taken then sends NaN into the gradient), or assigns a Python number
+    (it becomes a 0-dim tensor, float32 by default).
+
+    There is **no fix** when a branch returns, raises, breaks, continues,
+    calls a function for its effect, assigns to attributes or items, or
+    assigns a name that is not defined on the other path; `scan` says which.
+    Use `torch.cond` when both branches are functions of tensors with the
+    same output shapes, or move the decision out of the compiled region.
+    """
+
+    code = "FX101"
+    name = "where-if"
+    summary = "`if` on a tensor value: select with `torch.where` instead"
+    examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    if x.abs().max().item() > 1.0:
+                        x = x * 0.5
+                    return x
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    x = torch.where(x.abs().max() > 1.0, x * 0.5, x)
+                    return x
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Gate(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x, t):
+                        if t.item() > 0 and not float(x.mean()) < -1:  # keep this note
+                            y = self.fc(x)
+                        else:
+                            y = x.relu()
+                        return y
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Gate(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x, t):
+                        # keep this note
+                        y = torch.where((t > 0) & ~(x.mean() < -1), self.fc(x), x.relu())
+                        return y
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    if x.sum().item() > y.sum().item():
+                        x = x - 1
+                        y = x * 2
+                    else:
+                        x = x + 1
+                        y = x * 3
+                    return x, y
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    cond = x.sum() > y.sum()
+                    x = torch.where(cond, x - 1, x + 1)
+                    y = torch.where(cond, x * 2, x * 3)
+                    return x, y
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, scale: torch.Tensor):
+                    if scale.item() < 0:
+                        x += torch.randn_like(x)
+                    return x
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, scale: torch.Tensor):
+                    x = torch.where(scale < 0, x + torch.randn_like(x), x)
+                    return x
+                """
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    if x.max().item() > 10:
+                        return x / 10
+                    return x
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import numpy as np
+                def f(a):
+                    v = np.random.rand(1)
+                    if v.item() > 0.5:
+                        a = a * 2
+                    return a
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, n: int):
+                    if n > 3:
+                        x = x * 2
+                    return x
+                """
+            )
+        ),
+    ]
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        for node in ctx.nodes(cst.If):
+            assert isinstance(node, cst.If)
+            parent = ctx.parents.get(node)
+            if isinstance(parent, cst.If) and parent.orelse is node:
+                continue  # an ``elif``: part of its parent's report
+            test_sites = _sites_within(ctx, sites, node.test)
+            if not test_sites:
+                continue
+            yield self._report(ctx, node, test_sites)
+
+    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]) -> Report:
+        message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
+        try:
+            condition = convert_condition(ctx, node.test)
+        except NotConvertible as exc:
+            return Report(node, message, sites=test_sites, note=f"no fix: {exc}")
+        if condition is None:
+            return Report(node, message, sites=test_sites, note="no fix: the value read is not known to be a tensor")
+        if isinstance(node.orelse, cst.If):
+            return Report(node, message, sites=test_sites, note="no fix: `elif` chains are not rewritten; nest `torch.where` by hand")
+        try:
+            body = branch_assignments(ctx, node.body)
+            orelse = branch_assignments(ctx, node.orelse.body) if node.orelse is not None else None
+        except BranchError as exc:
+            return Report(node, message, sites=test_sites, note=f"no fix: {exc}. {HAND_ADVICE}")
+        if orelse is not None and [a.name for a in body] != [a.name for a in orelse]:
+            return Report(
+                node, message, sites=test_sites,
+                note="no fix: the branches do not assign the same names in the same order",
+            )
+        if orelse is None:
+            for assignment in body:
+                if not defined_before(ctx, node, assignment.name):
+                    return Report(
+                        node, message, sites=test_sites,
+                        note=f"no fix: `{assignment.name}` has no value when the condition is false",
+                    )
+        fix = self._fix(ctx, node, condition.expr, body, orelse)
+        return Report(node, message, fix=fix, sites=test_sites)
+
+    def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
+             body: list[Assignment], orelse: list[Assignment] | None) -> Fix:
+        reasons: list[str] = []
+        hoist = len(body) > 1
+        cond_expr: cst.BaseExpression = condition
+        statements: list[cst.BaseStatement] = []
+        comments = list(node.leading_lines) + _header_comments(node)
+        if hoist:
+            cond_name = _fresh_name(ctx, node, "cond")
+            statements.append(_assign(cond_name, condition))
+            cond_expr = cst.Name(cond_name)
+        for index, taken in enumerate(body):
+            other = orelse[index] if orelse is not None else None
+            true_value = taken.value_expr()
+            false_value = other.value_expr() if other is not None else cst.Name(taken.name)
+            for value in (true_value, false_value):
+                verdict = purity(ctx, value)
+                if not verdict.safe:
+                    reasons.append(verdict.reason)
+            for assignment in (taken, other):
+                if assignment is not None and assignment.augmented:
+                    reasons.append(f"`{assignment.name} {assignment.op_text}= ...` updated the tensor in place; the fix makes a new tensor")
+            for assignment in (taken, other if orelse is not None else None):
+                problem = kept_value_problem(ctx, node, assignment, taken.name)
+                if problem:
+                    reasons.append(problem)
+            where = torch_call(ctx, "where", cond_expr, true_value, false_value)
+            statements.append(_assign(taken.name, where))
+            comments.extend(taken.comments)
+            if other is not None:
+                comments.extend(other.comments)
+        statements[0] = statements[0].with_changes(leading_lines=comments)
+        safety = Safety.UNSAFE if reasons else Safety.SAFE
+        reason = "; ".join(dict.fromkeys(reasons))
+        replacement = cst.FlattenSentinel(statements)
+        return Fix({node: replacement}, safety, reason)
+
+
+HAND_ADVICE = (
+    "Use `torch.cond(pred, true_fn, false_fn, operands)` when both branches are tensor functions "
+    "with the same output shapes, or move the decision out of the compiled code"
+)
+
+
+def _header_comments(node: cst.If) -> list[cst.EmptyLine]:
+    """Comments at the end of the ``if ...:`` and ``else:`` lines."""
+    found = []
+    for block in (node.body, node.orelse.body if node.orelse is not None else None):
+        header = getattr(block, "header", None)
+        if header is not None and header.comment is not None:
+            found.append(cst.EmptyLine(comment=header.comment))
+    for line in getattr(node.orelse, "leading_lines", ()):
+        if line.comment is not None:
+            found.append(line)
+    return found
+
+
+def _sites_within(ctx: FileContext, sites: list[SyncSite], root: cst.CSTNode) -> list[SyncSite]:
+    found = []
+    for site in sites:
+        if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
+            found.append(site)
+    return found
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
+
+
+def _fresh_name(ctx: FileContext, node: cst.CSTNode, base: str) -> str:
+    scope = ctx.provenance.scope_of(node)
+    taken = set()
+    s = scope
+    while s is not None:
+        taken.update(s.bindings)
+        s = s.parent
+    name, counter = base, 1
+    while name in taken:
+        name = f"{base}_{counter}"
+        counter += 1
+    return name

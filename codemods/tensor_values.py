@@ -1,0 +1,345 @@
+"""Turning Python reads of tensor values back into tensor expressions.
+
+Shared by the rules that replace host-side decisions with tensor ops:
+
+* :func:`convert_condition` turns a Python condition that reads tensors
+  (``t.item() > c``, ``float(a) < float(b)``, ``x.any()``, ``and``/``or``/
+  ``not``) into a boolean tensor expression (``t > c``, ``a < b``, ``&``...);
+* :func:`convert_value` does the same for arithmetic on values read with
+  ``.item()`` / ``float()`` / ``int()`` (and ``max`` / ``min`` of them);
+* :func:`purity` says whether an expression may be evaluated even when the
+  original code would not have evaluated it (both branches of a
+  ``torch.where`` always run), and why not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .context import FileContext
+from .provenance import Kind, dotted_name, is_module_class
+
+RANDOM_FUNCTIONS = frozenset(
+    {
+        "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+        "bernoulli", "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d",
+        "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rrelu", "gumbel_softmax",
+        "native_dropout", "uniform", "exponential", "geometric", "cauchy", "log_normal",
+    }
+)
+# Functions whose gradient is infinite or NaN somewhere in their domain: in the
+# branch that was not taken, 0 * inf = NaN reaches the gradient.
+NAN_GRADIENT_FUNCTIONS = frozenset(
+    {
+        "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "div", "true_divide",
+        "floor_divide", "pow", "float_power", "acos", "asin", "atanh", "acosh", "logit", "xlogy",
+        "digamma", "polygamma", "lgamma", "erfinv", "cdist", "norm", "pdist", "atan2",
+    }
+)
+RANDOM_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU"})
+STATEFUL_MODULES = frozenset(
+    {
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+        "LazyBatchNorm2d", "LazyBatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+        "LSTM", "GRU", "RNN",  # flatten_parameters and hidden state handling
+    }
+)
+PURE_BUILTINS = frozenset({"abs"})
+
+
+class NotConvertible(Exception):
+    """The expression mixes tensor values with Python logic fixitem cannot translate."""
+
+
+@dataclass
+class Converted:
+    expr: cst.BaseExpression
+    reads: list[cst.CSTNode] = field(default_factory=list)  # the sync nodes it removed
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)):
+        return expr
+    if expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` as an operand of ``&`` / ``|``: unary ``~`` and ``-`` bind tighter."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.BitInvert, cst.Minus)):
+        return expr
+    return _paren(expr)
+
+
+def _strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr
+
+
+def _torch_attr(ctx: FileContext, name: str) -> cst.Attribute:
+    return cst.Attribute(value=cst.Name(ctx.torch_name()), attr=cst.Name(name))
+
+
+def torch_call(ctx: FileContext, name: str, *args: cst.BaseExpression, **kwargs: cst.BaseExpression) -> cst.Call:
+    arguments = [cst.Arg(_strip_parens(a)) for a in args]
+    arguments += [
+        cst.Arg(_strip_parens(v), keyword=cst.Name(k), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        for k, v in kwargs.items()
+    ]
+    return cst.Call(func=_torch_attr(ctx, name), args=arguments)
+
+
+def _read_of(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExpression, str] | None:
+    """``t.item()`` -> (t, "item"), ``float(t)`` -> (t, "float"), ``int(t)`` -> (t, "int")."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "item" and not expr.args:
+        if ctx.is_tensor(func.value):
+            return func.value, "item"
+        return None
+    if isinstance(func, cst.Name) and func.value in ("float", "int") and len(expr.args) == 1:
+        arg = expr.args[0]
+        if arg.keyword is None and not arg.star and ctx.is_tensor(arg.value):
+            return arg.value, func.value
+    return None
+
+
+def _method(value: cst.BaseExpression, name: str) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=_paren(value), attr=cst.Name(name)))
+
+
+def convert_value(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:
+    """Arithmetic over tensor reads as a tensor expression; None if it reads no tensor.
+
+    Raises :class:`NotConvertible` when it reads a tensor in a way that cannot
+    be kept on the device.
+    """
+    read = _read_of(ctx, expr)
+    if read is not None:
+        tensor, how = read
+        converted = _method(tensor, "long") if how == "int" else tensor
+        if expr.lpar and not tensor.lpar and not isinstance(converted, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):
+            converted = _paren(converted)
+        return Converted(converted, [expr])
+    if isinstance(expr, cst.BinaryOperation):
+        left = convert_value(ctx, expr.left)
+        right = convert_value(ctx, expr.right)
+        if left is None and right is None:
+            return None
+        if left is None and not _plain_number(ctx, expr.left):
+            raise NotConvertible(f"`{ctx.code(expr.left)}` may not be a number")
+        if right is None and not _plain_number(ctx, expr.right):
+            raise NotConvertible(f"`{ctx.code(expr.right)}` may not be a number")
+        new = expr.with_changes(
+            left=left.expr if left else expr.left, right=right.expr if right else expr.right
+        )
+        return Converted(new, (left.reads if left else []) + (right.reads if right else []))
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        inner = convert_value(ctx, expr.expression)
+        if inner is None:
+            return None
+        return Converted(expr.with_changes(expression=_paren(inner.expr)), inner.reads)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("max", "min", "abs"):
+        if any(a.keyword is not None or a.star for a in expr.args):
+            raise NotConvertible(f"`{expr.func.value}(...)` with keyword or starred arguments")
+        parts = [convert_value(ctx, a.value) for a in expr.args]
+        if all(p is None for p in parts):
+            return None
+        reads = [r for p in parts if p for r in p.reads]
+        if expr.func.value == "abs" and len(parts) == 1 and parts[0] is not None:
+            return Converted(expr.with_changes(args=[cst.Arg(parts[0].expr)]), reads)
+        new = convert_min_max(ctx, expr.func.value, expr.args, parts)
+        return Converted(new, reads)
+    if ctx.kind(expr) is Kind.TENSOR:
+        return None  # already a tensor: nothing read here
+    for sub in _descendants(expr):
+        if _read_of(ctx, sub) is not None:
+            raise NotConvertible(f"`{ctx.code(expr)}` uses the value in a way fixitem cannot keep on the device")
+    return None
+
+
+def convert_min_max(ctx: FileContext, which: str, args, parts: list[Converted | None]) -> cst.BaseExpression:
+    if len(args) != 2:
+        raise NotConvertible(f"`{which}(...)` with {len(args)} arguments")
+    (a, b), (pa, pb) = [x.value for x in args], parts
+    if pa is not None and pb is not None:
+        return torch_call(ctx, "maximum" if which == "max" else "minimum", pa.expr, pb.expr)
+    tensor, bound, bound_node = (pa.expr, b, b) if pa is not None else (pb.expr, a, a)  # type: ignore[union-attr]
+    if not _plain_number(ctx, bound_node):
+        raise NotConvertible(f"`{ctx.code(bound_node)}` may not be a number")
+    key = "min" if which == "max" else "max"
+    return torch_call(ctx, "clamp", tensor, **{key: bound})
+
+
+def _plain_number(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """Could ``expr`` be a Python number (not a tensor read, not numpy)?"""
+    kind = ctx.kind(expr)
+    if kind in (Kind.NUMBER, Kind.TENSOR):
+        return True
+    if kind in (Kind.NUMPY, Kind.OTHER, Kind.MODULE):
+        return False
+    return not any(_read_of(ctx, sub) is not None for sub in _descendants(expr))
+
+
+def _descendants(node: cst.CSTNode):
+    stack = list(node.children)
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:
+    """A Python truth test over tensor values as a boolean tensor expression.
+
+    None when the test reads no tensor; raises :class:`NotConvertible` when it
+    does but cannot be translated.
+    """
+    if isinstance(expr, cst.BooleanOperation):
+        left = convert_condition(ctx, expr.left)
+        right = convert_condition(ctx, expr.right)
+        if left is None and right is None:
+            return None
+        if left is None or right is None:
+            plain = expr.left if left is None else expr.right
+            raise NotConvertible(f"`{ctx.code(plain)}` is Python logic mixed with a tensor condition")
+        op = cst.BitAnd() if isinstance(expr.operator, cst.And) else cst.BitOr()
+        new = cst.BinaryOperation(left=_operand(left.expr), operator=op, right=_operand(right.expr), lpar=expr.lpar, rpar=expr.rpar)
+        return Converted(new, left.reads + right.reads)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = convert_condition(ctx, expr.expression)
+        if inner is None:
+            return None
+        return Converted(cst.UnaryOperation(operator=cst.BitInvert(), expression=_paren(inner.expr)), inner.reads)
+    if isinstance(expr, cst.Comparison):
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            for sub in _descendants(expr):
+                if _read_of(ctx, sub) is not None:
+                    raise NotConvertible("`is` / `in` tests have no tensor equivalent")
+            return None
+        operands = [expr.left] + [c.comparator for c in expr.comparisons]
+        converted = [convert_value(ctx, o) for o in operands]
+        is_tensor = [c is not None or ctx.is_tensor(o) for o, c in zip(operands, converted)]
+        if all(c is None for c in converted):
+            if any(is_tensor) and len(expr.comparisons) == 1:
+                return Converted(expr, [expr])  # ``t > 0``: a bool tensor already
+            return None
+        for o, c in zip(operands, converted):
+            if c is None and not _plain_number(ctx, o):
+                raise NotConvertible(f"`{ctx.code(o)}` may not be a number")
+        values = [c.expr if c else o for o, c in zip(operands, converted)]
+        reads = [r for c in converted if c for r in c.reads]
+        pairs = []
+        for i, comparison in enumerate(expr.comparisons):
+            if not (is_tensor[i] or is_tensor[i + 1]):
+                raise NotConvertible(f"`{ctx.code(operands[i])} ... {ctx.code(operands[i + 1])}` compares Python values")
+            pairs.append(cst.Comparison(left=values[i], comparisons=[comparison.with_changes(comparator=values[i + 1])]))
+        if len(pairs) == 1:
+            return Converted(pairs[0].with_changes(lpar=expr.lpar, rpar=expr.rpar), reads)
+        new: cst.BaseExpression = _paren(pairs[0])
+        for pair in pairs[1:]:
+            new = cst.BinaryOperation(left=new, operator=cst.BitAnd(), right=_paren(pair))
+        return Converted(new, reads)
+    value = convert_value(ctx, expr)
+    if value is not None:
+        # ``if t.item():`` tests for non-zero.
+        return Converted(cst.Comparison(left=_paren(value.expr), comparisons=[cst.ComparisonTarget(cst.NotEqual(), cst.Integer("0"))]), value.reads)
+    if ctx.is_tensor(expr):
+        return Converted(expr, [expr])
+    return None
+
+
+@dataclass
+class Purity:
+    safe: bool
+    reason: str = ""
+
+
+def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
+    """May ``expr`` run when the original code would have skipped it?"""
+    for node in [expr, *_descendants(expr)]:
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
+            return Purity(False, f"`{ctx.code(node)}` is not a plain value")
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)) and not _is_constant(node.right):
+                return Purity(False, f"`{ctx.code(node)}` divides by a value that may be zero: the untaken branch's gradient can turn into NaN")
+            if isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
+                return Purity(False, f"`{ctx.code(node)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN")
+        if isinstance(node, cst.Call):
+            problem = _call_problem(ctx, node)
+            if problem:
+                return Purity(False, problem)
+    return Purity(True)
+
+
+def _is_constant(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _is_constant(expr.expression)
+    return False
+
+
+def _non_negative_integer(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer)
+
+
+def _call_problem(ctx: FileContext, call: cst.Call) -> str:
+    func = call.func
+    q = ctx.provenance.imports.qualify(func)
+    name = q.split(".")[-1] if q else ""
+    if q and q.startswith("torch."):
+        if name in RANDOM_FUNCTIONS:
+            return f"`{ctx.code(call)}` draws random numbers: evaluating it in both branches changes the random stream"
+        if name.endswith("_"):
+            return f"`{ctx.code(call)}` modifies a tensor in place"
+        if name in NAN_GRADIENT_FUNCTIONS:
+            return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
+        return ""
+    if isinstance(func, cst.Attribute):
+        receiver_kind = ctx.kind(func.value)
+        method = func.attr.value
+        if receiver_kind is Kind.TENSOR:
+            if method.endswith("_"):
+                return f"`{ctx.code(call)}` modifies a tensor in place"
+            if method in RANDOM_FUNCTIONS or method in ("bernoulli", "multinomial"):
+                return f"`{ctx.code(call)}` draws random numbers"
+            if method in NAN_GRADIENT_FUNCTIONS:
+                return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
+            return ""
+    if isinstance(func, cst.Name) and func.value in PURE_BUILTINS:
+        return ""
+    module_class = _module_class(ctx, func)
+    if module_class is not None:
+        short = module_class.split(".")[-1]
+        if short in RANDOM_MODULES:
+            return f"`{ctx.code(call)}` applies dropout: random in training"
+        if short in STATEFUL_MODULES:
+            return f"`{ctx.code(call)}` updates running statistics in training"
+        if module_class.startswith("torch.nn."):
+            return ""
+        return f"`{ctx.code(call)}` calls module `{short}`, whose forward fixitem has not checked for side effects"
+    return f"`{ctx.code(call)}` calls `{ctx.code(func)}`, which fixitem cannot prove free of side effects"
+
+
+def _module_class(ctx: FileContext, func: cst.BaseExpression) -> str | None:
+    """The class a called module was built from (``self.fc`` -> ``torch.nn.Linear``)."""
+    if ctx.kind(func) is not Kind.MODULE:
+        return None
+    values: list[cst.BaseExpression] = []
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = ctx.provenance.enclosing_class(func)
+        if cls is not None:
+            values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, [])
+    classes = set()
+    for value in values:
+        if isinstance(value, cst.Call):
+            q = ctx.provenance.imports.qualify(value.func)
+            if is_module_class(q, ctx.provenance.module_classes):
+                classes.add(q)
+    if len(classes) == 1:
+        return classes.pop()
+    return dotted_name(func)

@@ -1,0 +1,1 @@
+"""fixitem: find and rewrite host syncs and graph breaks in PyTorch code."""
