@@ -74,15 +74,15 @@ NON_TENSOR_ATTRIBUTES = {
 # on a value is evidence that it is a tensor.
 TENSOR_ONLY_NAMES = frozenset(
     {
-        "backward", "detach", "detach_", "requires_grad", "requires_grad_", "grad", "cuda",
-        "unsqueeze", "masked_fill", "masked_fill_", "numel", "dim", "view", "view_as",
-        "permute", "contiguous", "float", "half", "bfloat16", "long", "softmax",
-        "log_softmax", "clamp", "clamp_", "expand", "expand_as", "is_cuda", "grad_fn",
-        "new_zeros", "new_ones", "new_full", "new_empty", "type_as", "masked_select",
-        "index_select", "gather", "scatter", "scatter_add", "sigmoid", "relu", "norm",
-        "detach_copy", "data_ptr", "pin_memory", "isnan", "isinf", "isfinite", "logical_not",
+        "backward", "detach", "detach_", "unsqueeze", "masked_fill", "masked_fill_", "numel", "dim",
+        "view", "view_as", "permute", "contiguous", "long", "softmax", "log_softmax", "clamp",
+        "clamp_", "expand", "expand_as", "new_zeros", "new_ones", "new_full", "new_empty", "type_as",
+        "masked_select", "index_select", "gather", "scatter", "scatter_add", "sigmoid", "relu",
+        "data_ptr", "pin_memory", "isnan", "isinf", "isfinite", "logical_not",
     }
 )
+# Attributes (not called) that only tensors have.
+TENSOR_ONLY_ATTRIBUTES = frozenset({"grad", "requires_grad", "grad_fn", "is_cuda", "is_leaf"})
 
 # Names of the ``nn`` classes whose instances are modules (anything in torch.nn
 # starting with an upper-case letter, except these).
@@ -335,9 +335,15 @@ class Provenance:
             elif isinstance(node, (cst.Global, cst.Nonlocal)):
                 for item in node.names:
                     scope.bind(item.name.value, "opaque", None)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                receiver = node.func.value
+                if isinstance(receiver, cst.Name) and node.func.attr.value in TENSOR_ONLY_NAMES:
+                    if receiver.value not in ("self", "cls"):
+                        scope.evidence.add(receiver.value)
             elif isinstance(node, cst.Attribute):
-                if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_NAMES:
-                    scope.evidence.add(node.value.value)
+                if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
+                    if node.value.value not in ("self", "cls"):
+                        scope.evidence.add(node.value.value)
 
     def _bind_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
         if isinstance(target, cst.Name):

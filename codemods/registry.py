@@ -5,10 +5,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .rule import Rule
+from .rules.clamp_min_max import ClampMinMax
+from .rules.data_dependent_size import DataDependentSize
+from .rules.device_to_host import DeviceToHost
+from .rules.item_read import ItemRead
+from .rules.tensor_format import TensorFormat
+from .rules.tensor_truth import TensorTruth
+from .rules.tolist import ToList
 from .rules.where_if import WhereIf
+from .rules.where_ifexp import WhereIfExp
 
 RULE_CLASSES: list[type[Rule]] = [
     WhereIf,
+    WhereIfExp,
+    ClampMinMax,
+    DataDependentSize,
+    TensorTruth,
+    TensorFormat,
+    ItemRead,
+    ToList,
+    DeviceToHost,
 ]
 
 

@@ -343,3 +343,55 @@ def _module_class(ctx: FileContext, func: cst.BaseExpression) -> str | None:
     if len(classes) == 1:
         return classes.pop()
     return dotted_name(func)
+
+
+def sites_within(ctx: FileContext, sites, root: cst.CSTNode) -> list:
+    """The sync sites at or below ``root``."""
+    found = []
+    for site in sites:
+        if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
+            found.append(site)
+    return found
+
+
+LINE_LENGTH = 88
+
+
+def _newline_indent(extra: str) -> cst.ParenthesizedWhitespace:
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(extra)
+    )
+
+
+def one_argument_per_line(call: cst.Call) -> cst.Call:
+    """Lay a call out the way black does when it does not fit on one line."""
+    args = []
+    for index, arg in enumerate(call.args):
+        last = index == len(call.args) - 1
+        comma = cst.Comma(whitespace_after=_newline_indent("" if last else "    "))
+        args.append(arg.with_changes(comma=comma))
+    return call.with_changes(whitespace_before_args=_newline_indent("    "), args=args)
+
+
+def fit_line(ctx: FileContext, old: cst.CSTNode, new: cst.Call) -> cst.Call:
+    """``new`` replaces ``old``; wrap it when the line would grow past 88 columns."""
+    line_number = ctx.position(old)[0]
+    line = ctx.source.splitlines()[line_number - 1] if line_number <= len(ctx.source.splitlines()) else ""
+    old_text = ctx.code(old)
+    if "\n" in old_text:
+        old_len = len(old_text.splitlines()[0])
+    else:
+        old_len = len(old_text)
+    length = len(line) - old_len + len(ctx.module.code_for_node(new))
+    return one_argument_per_line(new) if length > LINE_LENGTH else new
+
+
+def fit_statement(indent: int, statement: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """Wrap the call assigned by ``name = call(...)`` when the line is too long."""
+    small = statement.body[0]
+    if not isinstance(small, cst.Assign) or not isinstance(small.value, cst.Call):
+        return statement
+    text = cst.Module(body=[statement]).code.rstrip("\n")
+    if indent + len(text) <= LINE_LENGTH:
+        return statement
+    return statement.with_changes(body=[small.with_changes(value=one_argument_per_line(small.value))])

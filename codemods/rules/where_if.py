@@ -9,7 +9,7 @@ import libcst as cst
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_condition, purity, torch_call
+from ..tensor_values import NotConvertible, convert_condition, fit_statement, purity, sites_within, torch_call
 from ..branches import Assignment, BranchError, branch_assignments, defined_before, kept_value_problem
 
 
@@ -211,7 +211,7 @@ class WhereIf(Rule):
             parent = ctx.parents.get(node)
             if isinstance(parent, cst.If) and parent.orelse is node:
                 continue  # an ``elif``: part of its parent's report
-            test_sites = _sites_within(ctx, sites, node.test)
+            test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
             if not test_sites:
                 continue
             yield self._report(ctx, node, test_sites)
@@ -277,6 +277,8 @@ class WhereIf(Rule):
             comments.extend(taken.comments)
             if other is not None:
                 comments.extend(other.comments)
+        indent = ctx.position(node)[1] - 1
+        statements = [fit_statement(indent, statement) for statement in statements]
         statements[0] = statements[0].with_changes(leading_lines=comments)
         safety = Safety.UNSAFE if reasons else Safety.SAFE
         reason = "; ".join(dict.fromkeys(reasons))
@@ -300,14 +302,6 @@ def _header_comments(node: cst.If) -> list[cst.EmptyLine]:
     for line in getattr(node.orelse, "leading_lines", ()):
         if line.comment is not None:
             found.append(line)
-    return found
-
-
-def _sites_within(ctx: FileContext, sites: list[SyncSite], root: cst.CSTNode) -> list[SyncSite]:
-    found = []
-    for site in sites:
-        if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
-            found.append(site)
     return found
 
 

@@ -1,0 +1,137 @@
+"""FX103: ``max`` / ``min`` of a tensor value read on the host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..context import FileContext
+from ..provenance import Kind
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
+from ..syncs import SyncSite
+from ..tensor_values import NotConvertible, convert_value, sites_within
+
+
+class ClampMinMax(Rule):
+    """## What it does
+    Finds `max(...)` / `min(...)` of two values where at least one is a
+    tensor read with `.item()` / `float()` / `int()`, and rewrites them into
+    `torch.clamp(t, min=c)` / `torch.clamp(t, max=c)` (a tensor and a number)
+    or `torch.maximum(a, b)` / `torch.minimum(a, b)` (two tensors).
+
+    ## Why is this bad?
+    Python's `max` needs both numbers on the host: each `.item()` is a
+    **host sync** and, in compiled code, a **graph break**. The tensor
+    functions compute the same bound on the device.
+
+    ## Example
+    ```python
+    y = x / max(x.norm().item(), 1e-6)
+    ```
+
+    ## Use instead
+    ```python
+    y = x / torch.clamp(x.norm(), min=1e-6)
+    ```
+
+    ## Fix safety
+    **Safe** when the result is an operand of arithmetic with a tensor: a
+    0-dim tensor then behaves like the Python number did (same result dtype,
+    same values; the bound is rounded to the tensor's dtype).
+    **Unsafe** elsewhere: the result becomes a 0-dim tensor where the
+    original gave a Python number, which matters to code that needs a
+    number (`range`, JSON, `isinstance`, a learning rate).
+    """
+
+    code = "FX103"
+    name = "clamp-min-max"
+    summary = "`max`/`min` of a tensor value: use `torch.clamp` / `torch.maximum` / `torch.minimum`"
+    examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    return x / max(x.norm().item(), 1e-6)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    return x / torch.clamp(x.norm(), min=1e-6)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(a: torch.Tensor, b: torch.Tensor):
+                    return a * min(a.sum().item(), b.sum().item())
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(a: torch.Tensor, b: torch.Tensor):
+                    return a * torch.minimum(a.sum(), b.sum())
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(loss: torch.Tensor):
+                    lr = min(loss.item(), 0.1)
+                    return lr
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(loss: torch.Tensor):
+                    lr = torch.clamp(loss, max=0.1)
+                    return lr
+                """
+            ),
+            unsafe=True,
+        ),
+        Valid(
+            dedent(
+                """
+                def f(a, b):
+                    return max(a, b)
+                """
+            )
+        ),
+    ]
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        for node in ctx.nodes(cst.Call):
+            assert isinstance(node, cst.Call)
+            if not (isinstance(node.func, cst.Name) and node.func.value in ("max", "min")):
+                continue
+            inner = [s for s in sites_within(ctx, sites, node) if s not in claimed]
+            if not inner:
+                continue
+            message = f"`{node.func.value}(...)` of a tensor value read on the host"
+            try:
+                converted = convert_value(ctx, node)
+            except NotConvertible as exc:
+                yield Report(node, message, sites=inner, note=f"no fix: {exc}")
+                continue
+            if converted is None:
+                continue
+            parent = ctx.parents.get(node)
+            in_tensor_math = isinstance(parent, cst.BinaryOperation) and ctx.kind(
+                parent.right if parent.left is node else parent.left
+            ) is Kind.TENSOR
+            safety, reason = Safety.SAFE, ""
+            if not in_tensor_math:
+                safety = Safety.UNSAFE
+                reason = "the result becomes a 0-dim tensor where the original gave a Python number"
+            new = converted.expr
+            yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)

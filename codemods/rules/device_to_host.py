@@ -1,0 +1,60 @@
+"""FX003: ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")``."""
+
+from __future__ import annotations
+
+from ..context import FileContext
+from ..rule import Invalid, Valid, dedent
+from ..site_rule import SiteRule
+from ..syncs import SyncSite
+
+
+class DeviceToHost(SiteRule):
+    """## What it does
+    Reports copies of a tensor to host memory: `t.cpu()`, `t.numpy()`,
+    `t.to("cpu")`.
+
+    ## Why is this bad?
+    On an accelerator the copy waits for the value (a **host sync**), and
+    `.numpy()` leaves the graph (a **graph break** in compiled code).
+
+    ## Example
+    ```python
+    preds.append(logits.argmax(-1).cpu().numpy())
+    ```
+
+    ## Use instead
+    Keep the results on the device and concatenate them; copy once at the
+    end of the epoch (`torch.cat(preds).cpu()`), or use
+    `t.to("cpu", non_blocking=True)` into pinned memory and read it later.
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "FX003"
+    name = "device-to-host"
+    summary = "tensor copied to host memory"
+    kinds = ("cpu", "numpy")
+    examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    return x.cpu().numpy()
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                model = torch.nn.Linear(2, 2)
+                model.cpu()
+                """
+            )
+        ),
+    ]
+
+    def note(self, ctx: FileContext, site: SyncSite) -> str:
+        return "keep results on the device and copy once (e.g. per epoch), or copy with non_blocking=True"

@@ -1,0 +1,46 @@
+"""FX002: ``t.tolist()`` copies a whole tensor to Python."""
+
+from __future__ import annotations
+
+from ..context import FileContext
+from ..rule import Invalid, Valid, dedent
+from ..site_rule import SiteRule
+from ..syncs import SyncSite
+
+
+class ToList(SiteRule):
+    """## What it does
+    Reports `t.tolist()` of a tensor.
+
+    ## Why is this bad?
+    It waits for the device (a **host sync**; a **graph break** in compiled
+    code) and then builds one Python object per element, which is slow for
+    large tensors.
+
+    ## Example
+    ```python
+    for i, score in enumerate(scores.tolist()):
+        ...
+    ```
+
+    ## Use instead
+    Keep the computation in tensor operations; when Python really needs the
+    values, read them once, outside the step loop or the compiled region.
+    Replacing many `.item()` calls by one `.tolist()` is the right move when
+    the values are needed anyway (one sync instead of many).
+
+    ## Fix safety
+    No automatic fix.
+    """
+
+    code = "FX002"
+    name = "tolist"
+    summary = "tensor copied into a Python list"
+    kinds = ("tolist",)
+    examples = [
+        Invalid("import torch\nvalues = torch.arange(4).tolist()\n"),
+        Valid("import numpy as np\nvalues = np.arange(4).tolist()\n"),
+    ]
+
+    def note(self, ctx: FileContext, site: SyncSite) -> str:
+        return "read the values once, outside the step loop or compiled code, or keep the work in tensor ops"

@@ -1,0 +1,32 @@
+"""Base class of the report-only rules: one finding per unclaimed sync site."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from .advice import advice
+from .context import FileContext
+from .rule import Report, Rule, unclaimed
+from .syncs import SyncSite
+
+
+class SiteRule(Rule):
+    kinds: ClassVar[tuple[str, ...]]
+
+    def wants(self, ctx: FileContext, site: SyncSite) -> bool:
+        return True
+
+    def message(self, ctx: FileContext, site: SyncSite) -> str:
+        return f"`{ctx.code(site.node)}` reads a tensor value on the host"
+
+    def note(self, ctx: FileContext, site: SyncSite) -> str:
+        return advice(ctx, site.node)
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        for site in unclaimed(sites, claimed, *self.kinds):
+            if self.wants(ctx, site):
+                note = self.note(ctx, site)
+                if not site.certain:
+                    note = f"(if `{ctx.code(site.value)}` is a tensor) {note}"
+                yield Report(site.node, self.message(ctx, site), sites=[site], note=note)

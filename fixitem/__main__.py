@@ -1,0 +1,3 @@
+from fixitem.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Example models bundled with fixitem, used by ``fixitem demo``."""

@@ -1,0 +1,40 @@
+"""A small model with the host syncs fixitem rewrites.
+
+``fixitem demo`` copies this file to a temporary folder, shows what
+``fixitem scan`` finds and the diff ``fixitem apply`` makes, then checks
+the rewrite with ``fixitem verify``.
+"""
+
+import torch
+from torch import nn
+
+
+class GatedMLP(nn.Module):
+    def __init__(self, width: int = 16) -> None:
+        super().__init__()
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+        self.act = nn.GELU()
+
+    def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        # Rescale inputs whose largest value is too large.
+        if x.abs().max().item() > 4.0:
+            x = x * 0.25
+        h = self.act(self.up(x))
+        # A gate decides whether the block contributes at all.
+        if gate.item() > 0:
+            y = x + self.down(h)
+        else:
+            y = x
+        return y / max(y.norm().item(), 1e-6)
+
+
+def make():
+    """The model and example inputs (used by ``fixitem verify --factory make``)."""
+    torch.manual_seed(0)
+    model = GatedMLP()
+    inputs = [
+        (torch.randn(8, 16), torch.tensor(1.0)),
+        (torch.randn(8, 16) * 3, torch.tensor(-1.0)),
+    ]
+    return model, inputs
