@@ -61,9 +61,16 @@ def worth_parsing(text: str) -> bool:
     return any(token in text for token in PREFILTER)
 
 
-def _syntax_error(path: Path, exc: cst.ParserSyntaxError) -> str:
+def _syntax_error(path: Path, text: str, exc: cst.ParserSyntaxError) -> str:
+    """Python's own message where it has one: it is clearer than the parser's."""
+    try:
+        ast.parse(text, str(path))
+    except SyntaxError as python_error:
+        return f"{path}:{python_error.lineno}:{python_error.offset or 1}: syntax error: {python_error.msg}"
+    except (ValueError, RecursionError):
+        pass
     message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {message}"
+    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: cannot parse (libcst): {message}"
 
 
 def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report]]:
@@ -123,7 +130,7 @@ def process(path: Path, text: str, rules: Sequence[Rule], *, fix: bool = False, 
             ctx = FileContext.build(path, current)
         except cst.ParserSyntaxError as exc:
             if current is text:
-                outcome.error = _syntax_error(path, exc)
+                outcome.error = _syntax_error(path, text, exc)
             else:  # our own rewrite broke the file: keep the original
                 outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
                 outcome.new_text = None

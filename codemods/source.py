@@ -78,13 +78,18 @@ def read_source(path: Path) -> SourceFile:
     return decode_source(path, data)
 
 
+def is_writable(path: Path) -> bool:
+    """Writable by this user (replacing the file would otherwise bypass its mode)."""
+    return os.access(path, os.W_OK)
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` in one step, keeping its permissions."""
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError as exc:
         raise SourceError(f"{path}: cannot stat: {exc.strerror or exc}") from None
-    if not os.access(path, os.W_OK):
+    if not is_writable(path):
         raise SourceError(f"{path}: file is not writable")
     folder = path.parent
     try:

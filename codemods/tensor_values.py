@@ -111,8 +111,12 @@ def _method(value: cst.BaseExpression, name: str) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=_paren(value), attr=cst.Name(name)))
 
 
-def convert_value(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:
+def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = False) -> Converted | None:
     """Arithmetic over tensor reads as a tensor expression; None if it reads no tensor.
+
+    ``.item()`` also cut the value off from autograd: with ``detach`` (for
+    values that flow into arithmetic) the read becomes ``.detach()`` so that
+    gradients stay what they were. Comparisons need no detaching.
 
     Raises :class:`NotConvertible` when it reads a tensor in a way that cannot
     be kept on the device.
@@ -120,13 +124,18 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression) -> Converted | Non
     read = _read_of(ctx, expr)
     if read is not None:
         tensor, how = read
-        converted = _method(tensor, "long") if how == "int" else tensor
+        if how == "int":
+            converted = _method(tensor, "long")
+        elif detach:
+            converted = _method(tensor, "detach")
+        else:
+            converted = tensor
         if expr.lpar and not tensor.lpar and not isinstance(converted, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):
             converted = _paren(converted)
         return Converted(converted, [expr])
     if isinstance(expr, cst.BinaryOperation):
-        left = convert_value(ctx, expr.left)
-        right = convert_value(ctx, expr.right)
+        left = convert_value(ctx, expr.left, detach)
+        right = convert_value(ctx, expr.right, detach)
         if left is None and right is None:
             return None
         if left is None and not _plain_number(ctx, expr.left):
@@ -138,14 +147,14 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression) -> Converted | Non
         )
         return Converted(new, (left.reads if left else []) + (right.reads if right else []))
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        inner = convert_value(ctx, expr.expression)
+        inner = convert_value(ctx, expr.expression, detach)
         if inner is None:
             return None
         return Converted(expr.with_changes(expression=_paren(inner.expr)), inner.reads)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("max", "min", "abs"):
         if any(a.keyword is not None or a.star for a in expr.args):
             raise NotConvertible(f"`{expr.func.value}(...)` with keyword or starred arguments")
-        parts = [convert_value(ctx, a.value) for a in expr.args]
+        parts = [convert_value(ctx, a.value, detach) for a in expr.args]
         if all(p is None for p in parts):
             return None
         reads = [r for p in parts if p for r in p.reads]

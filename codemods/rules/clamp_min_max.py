@@ -32,8 +32,11 @@ class ClampMinMax(Rule):
 
     ## Use instead
     ```python
-    y = x / torch.clamp(x.norm(), min=1e-6)
+    y = x / torch.clamp(x.norm().detach(), min=1e-6)
     ```
+    `.item()` also cut the value off from autograd; `.detach()` keeps that,
+    so gradients are unchanged. Drop it by hand where you want the gradient
+    to flow through the bound.
 
     ## Fix safety
     **Safe** when the result is an operand of arithmetic with a tensor: a
@@ -60,7 +63,7 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(x: torch.Tensor):
-                    return x / torch.clamp(x.norm(), min=1e-6)
+                    return x / torch.clamp(x.norm().detach(), min=1e-6)
                 """
             ),
         ),
@@ -76,7 +79,7 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(a: torch.Tensor, b: torch.Tensor):
-                    return a * torch.minimum(a.sum(), b.sum())
+                    return a * torch.minimum(a.sum().detach(), b.sum().detach())
                 """
             ),
         ),
@@ -93,7 +96,7 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(loss: torch.Tensor):
-                    lr = torch.clamp(loss, max=0.1)
+                    lr = torch.clamp(loss.detach(), max=0.1)
                     return lr
                 """
             ),
@@ -119,7 +122,7 @@ class ClampMinMax(Rule):
                 continue
             message = f"`{node.func.value}(...)` of a tensor value read on the host"
             try:
-                converted = convert_value(ctx, node)
+                converted = convert_value(ctx, node, detach=True)
             except NotConvertible as exc:
                 yield Report(node, message, sites=inner, note=f"no fix: {exc}")
                 continue

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+_counter = itertools.count()
+
+
+def load_module(path: Path):
+    """Import a file under a unique module name (before and after must not clash)."""
+    name = f"_fixitem_test_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def copy_fixture(tmp_path):
+    """Copy a file or folder from fixtures/ into a temporary folder."""
+
+    def copy(relative: str) -> Path:
+        source = FIXTURES / relative
+        target = tmp_path / source.name
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copyfile(source, target)
+        return target
+
+    return copy

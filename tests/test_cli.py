@@ -1,0 +1,202 @@
+"""The command line as a user meets it: exit codes, output formats, bad input,
+and files that must come out byte-for-byte right."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, ROOT
+from fixitem.cli import app
+from fixitem.codemods import source
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_scan_lists_findings_and_exits_1(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    result = run("scan", str(target))
+    assert result.exit_code == 1
+    line = result.stdout.splitlines()[0]
+    assert line.startswith(f"{target}:14:9: FX101 ")
+    assert "(graph break, host sync)" in line
+    assert line.endswith("[fix: safe]")
+
+
+def test_scan_clean_file_exits_0(tmp_path):
+    clean = tmp_path / "clean.py"
+    clean.write_text("import torch\n\ndef f(x):\n    return x * 2\n")
+    result = run("scan", str(clean))
+    assert result.exit_code == 0
+    assert "No host syncs found" in result.stdout
+
+
+def test_scan_json(copy_fixture):
+    target = copy_fixture("threshold/report_only.py")
+    result = run("scan", "--format", "json", str(target))
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert {"path", "line", "col", "rule", "message", "fix"} <= set(data[0])
+    assert {d["fix"] for d in data} == {"none"}
+    assert all(d["costs"] == ["graph-break", "host-sync"] for d in data)
+
+
+def test_select_and_ignore(copy_fixture):
+    target = copy_fixture("threshold/report_only.py")
+    only = json.loads(run("scan", "--format", "json", "--select", "FX006", str(target)).stdout)
+    assert {d["rule"] for d in only} == {"FX006"}
+    without = json.loads(run("scan", "--format", "json", "--ignore", "FX006,FX004,FX001", str(target)).stdout)
+    assert {d["rule"] for d in without} == {"FX101"}
+
+
+def test_unknown_rule_is_a_usage_error(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    result = run("scan", "--select", "XYZ9", str(target))
+    assert result.exit_code == 2
+    assert "unknown rule" in result.stderr
+
+
+def test_missing_path_exits_2():
+    result = run("scan", "does/not/exist.py")
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
+
+
+def test_bad_flag_exits_2(copy_fixture):
+    result = run("apply", "--no-such-flag", str(copy_fixture("threshold/scale_if.py")))
+    assert result.exit_code == 2
+
+
+def test_diff_writes_nothing_and_exits_1(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    before = target.read_bytes()
+    result = run("apply", "--diff", str(target))
+    assert result.exit_code == 1
+    assert target.read_bytes() == before
+    assert "-        if h.abs().max().item() > 2.0:  # too large: halve" in result.stdout
+    assert "+        h = torch.where(h.abs().max() > 2.0, h * 0.5, h)" in result.stdout
+    assert result.stdout.startswith("--- ")
+
+
+def test_diff_exits_0_when_nothing_to_change(tmp_path):
+    clean = tmp_path / "clean.py"
+    clean.write_text("import torch\n")
+    result = run("apply", "--diff", str(clean))
+    assert result.exit_code == 0
+    assert result.stdout == ""
+
+
+def test_apply_rewrites_and_second_apply_changes_nothing(copy_fixture):
+    folder = copy_fixture("threshold")
+    first = run("apply", str(folder))
+    assert first.exit_code == 0
+    assert "Fixed 6 sites in 5 files" in first.stdout
+    snapshot = {p: p.read_bytes() for p in folder.glob("*.py")}
+    second = run("apply", "--diff", str(folder))
+    assert second.exit_code == 0
+    assert {p: p.read_bytes() for p in folder.glob("*.py")} == snapshot
+
+
+def test_unsafe_flag(copy_fixture):
+    target = copy_fixture("threshold/unsafe_updates.py")
+    assert run("apply", "--diff", str(target)).exit_code == 0
+    result = run("apply", "--unsafe", str(target))
+    assert result.exit_code == 0
+    assert "y = torch.where(y.mean() < 0, y + 1.0, y)" in target.read_text()
+
+
+def test_syntax_error_is_reported_and_other_files_processed(tmp_path, copy_fixture):
+    bad = tmp_path / "broken.py"
+    bad.write_bytes((FIXTURES / "bad" / "syntax_error.py").read_bytes())
+    good = copy_fixture("threshold/scale_if.py")
+    result = run("apply", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"{bad}:3:" in result.stderr and "syntax error: '(' was never closed" in result.stderr
+    assert "torch.where" in good.read_text()
+    assert bad.read_bytes() == (FIXTURES / "bad" / "syntax_error.py").read_bytes()
+
+
+def test_non_python_file_named_explicitly(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes((FIXTURES / "bad" / "notes.txt").read_bytes())
+    result = run("scan", str(notes))
+    assert result.exit_code == 0  # nothing in it looks like a sync: not even parsed
+    with_torch = tmp_path / "odd.txt"
+    with_torch.write_text("torch = {\n")
+    assert run("scan", str(with_torch)).exit_code == 2
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only files")
+def test_read_only_file_is_an_error(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    target.chmod(stat.S_IRUSR)
+    result = run("apply", str(target))
+    assert result.exit_code == 2
+    assert "not writable" in result.stderr
+
+
+def test_read_only_file_is_an_error_even_for_root(copy_fixture, monkeypatch):
+    target = copy_fixture("threshold/scale_if.py")
+    before = target.read_bytes()
+    target.chmod(stat.S_IRUSR)
+    monkeypatch.setattr(source, "is_writable", lambda path: False)
+    result = run("apply", str(target))
+    assert result.exit_code == 2
+    assert "not writable" in result.stderr
+    assert target.read_bytes() == before
+
+
+def test_permissions_are_kept(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    target.chmod(0o751)
+    run("apply", str(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    assert not list(target.parent.glob(".*.fixitem")), "no temporary file left behind"
+
+
+@pytest.mark.parametrize("name", ["crlf.py", "latin1.py", "bom.py"])
+def test_encodings_and_line_endings_survive(copy_fixture, name):
+    target = copy_fixture(f"bad/{name}")
+    original = target.read_bytes()
+    result = run("apply", str(target))
+    assert result.exit_code == 0
+    new = target.read_bytes()
+    assert new != original
+    assert b"torch.where(x.sum() > 0, x * 2, x)" in new
+    if name == "crlf.py":
+        assert new.count(b"\r\n") == new.count(b"\n")
+    if name == "latin1.py":
+        assert "café".encode("latin-1") in new
+    if name == "bom.py":
+        assert new.startswith(b"\xef\xbb\xbf")
+    if name != "crlf.py":
+        assert b"\r" not in new
+
+
+def test_rule_command():
+    result = run("rule", "FX101")
+    assert result.exit_code == 0
+    assert "## Fix safety" in result.stdout
+    assert run("rule", "where-if").stdout == result.stdout
+    listing = run("rule", "--all").stdout
+    assert "FX001" in listing and "FX103" in listing
+    assert run("rule", "FX999").exit_code == 2
+
+
+def test_module_entry_point_and_demo():
+    completed = subprocess.run(
+        [sys.executable, "-m", "fixitem", "demo"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "+        x = torch.where(x.abs().max() > 4.0, x * 0.25, x)" in completed.stdout
+    assert "Host-sync sites before: 3, after: 0." in completed.stdout
