@@ -51,9 +51,9 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _progress(total_hint: bool):
-    """A progress hook that prints a spinner line when stderr is a terminal."""
-    if not sys.stderr.isatty() or not total_hint:
+def _progress():
+    """A progress hook that shows a status line while files are read, on a terminal only."""
+    if not sys.stderr.isatty():
         return None, None
     status = err.status("fixitem: reading files...")
     status.start()
@@ -81,9 +81,9 @@ def scan(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the findings, no notes or summary."),
 ) -> None:
     """List every place that reads a tensor's value back to the host."""
-    hook, status = _progress(True)
+    hook, status = _progress()
     try:
-        result = api.scan(paths, select=_split(select), ignore=_split(ignore), exclude=exclude or ())
+        result = api.scan(paths, select=_split(select), ignore=_split(ignore), exclude=exclude or (), progress=hook)
     except api.UsageError as exc:
         raise _usage_error(str(exc))
     finally:
@@ -114,7 +114,7 @@ def apply(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and the diff with --diff)."),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
-    hook, status = _progress(True)
+    hook, status = _progress()
     try:
         result = api.apply(
             paths, write=not diff, unsafe=unsafe, select=_split(select), ignore=_split(ignore),

@@ -168,8 +168,12 @@ class InspectingBackend:
     def __init__(self, inner: str = "inductor") -> None:
         self.inner_name = inner
         self.inner = torch._dynamo.lookup_backend(inner)
+        self.__name__ = inner  # shown by Dynamo in errors such as BackendCompilerFailed
         self.graph_count = 0
         self._syncs: dict[GraphSync, None] = {}  # ordered set over re-compilations
+
+    def __repr__(self) -> str:
+        return self.inner_name
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs):
         self.graph_count += 1

@@ -1,0 +1,83 @@
+"""The ``fixitem verify`` command (registered by the CLI: ``app.command("verify")(verify_command)``).
+
+Exit status: 0 when every check passed, 1 when a check failed (each named in
+the output), 2 on usage or input errors (missing file or factory, the user's
+module failed to import, unknown --device/--backend/--format, git problems).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from .loading import UsageError
+
+FORMATS = ("text", "json")
+
+
+def _usage_error(message: str, details: str = "") -> typer.Exit:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err.print(Text.assemble(("error: ", "bold red"), message))
+    if details:
+        err.print(details, markup=False)
+    return typer.Exit(code=2)
+
+
+def verify_command(
+    after: Annotated[Path, typer.Argument(help="The rewritten file (the after version).", show_default=False)],
+    before: Annotated[
+        Optional[Path],
+        typer.Option("--before", help="The original file (the before version).", show_default=False),
+    ] = None,
+    before_ref: Annotated[
+        Optional[str],
+        typer.Option("--before-ref", help="Take the before version from git: AFTER as committed at this "
+                                          "revision (e.g. HEAD).", show_default=False),
+    ] = None,
+    factory: Annotated[
+        str, typer.Option("--factory", help="Function of the module returning (model, inputs); inputs is one "
+                                            "tuple of positional arguments or a list of them.")
+    ] = "make",
+    device: Annotated[str, typer.Option("--device", help="auto (cuda when available), cpu or cuda.")] = "auto",
+    backend: Annotated[
+        str, typer.Option("--backend", help="torch.compile backend for the fullgraph check: inductor, "
+                                            "aot_eager or eager.")
+    ] = "inductor",
+    output_format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    timeit: Annotated[
+        bool, typer.Option("--timeit", help="Also time compiled-before against compiled-after (warm median).")
+    ] = False,
+) -> None:
+    """Prove a rewrite: graph breaks, host syncs and numerics, before | after."""
+    from .api import run_verify
+    from .report import render_text
+
+    if output_format not in FORMATS:
+        raise _usage_error(f"--format must be one of {', '.join(FORMATS)}; got {output_format!r}")
+    if before is not None and before_ref is not None:
+        raise _usage_error("give either --before FILE or --before-ref REF, not both")
+    if before is None and before_ref is None:
+        raise _usage_error("missing the before version: give --before FILE or --before-ref REF")
+    try:
+        report = run_verify(
+            after,
+            before=before,
+            before_ref=before_ref,
+            factory=factory,
+            device=device,
+            backend=backend,
+            timeit=timeit,
+        )
+    except UsageError as exc:
+        raise _usage_error(exc.message, exc.details) from None
+    if output_format == "json":
+        sys.stdout.write(report.to_json() + "\n")
+        sys.stdout.flush()
+    else:
+        render_text(report, Console(highlight=False))
+    raise typer.Exit(code=0 if report.passed else 1)

@@ -1,0 +1,61 @@
+"""Read a file as it is committed in git (``git show REF:path``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .loading import UsageError
+
+
+class GitError(UsageError):
+    """git is missing, the folder is not a repository, or the path is not in REF."""
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed (needed for --before-ref)") from exc
+
+
+def repo_root(path: Path) -> Path:
+    """The top folder of the git repository holding ``path``."""
+    folder = Path(path).resolve()
+    folder = folder if folder.is_dir() else folder.parent
+    if not folder.is_dir():
+        raise GitError(f"folder not found: {folder}")
+    proc = _git(["rev-parse", "--show-toplevel"], folder)
+    if proc.returncode != 0:
+        raise GitError(f"{path} is not inside a git repository: {proc.stderr.strip()}")
+    return Path(proc.stdout.strip()).resolve()
+
+
+def repo_relative(path: Path) -> str:
+    """``path`` relative to its repository's root, with forward slashes."""
+    path = Path(path).resolve()
+    root = repo_root(path.parent)
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError as exc:
+        raise GitError(f"{path} is outside the git repository at {root}") from exc
+
+
+def read_at_ref(path: Path, ref: str) -> str:
+    """The content of ``path`` at git revision ``ref`` (a commit, branch or tag).
+
+    ``path`` is a file of the working tree (it need not exist any more); the
+    command runs from the repository root found with ``git rev-parse``.
+    """
+    path = Path(path).resolve()
+    root = repo_root(path.parent)
+    rel = repo_relative(path)
+    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
+    if proc.returncode != 0:
+        raise GitError(f"unknown git revision {ref!r} in {root}")
+    proc = _git(["show", f"{ref}:{rel}"], root)
+    if proc.returncode != 0:
+        raise GitError(f"{rel} is not in {ref}: {proc.stderr.strip()}")
+    return proc.stdout
