@@ -528,7 +528,8 @@ class Provenance:
         if how == "param" and isinstance(node, cst.Param):
             return self._param_kind(scope, node)
         if how == "import":
-            return Kind.OTHER
+            # A module, or a value imported from one (``from config import LIMIT``).
+            return Kind.UNKNOWN
         return Kind.UNKNOWN
 
     def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from .rule import Rule
 from .rules.clamp_min_max import ClampMinMax
 from .rules.data_dependent_size import DataDependentSize
+from .rules.deferred_logging import DeferredLogging
 from .rules.device_to_host import DeviceToHost
 from .rules.item_read import ItemRead
 from .rules.tensor_format import TensorFormat
@@ -19,6 +20,7 @@ RULE_CLASSES: list[type[Rule]] = [
     WhereIf,
     WhereIfExp,
     ClampMinMax,
+    DeferredLogging,
     DataDependentSize,
     TensorTruth,
     TensorFormat,

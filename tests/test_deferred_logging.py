@@ -1,0 +1,136 @@
+"""FX201: deferred logging keeps the output and removes the per-step host syncs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import fixitem
+from conftest import load_module
+from fixitem import runtime
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+from fixitem.verify.syncs import count_host_syncs
+
+
+def _run(path: Path) -> str:
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=path.parent)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _count(path: Path):
+    module = load_module(path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), count_host_syncs() as syncs:
+        module.main()
+        runtime.flush()
+    return syncs, out.getvalue()
+
+
+def test_training_script_prints_the_same_with_fewer_syncs(copy_fixture):
+    original = copy_fixture("logging/train_loop.py")
+    rewritten = original.with_name("train_loop_deferred.py")
+    rewritten.write_text(original.read_text())
+    result = fixitem.apply([rewritten])
+    text = rewritten.read_text()
+    assert text != original.read_text(), result
+    assert "from fixitem import runtime as deferred" in text
+    assert ".item()" not in text
+    assert 'deferred.record(lambda: print("epoch done"))' in text
+
+    before_out = _run(original)
+    after_out = _run(rewritten)
+    assert before_out
+    assert after_out == before_out
+    assert before_out.count("\n") == 30 * 2 + 1
+    assert before_out.rstrip().endswith("epoch done")
+
+    before, _ = _count(original)
+    after, _ = _count(rewritten)
+    assert before.total >= 60
+    assert before.total >= 4 * after.total, (before.by_kind, after.by_kind)
+
+
+def test_second_apply_changes_nothing(copy_fixture):
+    path = copy_fixture("logging/train_loop.py")
+    fixitem.apply([path])
+    once = path.read_text()
+    fixitem.apply([path])
+    assert path.read_text() == once
+
+
+def _fixed(code: str, unsafe: bool = False) -> str | None:
+    return process(Path("example.py"), code, all_rules(), fix=True, unsafe=unsafe).new_text
+
+
+def test_an_expression_read_gets_a_generated_parameter_and_float_is_kept():
+    code = (
+        "import torch\n"
+        "def f(out: torch.Tensor, n: torch.Tensor):\n"
+        "    print(out.sum().item(), float(n), int(n))\n"
+    )
+    fixed = _fixed(code)
+    assert fixed is not None
+    assert "deferred.record(lambda value, n: print(value, float(n), int(n)), out.sum(), n)" in fixed
+
+
+def test_a_name_read_and_also_used_otherwise_is_not_conflated():
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor):\n"
+        "    print(loss.item(), loss.shape)\n"
+    )
+    # `loss` is a tensor used other than through `.item()`: not deferred.
+    assert _fixed(code, unsafe=True) is None
+
+
+def test_comprehension_and_lambda_names_are_not_captured():
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor, names: list):\n"
+        "    print(loss.item(), [len(n) for n in names])\n"
+    )
+    fixed = _fixed(code, unsafe=True)
+    assert fixed is not None
+    assert "lambda loss, names: print(loss, [len(n) for n in names])," in fixed
+    assert _fixed(code) is None  # `names` is a list read at replay: unsafe
+
+
+def test_await_is_not_deferred():
+    code = (
+        "import torch\n"
+        "async def f(loss: torch.Tensor, get):\n"
+        "    print(loss.item(), await get())\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    fx201 = [f for f in result.findings if f.rule == "FX201"]
+    assert fx201 and fx201[0].fix == "none"
+    assert _fixed(code, unsafe=True) is None
+
+
+def test_logger_exception_and_unknown_callees_are_left_alone():
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor, logger, out):\n"
+        "    logger.exception('x %s', loss.item())\n"
+        "    out.write(str(loss.item()))\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    assert all(f.rule != "FX201" for f in result.findings)
+
+
+def test_a_call_that_cannot_be_deferred_makes_the_others_unsafe():
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor, x: torch.Tensor):\n"
+        "    print(loss.item())\n"
+        "    print(x)\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    fx201 = [f for f in result.findings if f.rule == "FX201"]
+    assert [f.fix for f in fx201] == ["unsafe"]
+    assert "stay immediate" in fx201[0].note
