@@ -348,6 +348,28 @@ class Provenance:
     def _bind_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
         if isinstance(target, cst.Name):
             scope.bind(target.value, how, value)
+        elif (
+            isinstance(target, (cst.Tuple, cst.List))
+            and how == "iter"
+            and isinstance(value, cst.Call)
+            and dotted_name(value.func) == "enumerate"
+            and len(target.elements) == 2
+            and value.args
+        ):
+            # ``for i, item in enumerate(xs)``: an int, and an element of xs.
+            self._bind_target(scope, target.elements[0].value, "number", None)
+            self._bind_target(scope, target.elements[1].value, "iter", value.args[0].value)
+        elif (
+            isinstance(target, (cst.Tuple, cst.List))
+            and how == "iter"
+            and isinstance(value, cst.Call)
+            and dotted_name(value.func) == "zip"
+            and len(target.elements) == len(value.args)
+            and not any(a.star or a.keyword for a in value.args)
+        ):
+            # ``for a, b in zip(xs, ys)``: an element of each.
+            for element, arg in zip(target.elements, value.args):
+                self._bind_target(scope, element.value, "iter", arg.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             values = None
             if how == "value" and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
@@ -420,6 +442,8 @@ class Provenance:
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
             return Kind.TENSOR
+        if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            return Kind.MODULE
         if q in ("int", "float", "bool"):
             return Kind.NUMBER
         if q in ("str", "list", "dict", "tuple", "bytes"):
@@ -527,6 +551,8 @@ class Provenance:
             return Kind.UNKNOWN
         if how == "param" and isinstance(node, cst.Param):
             return self._param_kind(scope, node)
+        if how == "number":
+            return Kind.NUMBER
         if how == "import":
             # A module, or a value imported from one (``from config import LIMIT``).
             return Kind.UNKNOWN

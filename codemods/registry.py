@@ -8,6 +8,7 @@ from .rule import Rule
 from .rules.clamp_min_max import ClampMinMax
 from .rules.data_dependent_size import DataDependentSize
 from .rules.deferred_logging import DeferredLogging
+from .rules.device_accumulation import DeviceAccumulation
 from .rules.device_to_host import DeviceToHost
 from .rules.item_read import ItemRead
 from .rules.tensor_format import TensorFormat
@@ -21,6 +22,7 @@ RULE_CLASSES: list[type[Rule]] = [
     WhereIfExp,
     ClampMinMax,
     DeferredLogging,
+    DeviceAccumulation,
     DataDependentSize,
     TensorTruth,
     TensorFormat,

@@ -46,8 +46,9 @@ def test_training_script_prints_the_same_with_fewer_syncs(copy_fixture):
     after_out = _run(rewritten)
     assert before_out
     assert after_out == before_out
-    assert before_out.count("\n") == 30 * 2 + 1
-    assert before_out.rstrip().endswith("epoch done")
+    assert before_out.count("\n") == 30 * 2 + 2
+    assert "epoch done\neval loss " in before_out
+    assert before_out.rstrip().endswith("(int)")
 
     before, _ = _count(original)
     after, _ = _count(rewritten)
@@ -134,3 +135,40 @@ def test_a_call_that_cannot_be_deferred_makes_the_others_unsafe():
     fx201 = [f for f in result.findings if f.rule == "FX201"]
     assert [f.fix for f in fx201] == ["unsafe"]
     assert "stay immediate" in fx201[0].note
+
+
+CALLER_SCRIPT = '''\
+import torch
+
+
+def train(model: torch.nn.Module, data):
+    for step, x in enumerate(data):
+        loss = model(x).sum()
+        print(f"step {step} loss {loss.item():.3f}")
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2, 1)
+    train(model, [torch.randn(2) for _ in range(3)])
+    print("done")
+
+
+if __name__ == "__main__":
+    main()
+    print("bye")
+'''
+
+
+def test_callers_output_is_deferred_too_so_order_is_kept(tmp_path):
+    original = tmp_path / "script.py"
+    original.write_text(CALLER_SCRIPT)
+    rewritten = tmp_path / "script_deferred.py"
+    rewritten.write_text(CALLER_SCRIPT)
+    fixitem.apply([rewritten])
+    text = rewritten.read_text()
+    assert 'deferred.record(lambda: print("done"))' in text
+    assert 'deferred.record(lambda: print("bye"))' in text
+    before, after = _run(original), _run(rewritten)
+    assert before.splitlines()[-2:] == ["done", "bye"]
+    assert after == before

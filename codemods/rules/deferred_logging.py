@@ -107,6 +107,9 @@ class _Collector:
             self.walk(node.value, bound, "other", nested)
             return
         if isinstance(node, cst.Arg):
+            if not node.star and self.capturable(node.value, bound, nested):
+                self.order.append(("expr", node.value))
+                return
             if node.star:
                 if any(n in self.reads or n in self.other_sites for n in _descendants(node.value)) or \
                         self.ctx.kind(node.value) is Kind.TENSOR:
@@ -116,6 +119,12 @@ class _Collector:
             self.walk(node.value, bound, direct, nested)
             return
         if isinstance(node, cst.FormattedStringExpression):
+            if self.capturable(node.expression, bound, nested):
+                self.order.append(("expr", node.expression))
+                if node.format_spec is not None:
+                    for part in node.format_spec:
+                        self.walk(part, bound, "other", nested)
+                return
             inner = "format" if isinstance(node.expression, cst.Name) else "other"
             self.walk(node.expression, bound, inner, nested)
             if node.format_spec is not None:
@@ -126,6 +135,9 @@ class _Collector:
             key = getattr(node, "key", None)
             if key is not None:
                 self.walk(key, bound, "other", nested)
+            if self.capturable(node.value, bound, nested):
+                self.order.append(("expr", node.value))
+                return
             direct = "direct" if isinstance(node.value, cst.Name) else "other"
             self.walk(node.value, bound, direct, nested)
             return
@@ -147,6 +159,59 @@ class _Collector:
             return
         for child in node.children:
             self.walk(child, bound, "other", nested)
+
+
+    def capturable(self, node: cst.BaseExpression, bound: frozenset[str], nested: bool) -> bool:
+        """A value computed without tensor reads: evaluate it now, as the original did.
+
+        Plain names and literals stay in the lambda's body; anything else (a call,
+        arithmetic, a subscript) is passed in whole, so that ``len(loader)`` or
+        ``scheduler.get_last_lr()[0]`` is evaluated at record time, not at replay.
+        """
+        if nested or isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary,
+                                       cst.ConcatenatedString, cst.FormattedString, cst.Dict, cst.List,
+                                       cst.Tuple, cst.Set, cst.Lambda, *_COMPS)):
+            return False
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            return False  # ``args.lr``: keep it readable; its root name is captured
+        for sub in _descendants(node):
+            if sub in self.reads or sub in self.other_sites:
+                return False
+            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, *_COMPS)):
+                return False
+            if isinstance(sub, cst.Name) and sub.value in bound:
+                return False
+        return True
+
+
+def _callers_of(ctx: FileContext, deferring: set[cst.CSTNode | None]) -> set[cst.CSTNode | None]:
+    """``deferring`` and every function of the file that calls one of them, transitively.
+
+    Output of a caller comes after the callee's deferred output, so it must be
+    deferred too or it would overtake it (``main()`` printing "done" after
+    ``train()`` logged every step). ``None`` stands for the module level.
+    """
+    calls: dict[cst.CSTNode | None, set[str]] = {}
+    for call in ctx.nodes(cst.Call):
+        assert isinstance(call, cst.Call)
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name = func.attr.value
+        elif isinstance(func, cst.Name):
+            name = func.value
+        else:
+            continue
+        calls.setdefault(ctx.enclosing_function(call), set()).add(name)
+    result = set(deferring)
+    changed = True
+    while changed:
+        changed = False
+        names = {f.name.value for f in result if isinstance(f, cst.FunctionDef)}
+        for caller, callees in calls.items():
+            if caller not in result and callees & names:
+                result.add(caller)
+                changed = True
+    return result
 
 
 def _params(params: cst.Parameters) -> list[cst.Param]:
@@ -174,10 +239,27 @@ def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
     if scope is None:
         return False
     bindings = scope.bindings.get(name.value, [])
-    return bool(bindings) and all(
-        how == "value" and isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-        for how, value in bindings
-    )
+    return bool(bindings) and all(_fresh_binding(ctx, how, value) for how, value in bindings)
+
+
+def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> bool:
+    """Bound to a string, or to a fresh result nothing else holds (``a, b = f()``)?
+
+    A function's result or arithmetic is a new object: nothing else can mutate it
+    before the replay. Parameters, loop variables, aliases of other names and
+    container literals (which the code may go on to fill) may change.
+    """
+    if how not in ("value", "unpack"):
+        return False
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+        return ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER) or _is_text(value) or how == "unpack"
+    return False
+
+
+def _is_text(expr: cst.CSTNode) -> bool:
+    return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
 
 
 class _Rewrite(cst.CSTTransformer):
@@ -213,9 +295,11 @@ class DeferredLogging(Rule):
     left immediate (a `print("epoch done")` would overtake the step losses
     printed before it). So when a function (or the module level) has one
     deferred output call, every other output call statement of that same
-    function is deferred as well, keeping their relative order. Output of
-    *other* functions, and anything written to stdout by other means, is not
-    ordered against the deferred output.
+    function is deferred as well, keeping their relative order; so are the
+    output calls of every function of the same file that calls such a
+    function (`main()` printing "done" after `train()` returns). Output of
+    other files, and anything written to stdout by other means, is not
+    ordered against the deferred output: call `deferred.flush()` before it.
 
     ## Example
     ```python
@@ -238,7 +322,10 @@ class DeferredLogging(Rule):
 
     ## Fix safety
     **Safe** when every captured name is a tensor read with `.item()` /
-    `float()` / `int()`, a number or a string: the output is the same text,
+    `float()` / `int()`, a number, a string, or a fresh result (bound from a
+    call or arithmetic, `mean, n = evaluate(...)`), and other values computed
+    in the call (`len(loader)`, `sched.get_last_lr()[0]`) are evaluated at
+    record time as before: the output is the same text,
     replayed later (every N records, at exit, before a traceback). Logging
     records keep their `lineno` (the call stays on one line when it fits)
     but `funcName` becomes `<lambda>` and `created` is the replay time.
@@ -464,9 +551,10 @@ class DeferredLogging(Rule):
             plan = self._plan(ctx, stmt, call, sites, claimed)
             groups.setdefault(func, []).append(plan)
 
+        deferring = _callers_of(ctx, {f for f, plans in groups.items() if any(p.trigger for p in plans)} | deferred_already)
         for func, plans in groups.items():
             traced = func is not None and func in ctx.traced
-            active = traced or func in deferred_already or any(p.trigger for p in plans)
+            active = traced or func in deferring
             if not active:
                 continue
             immediate = [p for p in plans if p.new is None]
@@ -510,7 +598,8 @@ class DeferredLogging(Rule):
             return plan
 
         # Parameters, in order of first appearance.
-        taken = {n.value for n in _descendants(call) if isinstance(n, cst.Name)}
+        attributes = {n.attr for n in _descendants(call) if isinstance(n, cst.Attribute)}
+        taken = {n.value for n in _descendants(call) if isinstance(n, cst.Name) and n not in attributes}
         params: list[str] = []
         values: list[cst.BaseExpression] = []
         body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
@@ -544,6 +633,21 @@ class DeferredLogging(Rule):
                 values.append(cst.Name(name))
                 if not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
+            elif what == "expr":
+                expr = item
+                param = fresh()
+                params.append(param)
+                values.append(expr)  # type: ignore[arg-type]
+                body_replacements[expr] = cst.Name(param)  # type: ignore[index]
+                kind = ctx.kind(expr)  # type: ignore[arg-type]
+                if kind is Kind.TENSOR:
+                    plan.blocker = f"`{ctx.code(expr)}` is a tensor used other than through `.item()`"
+                    return plan
+                # A value computed in the call (a function's result, arithmetic) is
+                # fresh: nothing else holds it to mutate before the replay. Only
+                # containers and modules are suspicious.
+                if kind in (Kind.OTHER, Kind.MODULE) and not _is_text(expr):
+                    plan.unsafe.append(f"`{ctx.code(expr)}` is computed now but formatted at replay")
             else:
                 site = reads[item]  # type: ignore[index]
                 value = site.value
