@@ -15,6 +15,24 @@ from .suppression import Suppressions
 from .traced import traced_functions
 
 
+COMPILE_CHECKS = frozenset(
+    {"is_compiling", "is_dynamo_compiling", "is_tracing", "is_scripting", "is_exporting", "is_fx_tracing"}
+)
+DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "extra_repr"})
+
+
+def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def node_in(node: cst.CSTNode, roots: tuple) -> bool:
+    return any(root is not None and any(n is node for n in walk(root)) for root in roots)
+
+
 @dataclass
 class FileContext:
     path: Path
@@ -74,7 +92,26 @@ class FileContext:
 
     def in_traced_code(self, node: cst.CSTNode) -> bool:
         func = self.enclosing_function(node)
-        return func is not None and func in self.traced
+        return func is not None and func in self.traced and not self.compile_guard(node)
+
+    def compile_guard(self, node: cst.CSTNode) -> cst.If | None:
+        """The enclosing ``if`` that tests ``torch.compiler.is_compiling()`` (or
+        ``torch.jit.is_tracing()``, ...): code under it already keeps out of, or
+        is written for, compiled regions."""
+        for parent in self.ancestors(node):
+            if isinstance(parent, cst.If) and node_in(node, (parent.body, parent.orelse)):
+                for sub in walk(parent.test):
+                    if isinstance(sub, cst.Call):
+                        func = sub.func
+                        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+                        if name in COMPILE_CHECKS:
+                            return parent
+        return None
+
+    def in_display_method(self, node: cst.CSTNode) -> bool:
+        """Inside ``__repr__`` / ``__str__`` / ``extra_repr``: code that exists to show values."""
+        func = self.enclosing_function(node)
+        return func is not None and func.name.value in DISPLAY_METHODS
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of ``node``."""

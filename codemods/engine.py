@@ -81,8 +81,14 @@ def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report
         for report in rule.check(ctx, sites, claimed):
             claimed.update(report.sites)
             line, _ = ctx.position(report.node)
-            if ctx.suppressions.suppressed(line, rule.code):
+            if ctx.suppressions.suppressed(line, rule.code) or ctx.in_display_method(report.node):
                 continue
+            guard = ctx.compile_guard(report.node)
+            if guard is not None and report.fix is not None:
+                report.fix = None
+                report.note = (
+                    f"no fix: the code is guarded by `if {ctx.code(guard.test)}:` and is left as written"
+                )
             reports.append((rule, report))
     reports.sort(key=lambda pair: ctx.position(pair[1].node))
     return reports

@@ -404,3 +404,9 @@ def fit_statement(indent: int, statement: cst.SimpleStatementLine) -> cst.Simple
     if indent + len(text) <= LINE_LENGTH:
         return statement
     return statement.with_changes(body=[small.with_changes(value=one_argument_per_line(small.value))])
+
+
+UNKNOWN_VALUE_NOTE = (
+    "no fix: fixitem cannot tell that the value read is a tensor (it could be a numpy value). "
+    "Annotate where it comes from (`x: torch.Tensor`, `model: nn.Module`) to let fixitem rewrite it"
+)

@@ -9,7 +9,15 @@ import libcst as cst
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_condition, fit_statement, purity, sites_within, torch_call
+from ..tensor_values import (
+    UNKNOWN_VALUE_NOTE,
+    NotConvertible,
+    convert_condition,
+    fit_statement,
+    purity,
+    sites_within,
+    torch_call,
+)
 from ..branches import Assignment, BranchError, branch_assignments, defined_before, kept_value_problem
 
 
@@ -223,7 +231,7 @@ class WhereIf(Rule):
         except NotConvertible as exc:
             return Report(node, message, sites=test_sites, note=f"no fix: {exc}")
         if condition is None:
-            return Report(node, message, sites=test_sites, note="no fix: the value read is not known to be a tensor")
+            return Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
         if isinstance(node.orelse, cst.If):
             return Report(node, message, sites=test_sites, note="no fix: `elif` chains are not rewritten; nest `torch.where` by hand")
         try:

@@ -10,7 +10,15 @@ from ..context import FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_condition, fit_line, purity, sites_within, torch_call
+from ..tensor_values import (
+    UNKNOWN_VALUE_NOTE,
+    NotConvertible,
+    convert_condition,
+    fit_line,
+    purity,
+    sites_within,
+    torch_call,
+)
 
 
 class WhereIfExp(Rule):
@@ -104,7 +112,7 @@ class WhereIfExp(Rule):
                 yield Report(node, message, sites=test_sites, note=f"no fix: {exc}")
                 continue
             if condition is None:
-                yield Report(node, message, sites=test_sites, note="no fix: the value read is not known to be a tensor")
+                yield Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
                 continue
             reasons = []
             for value in (node.body, node.orelse):

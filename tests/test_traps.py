@@ -1,0 +1,135 @@
+"""Semantic traps from real code: what must be left alone, and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+
+
+def run(code: str, unsafe: bool = True):
+    return process(Path("trap.py"), code, all_rules(), fix=True, unsafe=unsafe)
+
+
+def scan(code: str):
+    return process(Path("trap.py"), code, all_rules()).findings
+
+
+def test_numpy_item_is_never_touched():
+    code = (
+        "import numpy as np\nimport torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    v = np.random.rand(1)\n"
+        "    w = np.float32(2.0)\n"
+        "    if v.item() > 0.5 and w.item() > 1:\n"
+        "        x = x * 2\n"
+        "    return x, np.random.rand(1).item()\n"
+    )
+    assert run(code).new_text is None
+    assert scan(code) == []
+
+
+def test_dict_items_and_non_tensor_calls_are_not_syncs():
+    code = "import torch\nconfig = {'a': 1}\nfor k, v in config.items():\n    print(k, float(v), int('3'))\n"
+    assert scan(code) == []
+
+
+def test_name_rebound_from_item_is_a_number_and_left_alone():
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    m = x.max()\n"
+        "    m = m.item()\n"
+        "    if m > 3:\n"
+        "        x = x * 2\n"
+        "    return x, int(m)\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    assert [f.rule for f in result.findings] == ["FX001"]
+
+
+def test_item_used_to_detach_is_reported_not_rewritten():
+    code = "import torch\n\ndef f(value: torch.Tensor, R: torch.Tensor):\n    return R - value.item()\n"
+    result = run(code)
+    assert result.new_text is None
+    assert [f.rule for f in result.findings] == ["FX001"]
+
+
+def test_python_type_matters_min_max_result_stays_unsafe():
+    code = "import json\nimport torch\n\ndef f(loss: torch.Tensor):\n    return json.dumps({'lr': min(loss.item(), 0.1)})\n"
+    result = process(Path("trap.py"), code, all_rules(), fix=True, unsafe=False)
+    assert result.new_text is None
+    assert [f.fix for f in result.findings] == ["unsafe"]
+
+
+def test_item_in_lambda_and_comprehension_is_reported_only():
+    code = (
+        "import torch\n\n"
+        "def f(xs: torch.Tensor):\n"
+        "    key = lambda t: t.item()\n"
+        "    return [x.item() for x in xs], key\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    assert {f.rule for f in result.findings} == {"FX001"}
+
+
+def test_docstrings_and_doctests_are_never_touched():
+    code = (
+        '"""Module.\n\n>>> if t.item() > 0:\n...     x = x * 2\n"""\n'
+        "import torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        '    """>>> print(f"{x.item():.3f}")"""\n'
+        "    return x\n"
+    )
+    assert scan(code) == []
+    assert run(code).new_text is None
+
+
+def test_code_guarded_by_is_compiling_is_left_as_written():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        if not torch.compiler.is_compiling():\n"
+        "            if x.max().item() > 1:\n"
+        "                x = x / 2\n"
+        "        return x\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    [finding] = result.findings
+    assert finding.costs == ("host-sync",)
+    assert "guarded by `if not torch.compiler.is_compiling():`" in finding.note
+
+
+def test_repr_methods_are_not_reported():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.scale = nn.Parameter(torch.ones(()))\n"
+        "    def extra_repr(self):\n"
+        "        return f'scale={self.scale.item():.3f}'\n"
+    )
+    assert scan(code) == []
+
+
+def test_tensor_mutated_after_read_keeps_order_of_evaluation():
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor, t: torch.Tensor):\n"
+        "    if t.item() > 0:\n"
+        "        x = x + 1\n"
+        "        t = t - 1\n"
+        "    return x, t\n"
+    )
+    new = run(code).new_text
+    # The condition is computed once, before either name changes.
+    assert new is not None
+    lines = [line.strip() for line in new.splitlines()]
+    assert lines.index("cond = t > 0") < lines.index("x = torch.where(cond, x + 1, x)")
+    assert "t = torch.where(cond, t - 1, t)" in lines
