@@ -44,9 +44,10 @@ class FileContext:
     provenance: Provenance
     traced: set[cst.FunctionDef]
     suppressions: Suppressions
+    flush_every: int | None = None  # ``apply --flush-every N`` for the deferred-logging runtime
 
     @classmethod
-    def build(cls, path: Path, source: str) -> FileContext:
+    def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
         """Parse ``source``; raises ``libcst.ParserSyntaxError`` when it does not parse."""
         wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
         positions = dict(wrapper.resolve(PositionProvider))
@@ -67,7 +68,7 @@ class FileContext:
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
         return cls(path, source, module, positions, parents, by_type, provenance, traced,
-                   Suppressions(source))
+                   Suppressions(source), flush_every)
 
     # -- navigation ---------------------------------------------------------------------------
 
@@ -128,6 +129,13 @@ class FileContext:
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
         return self.provenance.is_tensor(expr)
+
+    def runtime_imports(self) -> tuple[str, ...]:
+        """What code using ``fixitem.runtime`` needs at the top of the file."""
+        imports = ("from fixitem import runtime as deferred",)
+        if self.flush_every is not None:
+            imports += (f"deferred.configure(flush_every={self.flush_every})",)
+        return imports
 
     def torch_name(self) -> str:
         """How this file spells ``torch`` (``import torch as th`` gives ``th``)."""

@@ -126,14 +126,22 @@ class _Replacer(cst.CSTTransformer):
         return updated_node
 
 
-def process(path: Path, text: str, rules: Sequence[Rule], *, fix: bool = False, unsafe: bool = False) -> FileOutcome:
+def process(
+    path: Path,
+    text: str,
+    rules: Sequence[Rule],
+    *,
+    fix: bool = False,
+    unsafe: bool = False,
+    flush_every: int | None = None,
+) -> FileOutcome:
     outcome = FileOutcome(path)
     if not worth_parsing(text):
         return outcome
     current = text
     for _ in range(MAX_PASSES):
         try:
-            ctx = FileContext.build(path, current)
+            ctx = FileContext.build(path, current, flush_every)
         except cst.ParserSyntaxError as exc:
             if current is text:
                 outcome.error = _syntax_error(path, text, exc)

@@ -172,3 +172,19 @@ def test_callers_output_is_deferred_too_so_order_is_kept(tmp_path):
     before, after = _run(original), _run(rewritten)
     assert before.splitlines()[-2:] == ["done", "bye"]
     assert after == before
+
+
+def test_flush_every_is_configured_once_after_the_import(tmp_path):
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = "import torch\n\n\ndef f(loss: torch.Tensor):\n    print(loss.item())\n"
+    new = process(tmp_path / "f.py", code, all_rules(), fix=True, flush_every=10).new_text
+    assert new is not None
+    assert new.splitlines()[:3] == [
+        "import torch",
+        "from fixitem import runtime as deferred",
+        "deferred.configure(flush_every=10)",
+    ]
+    again = process(tmp_path / "f.py", new, all_rules(), fix=True, flush_every=10)
+    assert again.new_text is None

@@ -14,7 +14,6 @@ from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
 
-IMPORT = "from fixitem import runtime as deferred"
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
 OUTPUT_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description", "log_metrics"})
 READ_KINDS = ("item", "float", "int")
@@ -575,7 +574,7 @@ class DeferredLogging(Rule):
                     continue
                 safety = Safety.UNSAFE if group_unsafe else Safety.SAFE
                 fix = Fix({plan.stmt: cst.Expr(plan.new, semicolon=plan.stmt.semicolon)}, safety,
-                          "; ".join(group_unsafe), imports=(IMPORT,))
+                          "; ".join(group_unsafe), imports=ctx.runtime_imports())
                 yield Report(plan.stmt, message, fix=fix, sites=plan.reads)
 
     def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, sites: list[SyncSite],

@@ -13,7 +13,6 @@ from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import _plain_number
 
-IMPORT = "from fixitem import runtime as deferred"
 
 
 @dataclass
@@ -286,7 +285,7 @@ class DeviceAccumulation(Rule):
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
             reason = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
-            fix = Fix(replacements, Safety.UNSAFE, reason, imports=(IMPORT,))
+            fix = Fix(replacements, Safety.UNSAFE, reason, imports=ctx.runtime_imports())
         else:
-            fix = Fix(replacements, Safety.SAFE, "", imports=(IMPORT,))
+            fix = Fix(replacements, Safety.SAFE, "", imports=ctx.runtime_imports())
         return Report(first, message, fix=fix, sites=sites)
