@@ -8,6 +8,7 @@ from .rule import Rule
 from .rules.clamp_min_max import ClampMinMax
 from .rules.data_dependent_size import DataDependentSize
 from .rules.deferred_logging import DeferredLogging
+from .rules.detach_not_item import DetachNotItem
 from .rules.device_accumulation import DeviceAccumulation
 from .rules.device_to_host import DeviceToHost
 from .rules.item_read import ItemRead
@@ -23,6 +24,7 @@ RULE_CLASSES: list[type[Rule]] = [
     ClampMinMax,
     DeferredLogging,
     DeviceAccumulation,
+    DetachNotItem,
     DataDependentSize,
     TensorTruth,
     TensorFormat,

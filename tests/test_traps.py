@@ -50,8 +50,11 @@ def test_name_rebound_from_item_is_a_number_and_left_alone():
     assert [f.rule for f in result.findings] == ["FX001"]
 
 
-def test_item_used_to_detach_is_reported_not_rewritten():
+def test_item_used_to_detach_becomes_detach_only_next_to_a_tensor():
     code = "import torch\n\ndef f(value: torch.Tensor, R: torch.Tensor):\n    return R - value.item()\n"
+    assert run(code, unsafe=False).new_text.endswith("    return R - value.detach()\n")
+    # R may be a Python number: the result would turn from a float into a tensor.
+    code = "import torch\n\ndef f(value: torch.Tensor, R):\n    return R - value.item()\n"
     result = run(code)
     assert result.new_text is None
     assert [f.rule for f in result.findings] == ["FX001"]

@@ -1,0 +1,97 @@
+"""FX301: a value read with ``.item()`` only to be combined with a tensor again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..context import FileContext
+from ..provenance import Kind
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
+from ..syncs import SyncSite
+
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+class DetachNotItem(Rule):
+    """## What it does
+    Finds `t.item()` (and `float(t)`) used directly as an operand of
+    arithmetic whose other operand is a tensor, as in
+    `advantage = returns - value.item()` or `x * self.scale.item()`, and
+    replaces the read with `t.detach()`.
+
+    ## Why is this bad?
+    The read makes the host wait for the device (a **host sync**; a **graph
+    break** in compiled code) only to turn the number back into a tensor
+    operand a moment later. `.item()` is often used just to stop gradients;
+    `.detach()` does that without leaving the device.
+
+    ## Example
+    ```python
+    advantage = returns - value.item()
+    ```
+
+    ## Use instead
+    ```python
+    advantage = returns - value.detach()
+    ```
+
+    ## Fix safety
+    **Safe**: a 0-dim tensor operand promotes like the Python number did
+    within a dtype category (a float32 tensor minus a 0-dim float64 tensor is
+    still float32), gradients are still cut, and the values are the same.
+    The one difference: an *integer* tensor combined with a float64 value now
+    gives float64 where the Python float gave the default float32. `int(t)`
+    is left alone (it truncates).
+    """
+
+    code = "FX301"
+    name = "detach-not-item"
+    summary = "`.item()` used as an operand of tensor arithmetic: use `.detach()`"
+    examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def step(returns: torch.Tensor, value: torch.Tensor):
+                    advantage = returns - value.item()
+                    return advantage * float(value)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def step(returns: torch.Tensor, value: torch.Tensor):
+                    advantage = returns - value.detach()
+                    return advantage * value.detach()
+                """
+            ),
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, n: torch.Tensor):
+                    return x.numel() * n.item()
+                """
+            )
+        ),
+    ]
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        for site in sites:
+            if site in claimed or site.kind not in ("item", "float") or not site.certain:
+                continue
+            parent = ctx.parents.get(site.node)
+            if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
+                continue
+            other = parent.right if parent.left is site.node else parent.left
+            if ctx.kind(other) is not Kind.TENSOR:
+                continue
+            value = site.value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            detached = cst.Call(func=cst.Attribute(value=value, attr=cst.Name("detach")))
+            message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
+            yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])
