@@ -6,26 +6,48 @@
 
 Neither function raises for a problem in one of the user's files: a file
 that cannot be read or parsed is listed in ``result.errors`` and the others
-are still processed. Missing paths and unknown rule codes raise
-:class:`UsageError` before anything is read.
+are still processed. Missing paths, unknown rule codes and bad configuration
+raise :class:`UsageError` before anything is read.
+
+Settings come from the arguments, else from the ``[tool.fixitem]`` table of
+the ``pyproject.toml`` found from the first path upwards (see
+:mod:`fixitem.config`); ``config=`` names a file instead, ``isolated=True``
+reads none. An argument left at ``None`` takes the configuration's value.
+
+Files are processed in parallel worker processes (``jobs``; the default is
+one per CPU) when there are enough of them to pay for starting the workers;
+the result is the same, in the same order, as with ``jobs=1``.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
+import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal, Union
 
 from fixitem.codemods.discovery import PathNotFound, discover
 from fixitem.codemods.engine import FileOutcome, Finding, process
 from fixitem.codemods.registry import UnknownRule, select_rules
-from fixitem.codemods.rule import Rule
+from fixitem.codemods.rule import Report, Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
+from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
+
+# Fewer candidate files than this are processed in-process: starting workers costs more.
+PARALLEL_MIN_FILES = 8
+# Files handed to a worker at a time.
+CHUNK_SIZE = 4
+# The most fixes offered one by one in one file (a guard; the engine reaches a fixed point).
+MAX_INTERACTIVE_STEPS = 1000
 
 
 class UsageError(Exception):
-    """Bad input from the user: a missing path, an unknown rule code."""
+    """Bad input from the user: a missing path, an unknown rule code, bad configuration."""
 
 
 @dataclass
@@ -41,6 +63,9 @@ class FileResult:
 @dataclass
 class RunResult:
     files: list[FileResult]
+    rules: list[str] = field(default_factory=list)  # codes of the rules that ran (before per-file-ignores)
+    config: Path | None = None  # the configuration file used, if any
+    stopped: bool = False  # interactive apply: the user quit (later fixes and files left as they were)
 
     @property
     def findings(self) -> list[Finding]:
@@ -64,11 +89,58 @@ class RunResult:
 
 
 ProgressHook = Callable[[Path], None]
+"""Called once per file as it is done. If it also has a ``start(total)`` method,
+that is called first with the number of files."""
+
+Answer = Literal["yes", "no", "all", "quit"]
+ConfirmHook = Callable[[Finding, str], Union[Answer, bool]]
+"""Interactive apply: given a fixable finding and the unified diff of its fix
+alone, answer ``"yes"`` (apply it), ``"no"``, ``"all"`` (this and every
+remaining fix, without asking again) or ``"quit"`` (apply no more; what was
+accepted is kept). ``True``/``False`` mean yes/no."""
 
 
-def _rules(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[Rule]:
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs to process one file: plain, picklable data."""
+
+    path: Path
+    codes: tuple[str, ...]  # the rules to run on this file, in run order
+    fix: bool
+    unsafe: bool
+    write: bool
+    flush_every: int | None = None  # for the deferred-logging rewrite
+
+
+@dataclass
+class _Plan:
+    files: list[Path]
+    codes: dict[Path, tuple[str, ...]]
+    rules: list[str]
+    unsafe: bool
+    flush_every: int | None
+    config: Config
+
+
+def _config(paths: Sequence[Path | str], config: Config | Path | str | None, isolated: bool) -> Config:
+    if isolated:
+        return Config()
     try:
-        return select_rules(select, ignore)
+        if isinstance(config, Config):
+            return config
+        if config is not None:
+            return load_config(config)
+        return discover_config(paths)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _codes(select: Iterable[str] | None, ignore: Iterable[str] | None) -> tuple[str, ...]:
+    try:
+        return tuple(rule.code for rule in select_rules(select, ignore))
     except UnknownRule as exc:
         raise UsageError(str(exc)) from None
 
@@ -80,6 +152,76 @@ def _files(paths: Sequence[Path | str], exclude: Iterable[str]) -> list[Path]:
         return discover(paths, exclude)
     except PathNotFound as exc:
         raise UsageError(f"path does not exist: {exc}") from None
+
+
+def _plan(
+    paths: Sequence[Path | str],
+    *,
+    select: Iterable[str] | None,
+    ignore: Iterable[str] | None,
+    exclude: Iterable[str] | None,
+    unsafe: bool | None,
+    flush_every: int | None,
+    config: Config | Path | str | None,
+    isolated: bool,
+) -> _Plan:
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    select = None if select is None else list(select)
+    ignore = None if ignore is None else list(ignore)
+    _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
+    if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
+        raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")
+    if not paths:
+        raise UsageError("no path given")
+    for raw in paths:
+        if not Path(raw).exists():
+            raise UsageError(f"path does not exist: {raw}")
+    cfg = _config(paths, config, isolated)
+    # An argument given replaces the configuration's value for that key.
+    select = select if select is not None else cfg.select
+    ignore = ignore if ignore is not None else (cfg.ignore or [])
+    # Excluded files are skipped even when named explicitly (as pre-commit names them).
+    if exclude is not None:
+        patterns, cwd = list(exclude), Path.cwd().resolve()
+        named = {Path(p) for p in paths if Path(p).is_file()}
+        files = [
+            f for f in _files(paths, patterns)
+            if f not in named or not any(glob_matches(f, pattern, cwd) for pattern in patterns)
+        ]
+    else:
+        files = [f for f in _files(paths, ()) if not cfg.excluded(f)]
+    rules = _codes(select, ignore)
+    codes: dict[Path, tuple[str, ...]] = {}
+    cache: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for file in files:
+        extra = tuple(cfg.ignored_for(file)) if cfg.per_file_ignores else ()
+        if extra not in cache:
+            cache[extra] = _codes(select, [*ignore, *extra]) if extra else rules
+        codes[file] = cache[extra]
+    flush = flush_every if flush_every is not None else cfg.flush_every
+    return _Plan(files, codes, list(rules), bool(unsafe if unsafe is not None else cfg.unsafe), flush, cfg)
+
+
+# --------------------------------------------------------------------------- one file
+
+_RULES: dict[tuple[str, ...], list[Rule]] = {}
+# Whether the engine takes the deferred-logging option (it is being added alongside).
+_ENGINE_FLUSH_EVERY = "flush_every" in inspect.signature(process).parameters
+
+
+def rules_for(codes: Sequence[str]) -> list[Rule]:
+    """Rule instances for exact ``codes``, in run order (made once per process)."""
+    key = tuple(codes)
+    if key not in _RULES:
+        _RULES[key] = select_rules(list(key)) if key else []
+    return _RULES[key]
+
+
+def _engine_options(job: _Job) -> dict[str, Any]:
+    if job.flush_every is not None and _ENGINE_FLUSH_EVERY:
+        return {"flush_every": job.flush_every}
+    return {}
 
 
 def _display(path: Path) -> str:
@@ -99,15 +241,181 @@ def unified_diff(path: Path, before: str, after: str) -> str:
     return "".join(out)
 
 
-def _process_file(path: Path, rules: list[Rule], fix: bool, unsafe: bool) -> tuple[FileOutcome, SourceFile | None]:
+def _read(path: Path) -> tuple[SourceFile | None, str | None]:
     try:
-        source = read_source(path)
+        return read_source(path), None
     except SourceError as exc:
-        return FileOutcome(path, error=str(exc)), None
-    display = Path(_display(path))
-    outcome = process(display, source.text, rules, fix=fix, unsafe=unsafe)
-    outcome.path = path
-    return outcome, source
+        return None, str(exc)
+
+
+def _write(result: FileResult, source: SourceFile, text: str) -> None:
+    try:
+        write_atomically(result.path, source.encode(text))
+        result.written = True
+    except (SourceError, UnicodeEncodeError) as exc:
+        result.error = str(exc)
+
+
+def _run_job(job: _Job) -> FileResult:
+    """Process one file (in a worker or in-process); never raises for the user's file."""
+    source, error = _read(job.path)
+    if source is None:
+        return FileResult(job.path, error=error)
+    rules = rules_for(job.codes)
+    outcome: FileOutcome = process(
+        Path(_display(job.path)), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
+    )
+    result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
+    if job.fix and outcome.new_text is not None:
+        result.diff = unified_diff(job.path, source.text, outcome.new_text)
+        if job.write:
+            _write(result, source, outcome.new_text)
+    return result
+
+
+def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | None) -> list[FileResult]:
+    if workers is None or workers == 0:
+        workers = os.cpu_count() or 1
+    if workers < 0:
+        raise UsageError(f"jobs must be 0 (one per CPU) or more, not {workers}")
+    workers = min(workers, len(jobs))
+    start = getattr(progress, "start", None)
+    if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
+        return _run_here(jobs, progress, start)
+    results: list[FileResult] = []
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            # Submitting first starts the workers before a progress display starts its thread.
+            ordered = pool.map(_run_job, jobs, chunksize=CHUNK_SIZE)
+            if start:
+                start(len(jobs))
+            for result in ordered:  # in submission order: the same order as in-process
+                results.append(result)
+                if progress:
+                    progress(result.path)
+    except BrokenProcessPool:  # a worker died (killed, out of memory): do the rest here
+        results.extend(_run_here(jobs[len(results):], progress, None))
+    return results
+
+
+def _run_here(jobs: list[_Job], progress: ProgressHook | None, start: Callable[[int], None] | None) -> list[FileResult]:
+    if start:
+        start(len(jobs))
+    results = []
+    for job in jobs:
+        results.append(_run_job(job))
+        if progress:
+            progress(job.path)
+    return results
+
+
+# --------------------------------------------------------------------------- interactive
+
+
+class _OneFix(Rule):
+    """Wraps a rule so that, in one ``process`` run, only the fix of one finding is applied."""
+
+    def __init__(self, inner: Rule, target: Finding, state: dict[str, bool]) -> None:
+        self.inner = inner
+        self.code = inner.code  # type: ignore[misc]
+        self.name = inner.name  # type: ignore[misc]
+        self.summary = inner.summary  # type: ignore[misc]
+        self.target = target
+        self.state = state  # shared by the wrapped rules: {"spent": bool}
+
+    def check(self, ctx, sites, claimed):  # type: ignore[override]
+        for report in self.inner.check(ctx, sites, claimed):
+            if report.fix is not None and not self._is_target(ctx, report):
+                report.fix = None
+            yield report
+
+    def _is_target(self, ctx, report: Report) -> bool:
+        if self.state["spent"] or self.code != self.target.rule:
+            return False
+        if ctx.position(report.node) != (self.target.line, self.target.col):
+            return False
+        self.state["spent"] = True  # later passes of the engine apply nothing more
+        return True
+
+
+def _fixable(finding: Finding, unsafe: bool) -> bool:
+    return finding.fix == "safe" or (unsafe and finding.fix == "unsafe")
+
+
+def _keys(findings: list[Finding], text: str) -> list[tuple[str, str, str, int]]:
+    """Names for findings that survive fixes elsewhere in the file (line numbers do not)."""
+    lines = text.splitlines()
+    seen: dict[tuple[str, str, str], int] = {}
+    keys = []
+    for f in findings:
+        line = lines[f.line - 1].strip() if 0 < f.line <= len(lines) else ""
+        base = (f.rule, f.message, line)
+        seen[base] = seen.get(base, 0) + 1
+        keys.append((*base, seen[base]))
+    return keys
+
+
+def _answer(value: Answer | bool) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return str(value)
+
+
+def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -> FileResult:
+    source, error = _read(job.path)
+    if source is None:
+        return FileResult(job.path, error=error)
+    rules = rules_for(job.codes)
+    display = Path(_display(job.path))
+    if state["all"]:
+        return _run_job(job)
+    text = source.text
+    applied: list[Finding] = []
+    declined: set[tuple[str, str, str, int]] = set()
+    result = FileResult(job.path)
+    for _ in range(MAX_INTERACTIVE_STEPS):
+        found = process(display, text, rules, fix=False, **_engine_options(job))
+        if found.error:
+            result.error = found.error
+            break
+        candidates = [f for f in found.findings if _fixable(f, job.unsafe)]
+        pick = next(((f, k) for f, k in zip(candidates, _keys(candidates, text)) if k not in declined), None)
+        if pick is None:
+            break
+        finding, key = pick
+        spent = {"spent": False}
+        one = process(
+            display, text, [_OneFix(r, finding, spent) for r in rules], fix=True, unsafe=job.unsafe,
+            **_engine_options(job),
+        )
+        if one.error or one.new_text is None or one.new_text == text:
+            declined.add(key)  # nothing to show: leave it for the report
+            continue
+        answer = "yes" if state["all"] else _answer(confirm(finding, unified_diff(job.path, text, one.new_text)))
+        if answer == "quit":
+            state["quit"] = True
+            break
+        if answer == "all":
+            state["all"] = True
+            answer = "yes"
+        if answer == "yes":
+            text = one.new_text
+            applied.extend(one.applied)
+        else:
+            declined.add(key)
+    final = process(display, text, rules, fix=False, **_engine_options(job))
+    result.findings = final.findings
+    result.applied = applied
+    if text != source.text:
+        result.diff = unified_diff(job.path, source.text, text)
+        if job.write:
+            _write(result, source, text)
+    return result
+
+
+# --------------------------------------------------------------------------- API
 
 
 def scan(
@@ -115,45 +423,64 @@ def scan(
     *,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
-    exclude: Iterable[str] = (),
+    exclude: Iterable[str] | None = None,
+    config: Config | Path | str | None = None,
+    isolated: bool = False,
+    flush_every: int | None = None,
+    jobs: int | None = None,
     progress: ProgressHook | None = None,
 ) -> RunResult:
-    """Find every host-sync site below ``paths``."""
-    rules = _rules(select, ignore)
-    results = []
-    for path in _files(paths, exclude):
-        outcome, _ = _process_file(path, rules, fix=False, unsafe=False)
-        results.append(FileResult(path, outcome.findings, [], "", outcome.error))
-        if progress:
-            progress(path)
-    return RunResult(results)
+    """Find every host-sync site below ``paths``.
+
+    ``select``/``ignore``: rule codes or prefixes; ``exclude``: globs of files
+    or folders to skip; each replaces the configuration's value when given.
+    ``config``: a configuration file (or :class:`fixitem.config.Config`) to
+    use instead of the one found from ``paths[0]``; ``isolated``: use none.
+    ``jobs``: worker processes (``None`` or 0: one per CPU; 1: in-process).
+    """
+    plan = _plan(
+        paths, select=select, ignore=ignore, exclude=exclude, unsafe=False,
+        flush_every=flush_every, config=config, isolated=isolated,
+    )
+    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every) for f in plan.files]
+    return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
 
 
 def apply(
     paths: Sequence[Path | str],
     *,
     write: bool = True,
-    unsafe: bool = False,
+    unsafe: bool | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
-    exclude: Iterable[str] = (),
+    exclude: Iterable[str] | None = None,
+    config: Config | Path | str | None = None,
+    isolated: bool = False,
+    flush_every: int | None = None,
+    jobs: int | None = None,
     progress: ProgressHook | None = None,
+    confirm: ConfirmHook | None = None,
 ) -> RunResult:
-    """Rewrite the files below ``paths`` (or, with ``write=False``, only compute the diff)."""
-    rules = _rules(select, ignore)
+    """Rewrite the files below ``paths`` (or, with ``write=False``, only compute the diff).
+
+    ``unsafe``: also apply unsafe fixes (``None``: as configured, else no).
+    ``confirm``: ask before each fix (see :data:`ConfirmHook`); files are then
+    processed one at a time, in order, in-process. Other arguments as for
+    :func:`scan`.
+    """
+    plan = _plan(
+        paths, select=select, ignore=ignore, exclude=exclude, unsafe=unsafe,
+        flush_every=flush_every, config=config, isolated=isolated,
+    )
+    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every) for f in plan.files]
+    if confirm is None:
+        return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
+    state = {"all": False, "quit": False}
     results = []
-    for path in _files(paths, exclude):
-        outcome, source = _process_file(path, rules, fix=True, unsafe=unsafe)
-        result = FileResult(path, outcome.findings, outcome.applied, "", outcome.error)
-        if outcome.new_text is not None and source is not None:
-            result.diff = unified_diff(path, source.text, outcome.new_text)
-            if write:
-                try:
-                    write_atomically(path, source.encode(outcome.new_text))
-                    result.written = True
-                except (SourceError, UnicodeEncodeError) as exc:
-                    result.error = str(exc)
-        results.append(result)
+    for job in work:
+        results.append(_interactive_file(job, confirm, state))
         if progress:
-            progress(path)
-    return RunResult(results)
+            progress(job.path)
+        if state["quit"]:
+            break
+    return RunResult(results, plan.rules, plan.config.path, stopped=state["quit"])

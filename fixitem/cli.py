@@ -17,8 +17,9 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from fixitem import api, output
+from fixitem import api, formats, output
 from fixitem.codemods.registry import RULE_CLASSES, UnknownRule, rule_class
 
 app = typer.Typer(
@@ -36,39 +37,92 @@ class Format(str, enum.Enum):
     json = "json"
 
 
+class ScanFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
 PathsArg = typer.Argument(..., help="Files or folders to process (folders are searched for *.py).", show_default=False)
 SelectOpt = typer.Option(None, "--select", help="Only these rule codes or prefixes (repeatable, or comma-separated).")
 IgnoreOpt = typer.Option(None, "--ignore", help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
 ExcludeOpt = typer.Option(None, "--exclude", help="Glob of files or folders to skip (repeatable).")
+ConfigOpt = typer.Option(
+    None, "--config", help="Read settings from this file instead of the pyproject.toml found from the first path.",
+    dir_okay=False, show_default=False,
+)
+IsolatedOpt = typer.Option(False, "--isolated", help="Ignore configuration files.")
+JobsOpt = typer.Option(
+    None, "--jobs", "-j", min=0, show_default=False,
+    help="Worker processes (default: one per CPU; 1: none). Small runs are processed in-process.",
+)
+
+# A progress bar for runs over more files than this (on a terminal only).
+PROGRESS_MIN_FILES = 20
 
 
-def _split(values: Optional[List[str]]) -> list[str]:
-    return [v.strip() for value in values or [] for v in value.split(",") if v.strip()]
+def _split(values: Optional[List[str]]) -> Optional[list[str]]:
+    """Comma-separated or repeated values; None when the flag was not given (the configuration decides)."""
+    if values is None:
+        return None
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
 def _usage_error(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(2)
 
 
-def _progress():
-    """A progress hook that shows a status line while files are read, on a terminal only."""
-    if not sys.stderr.isatty():
-        return None, None
-    status = err.status("fixitem: reading files...")
-    status.start()
-    count = [0]
+class _Bar:
+    """A rich progress bar on stderr; it appears only for runs over more than PROGRESS_MIN_FILES files."""
 
-    def hook(path: Path) -> None:
-        count[0] += 1
-        status.update(f"fixitem: {count[0]} files ({path.name})")
+    def __init__(self) -> None:
+        self.progress = None
+        self.task = None
 
-    return hook, status
+    def start(self, total: int) -> None:
+        if total <= PROGRESS_MIN_FILES:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("fixitem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("files", total=total)
+
+    def __call__(self, path: Path) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def _progress(quiet: bool = False, interactive: bool = False) -> Optional[_Bar]:
+    """A progress hook for a terminal (never with --quiet or --interactive, never when piped)."""
+    if quiet or interactive or not sys.stderr.isatty():
+        return None
+    return _Bar()
 
 
 def _report_errors(result: api.RunResult) -> None:
     for message in result.errors:
-        err.print(f"[bold red]error:[/] {message}")
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+
+
+def _run(function, paths: List[Path], bar: Optional[_Bar], **kwargs) -> api.RunResult:
+    try:
+        return function(paths, progress=bar, **kwargs)
+    except api.UsageError as exc:
+        raise _usage_error(str(exc))
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 @app.command()
@@ -77,20 +131,27 @@ def scan(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     exclude: Optional[List[str]] = ExcludeOpt,
-    format: Format = typer.Option(Format.text, "--format", help="Output format."),
+    format: ScanFormat = typer.Option(
+        ScanFormat.text, "--format", help="Output format: text, json, sarif (SARIF 2.1.0) or github (workflow commands)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the findings, no notes or summary."),
+    config: Optional[Path] = ConfigOpt,
+    isolated: bool = IsolatedOpt,
+    jobs: Optional[int] = JobsOpt,
 ) -> None:
     """List every place that reads a tensor's value back to the host."""
-    hook, status = _progress()
-    try:
-        result = api.scan(paths, select=_split(select), ignore=_split(ignore), exclude=exclude or (), progress=hook)
-    except api.UsageError as exc:
-        raise _usage_error(str(exc))
-    finally:
-        if status is not None:
-            status.stop()
-    if format is Format.json:
+    result = _run(
+        api.scan, paths, _progress(quiet), select=_split(select), ignore=_split(ignore), exclude=exclude,
+        config=config, isolated=isolated, jobs=jobs,
+    )
+    if format is ScanFormat.json:
         typer.echo(output.findings_json(result))
+    elif format is ScanFormat.sarif:
+        typer.echo(formats.sarif_json(result))
+    elif format is ScanFormat.github:
+        text = formats.github(result)
+        if text:
+            typer.echo(text)
     else:
         for finding in result.findings:
             typer.echo(output.finding_text(finding, verbose_notes=not quiet))
@@ -102,29 +163,58 @@ def scan(
     raise typer.Exit(1 if result.findings else 0)
 
 
+_ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "all", "all": "all", "q": "quit", "quit": "quit"}
+PROMPT = "Apply this fix? [y]es / [n]o / [a]ll remaining / [q]uit "
+
+
+def _ask(finding, diff: str) -> str:
+    """The interactive dialogue, on stderr; answers are read from stdin (a terminal or not)."""
+    err.print(output.finding_text(finding), markup=False, highlight=False)
+    err.print(diff, markup=False, highlight=False, end="")
+    while True:
+        err.print(PROMPT, markup=False, highlight=False, end="")
+        line = sys.stdin.readline()
+        if not line:  # end of input: stop asking
+            err.print()
+            return "quit"
+        if not sys.stdin.isatty():  # show the answer read, so that a log reads like the dialogue
+            err.print(line.strip(), markup=False, highlight=False)
+        answer = _ANSWERS.get(line.strip().lower())
+        if answer:
+            return answer
+        err.print("Please answer y, n, a or q.", markup=False, highlight=False)
+
+
 @app.command()
 def apply(
     paths: List[Path] = PathsArg,
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a unified diff of the changes."),
-    unsafe: bool = typer.Option(False, "--unsafe", help="Also apply unsafe fixes (each says why it is unsafe)."),
+    unsafe: Optional[bool] = typer.Option(
+        None, "--unsafe/--no-unsafe", show_default=False,
+        help="Also apply unsafe fixes (each says why it is unsafe); --no-unsafe overrides the configuration.",
+    ),
+    interactive: bool = typer.Option(
+        False, "--interactive", "-i", help="Show each fix as a diff and ask before applying it (answers from stdin)."
+    ),
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     exclude: Optional[List[str]] = ExcludeOpt,
     format: Format = typer.Option(Format.text, "--format", help="Output format of the report."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and the diff with --diff)."),
+    config: Optional[Path] = ConfigOpt,
+    isolated: bool = IsolatedOpt,
+    jobs: Optional[int] = JobsOpt,
+    flush_every: Optional[int] = typer.Option(
+        None, "--flush-every", min=1, show_default=False,
+        help="Deferred logging: replay the recorded values every N records (written into the rewritten file).",
+    ),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
-    hook, status = _progress()
-    try:
-        result = api.apply(
-            paths, write=not diff, unsafe=unsafe, select=_split(select), ignore=_split(ignore),
-            exclude=exclude or (), progress=hook,
-        )
-    except api.UsageError as exc:
-        raise _usage_error(str(exc))
-    finally:
-        if status is not None:
-            status.stop()
+    result = _run(
+        api.apply, paths, _progress(quiet, interactive), write=not diff, unsafe=unsafe,
+        select=_split(select), ignore=_split(ignore), exclude=exclude, config=config, isolated=isolated,
+        jobs=jobs, flush_every=flush_every, confirm=_ask if interactive else None,
+    )
     if diff:
         sys.stdout.write(result.diff)
     if format is Format.json:
@@ -170,16 +260,16 @@ def demo() -> None:
         shutil.copyfile(gated_mlp.__file__, model)
         console = Console(highlight=False, soft_wrap=True)
         console.rule("fixitem scan gated_mlp.py")
-        found = api.scan([model])
+        found = api.scan([model], isolated=True)
         for finding in found.findings:
             console.print(output.finding_text(finding), markup=False)
         console.rule("fixitem apply --diff gated_mlp.py")
-        planned = api.apply([model], write=False)
+        planned = api.apply([model], write=False, isolated=True)
         console.print(planned.diff, markup=False, end="")
         console.rule("fixitem apply gated_mlp.py")
-        applied = api.apply([model])
+        applied = api.apply([model], isolated=True)
         console.print(output.apply_summary(applied, written=True), markup=False)
-        left = api.scan([model])
+        left = api.scan([model], isolated=True)
         console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
         if left.findings or found.errors or applied.errors:
             raise typer.Exit(1)

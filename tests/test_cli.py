@@ -200,3 +200,34 @@ def test_module_entry_point_and_demo():
     assert completed.returncode == 0, completed.stderr
     assert "+        x = torch.where(x.abs().max() > 4.0, x * 0.25, x)" in completed.stdout
     assert "Host-sync sites before: 3, after: 0." in completed.stdout
+
+
+def test_scan_formats_listed_and_apply_rejects_ci_formats(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    assert run("scan", "--format", "github", "--isolated", str(target)).exit_code == 1
+    assert run("scan", "--format", "xml", str(target)).exit_code == 2
+    assert run("apply", "--format", "sarif", str(target)).exit_code == 2
+
+
+def test_quiet_with_config_and_jobs(copy_fixture):
+    folder = copy_fixture("threshold")
+    (folder / "pyproject.toml").write_text('[tool.fixitem]\nselect = ["FX103"]\n')
+    result = run("scan", "-q", "-j", "2", str(folder))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() and all(" FX103 " in line for line in result.stdout.splitlines())
+    assert "note:" not in result.stdout and result.stderr == ""
+
+
+def test_progress_bar_only_for_many_files():
+    from fixitem import cli
+
+    bar = cli._Bar()
+    bar.start(cli.PROGRESS_MIN_FILES)
+    assert bar.progress is None
+    bar.start(cli.PROGRESS_MIN_FILES + 1)
+    assert bar.progress is not None
+    bar(None)
+    assert bar.progress.tasks[0].completed == 1
+    bar.stop()
+    assert bar.progress is None
+    assert cli._progress(quiet=True) is None and cli._progress(interactive=True) is None

@@ -9,13 +9,27 @@ Python API::
 The command-line layer is :func:`fixitem.verify.command.verify_command`.
 """
 
-from .api import BACKENDS, run_verify
-from .breaks import BreakReport, GraphBreak, count_graph_breaks
-from .conditions import ConditionRecorder, ConditionSite
-from .git import GitError, read_at_ref
-from .loading import UsageError
-from .report import InputResult, VerifyReport, VersionReport, render_text
-from .syncs import GraphSync, InspectingBackend, SyncCounter, count_host_syncs, find_graph_syncs
+import importlib
+
+# Names are imported on first use: ``fixitem --help`` and ``fixitem scan``
+# must not pay for importing torch.
+_WHERE = {
+    "BACKENDS": "api", "run_verify": "api",
+    "BreakReport": "breaks", "GraphBreak": "breaks", "count_graph_breaks": "breaks",
+    "ConditionRecorder": "conditions", "ConditionSite": "conditions",
+    "GitError": "git", "read_at_ref": "git",
+    "UsageError": "errors",
+    "InputResult": "report", "VerifyReport": "report", "VersionReport": "report", "render_text": "report",
+    "GraphSync": "syncs", "InspectingBackend": "syncs", "SyncCounter": "syncs",
+    "count_host_syncs": "syncs", "find_graph_syncs": "syncs",
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BACKENDS",

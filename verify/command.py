@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from .loading import UsageError
+from .errors import UsageError
 
 FORMATS = ("text", "json")
 

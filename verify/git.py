@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .loading import UsageError
+from .errors import UsageError
 
 
 class GitError(UsageError):

@@ -31,23 +31,14 @@ from pathlib import Path
 
 import torch
 
+from .errors import UsageError  # noqa: F401  (re-exported)
+
 _counter = itertools.count()
 
 #: Prefix of the unique names the user's versions are imported under.
 MODULE_PREFIX = "_fixitem_verify_"
 
 
-class UsageError(Exception):
-    """A problem with what the user asked for or gave us (exit status 2)."""
-
-    def __init__(self, message: str, details: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        #: Extra text shown below the message, e.g. the user's traceback.
-        self.details = details
-
-    def __str__(self) -> str:
-        return self.message if not self.details else f"{self.message}\n{self.details}"
 
 
 @dataclass
