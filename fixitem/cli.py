@@ -251,13 +251,17 @@ def rule(
 
 
 @app.command()
-def demo() -> None:
-    """Run fixitem on a bundled example model: scan, diff, apply."""
+def demo(
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Also prove the rewrite with `fixitem verify`."),
+) -> None:
+    """Run fixitem on a bundled example model: scan, diff, apply, verify."""
     from fixitem.examples import gated_mlp
 
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:
         model = Path(tmp) / "gated_mlp.py"
+        original = Path(tmp) / "gated_mlp_orig.py"
         shutil.copyfile(gated_mlp.__file__, model)
+        shutil.copyfile(gated_mlp.__file__, original)
         console = Console(highlight=False, soft_wrap=True)
         console.rule("fixitem scan gated_mlp.py")
         found = api.scan([model], isolated=True)
@@ -273,6 +277,14 @@ def demo() -> None:
         console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
         if left.findings or found.errors or applied.errors:
             raise typer.Exit(1)
+        if verify:
+            from fixitem.verify import render_text, run_verify
+
+            console.rule("fixitem verify gated_mlp.py --before gated_mlp_orig.py --backend aot_eager")
+            report = run_verify(model, before=original, factory="make", backend="aot_eager")
+            render_text(report, console)
+            if not report.passed:
+                raise typer.Exit(1)
 
 
 def _register_verify() -> None:

@@ -200,6 +200,7 @@ def test_module_entry_point_and_demo():
     assert completed.returncode == 0, completed.stderr
     assert "+        x = torch.where(x.abs().max() > 4.0, x * 0.25, x)" in completed.stdout
     assert "Host-sync sites before: 3, after: 0." in completed.stdout
+    assert "PASSED: no graph breaks, compiles with fullgraph=True, no host syncs" in completed.stdout
 
 
 def test_scan_formats_listed_and_apply_rejects_ci_formats(copy_fixture):
