@@ -13,20 +13,13 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from .provenance import Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
+from .tree import children_of, index, walk
 
 
 COMPILE_CHECKS = frozenset(
     {"is_compiling", "is_dynamo_compiling", "is_tracing", "is_scripting", "is_exporting", "is_fx_tracing"}
 )
 DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "extra_repr"})
-
-
-def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
 
 
 def node_in(node: cst.CSTNode, roots: tuple) -> bool:
@@ -54,17 +47,10 @@ class FileContext:
         module = wrapper.module
         parents: dict[cst.CSTNode, cst.CSTNode] = {}
         by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        stack: list[cst.CSTNode] = [module]
-        order: list[cst.CSTNode] = []
-        while stack:
-            node = stack.pop()
-            order.append(node)
-            children = node.children
-            for child in children:
-                parents[child] = node
-            stack.extend(reversed(children))
-        for node in order:  # source order
+        for node in index(module):  # source order
             by_type[type(node)].append(node)
+            for child in children_of(node):
+                parents[child] = node
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
         return cls(path, source, module, positions, parents, by_type, provenance, traced,

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from .tree import children_of
+
 
 class Kind(enum.Enum):
     TENSOR = "tensor"
@@ -169,7 +171,7 @@ def _walk_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
             continue
         if isinstance(node, cst.BaseExpression):
             continue
-        stack.extend(node.children)
+        stack.extend(children_of(node))
 
 
 def is_torch_function(qualified: str | None) -> bool:
@@ -238,8 +240,10 @@ class Provenance:
         self.class_attrs: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
         self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
         self._cache: dict[cst.CSTNode, Kind] = {}
-        self._active: set[cst.CSTNode] = set()
-        self._cycles = 0
+        self._names: dict[tuple[int, str], Kind] | None = None  # (scope, name) -> kind
+        self._solving = False
+        self._pending_reads = 0
+        self._scope_cache: dict[cst.CSTNode, Scope] = {}
         self._collect_classes()
         self._collect_scopes()
 
@@ -380,9 +384,9 @@ class Provenance:
                     self._bind_target(scope, inner, "opaque", None)
                 elif values is not None:
                     self._bind_target(scope, inner, "value", values[i])
-                elif how == "value" and isinstance(value, cst.BaseExpression) and self.kind(value) is Kind.TENSOR:
-                    # Unpacking a tensor (``a, b = t``) gives tensors.
-                    self._bind_target(scope, inner, "value", value)
+                elif how == "value" and isinstance(value, cst.BaseExpression):
+                    # Unpacking a tensor (``a, b = t``) gives tensors; anything else, unknown.
+                    self._bind_target(scope, inner, "unpack", value)
                 else:
                     self._bind_target(scope, inner, "unpack" if how == "value" else "opaque", value)
         elif isinstance(target, cst.StarredElement):
@@ -391,6 +395,12 @@ class Provenance:
     # -- queries ------------------------------------------------------------------------------
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
+        cached = self._scope_cache.get(node)
+        if cached is None:
+            cached = self._scope_cache[node] = self._find_scope(node)
+        return cached
+
+    def _find_scope(self, node: cst.CSTNode) -> Scope:
         current: cst.CSTNode | None = node
         while current is not None:
             parent = self.parents.get(current)
@@ -415,24 +425,85 @@ class Provenance:
         return None
 
     def kind(self, expr: cst.CSTNode) -> Kind:
+        if self._names is None:
+            self._solve_names()
         cached = self._cache.get(expr)
         if cached is not None:
             return cached
-        if expr in self._active:
-            self._cycles += 1
-            return Kind.PENDING
-        cycles = self._cycles
-        self._active.add(expr)
-        try:
-            result = self._kind(expr)
-        finally:
-            self._active.discard(expr)
-        if not self._active:
-            if result is Kind.PENDING:
-                result = Kind.UNKNOWN
+        result = self._kind(expr)
+        if not self._solving:
             self._cache[expr] = result
-        elif self._cycles == cycles:
-            self._cache[expr] = result  # did not depend on a value still being worked out
+        return result
+
+    def _solve_names(self) -> None:
+        """Give every name of every scope one kind, by iterating to a fixed point.
+
+        A name's kind is what all its assignments in its scope agree on, and an
+        assignment's value may read other names (or the name itself:
+        ``x = x * 2``). Names start as PENDING (no information) and are
+        recomputed until nothing changes, so evaluating an expression never
+        recurses through names: each name is a table lookup.
+        """
+        self._names = {}
+        self._solving = True
+        pairs = [(scope, name) for scope in self.scopes.values() for name in scope.bindings]
+        attributes = [(cls, attr) for cls, attrs in self.class_attrs.items() for attr in attrs]
+        for scope, name in pairs:
+            self._names[(id(scope), name)] = Kind.PENDING
+        for cls, attr in attributes:
+            self._names[(id(cls), "self." + attr)] = Kind.PENDING
+        for _ in range(8):
+            changed = False
+            for scope, name in pairs:
+                new = self._compute_name(scope, name)
+                if self._names[(id(scope), name)] is not new:
+                    self._names[(id(scope), name)] = new
+                    changed = True
+            for cls, attr in attributes:
+                new = self._compute_attribute(cls, attr)
+                if self._names[(id(cls), "self." + attr)] is not new:
+                    self._names[(id(cls), "self." + attr)] = new
+                    changed = True
+            if not changed:
+                break
+        for key, value in self._names.items():
+            if value is Kind.PENDING:
+                self._names[key] = Kind.UNKNOWN
+        self._solving = False
+
+    def _compute_attribute(self, cls: cst.ClassDef, attr: str) -> Kind:
+        """``self.attr``: what every ``self.attr = ...`` of the class agrees on."""
+        kinds = []
+        for value in self.class_attrs[cls][attr]:
+            if isinstance(value, cst.Name) and value.value == "__buffer__":
+                kinds.append(Kind.TENSOR)
+            else:
+                kinds.append(self._settled(lambda: self.kind(value)))
+        return _join(kinds)
+
+    def _settled(self, compute) -> Kind:
+        """``compute()``, but PENDING where it could only say UNKNOWN for lack of a
+        value still being worked out: keeps the fixed-point iteration monotone."""
+        before = self._pending_reads
+        kind = compute()
+        if kind is Kind.UNKNOWN and self._pending_reads > before:
+            return Kind.PENDING
+        return kind
+
+    def _compute_name(self, scope: Scope, value: str) -> Kind:
+        kinds = [
+            self._settled(lambda how=how, node=node: self._binding_kind(scope, value, how, node))
+            for how, node in scope.bindings[value]
+        ]
+        known = [k for k in kinds if k is not None]
+        result = _join(known)
+        if result is Kind.UNKNOWN and Kind.TENSOR in known and Kind.NUMPY not in known:
+            # e.g. ``loss = 0.0`` then ``loss = criterion(...)``: a tensor when
+            # a tensor method is called on it.
+            if all(k in (Kind.TENSOR, Kind.NUMBER, Kind.UNKNOWN) for k in known) and value in scope.evidence:
+                return Kind.TENSOR
+        if result in (Kind.UNKNOWN, Kind.PENDING) and value in scope.evidence and Kind.NUMPY not in known:
+            return Kind.TENSOR
         return result
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
@@ -519,17 +590,17 @@ class Provenance:
             if value in self.module_classes:
                 return Kind.OTHER
             return Kind.UNKNOWN
-        kinds = [self._binding_kind(scope, value, how, node) for how, node in scope.bindings[value]]
-        known = [k for k in kinds if k is not None]
-        result = _join(known)
-        if result is Kind.UNKNOWN and Kind.TENSOR in known and Kind.NUMPY not in known:
-            # e.g. ``loss = 0.0`` then ``loss = criterion(...)``: a tensor when
-            # a tensor method is called on it.
-            if all(k in (Kind.TENSOR, Kind.NUMBER, Kind.UNKNOWN) for k in known) and value in scope.evidence:
-                return Kind.TENSOR
-        if result is Kind.UNKNOWN and value in scope.evidence and Kind.NUMPY not in known:
-            return Kind.TENSOR
-        return result
+        if self._names is None:
+            self._solve_names()
+        assert self._names is not None
+        return self._lookup((id(scope), value))
+
+    def _lookup(self, key: tuple[int, str]) -> Kind:
+        assert self._names is not None
+        kind = self._names.get(key, Kind.UNKNOWN)
+        if kind is Kind.PENDING:
+            self._pending_reads += 1
+        return kind
 
     def _binding_kind(self, scope: Scope, name: str, how: str, node: cst.CSTNode | None) -> Kind | None:
         if how == "value" and isinstance(node, cst.BaseExpression):
@@ -553,6 +624,8 @@ class Provenance:
             return self._param_kind(scope, node)
         if how == "number":
             return Kind.NUMBER
+        if how == "unpack" and isinstance(node, cst.BaseExpression):
+            return Kind.TENSOR if self.kind(node) is Kind.TENSOR else Kind.UNKNOWN
         if how == "import":
             # A module, or a value imported from one (``from config import LIMIT``).
             return Kind.UNKNOWN
@@ -581,16 +654,8 @@ class Provenance:
         base_kind = self.kind(expr.value)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.enclosing_class(expr)
-            if cls is not None:
-                values = self.class_attrs.get(cls, {}).get(attr)
-                if values:
-                    kinds = []
-                    for value in values:
-                        if isinstance(value, cst.Name) and value.value == "__buffer__":
-                            kinds.append(Kind.TENSOR)
-                        else:
-                            kinds.append(self.kind(value))
-                    return _join(kinds)
+            if cls is not None and attr in self.class_attrs.get(cls, {}):
+                return self._lookup((id(cls), "self." + attr))
         if base_kind is Kind.TENSOR:
             if attr in NON_TENSOR_ATTRIBUTES:
                 return NON_TENSOR_ATTRIBUTES[attr]
@@ -678,7 +743,7 @@ def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children_of(node)))
 
 
 def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
@@ -698,4 +763,4 @@ def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             stack.append(node.for_in.iter)
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children_of(node)))

@@ -20,6 +20,7 @@ import libcst as cst
 
 from .context import FileContext
 from .provenance import Kind, dotted_name, is_module_class
+from .tree import children_of
 
 RANDOM_FUNCTIONS = frozenset(
     {
@@ -194,11 +195,11 @@ def _plain_number(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 
 def _descendants(node: cst.CSTNode):
-    stack = list(node.children)
+    stack = list(children_of(node))
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(children_of(current))
 
 
 def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:

@@ -13,6 +13,7 @@ from ..provenance import Kind, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
+from ..tree import children_of
 
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
 OUTPUT_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description", "log_metrics"})
@@ -153,10 +154,10 @@ class _Collector:
             while comp is not None:
                 targets |= {n.value for n in _descendants(comp.target) if isinstance(n, cst.Name)}
                 comp = comp.inner_for_in
-            for child in node.children:
+            for child in children_of(node):
                 self.walk(child, bound | targets, "other", True)
             return
-        for child in node.children:
+        for child in children_of(node):
             self.walk(child, bound, "other", nested)
 
 
@@ -226,7 +227,7 @@ def _descendants(node: cst.CSTNode):
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(children_of(current))
 
 
 def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
