@@ -510,6 +510,16 @@ class Provenance:
         return self.kind(expr) is Kind.TENSOR
 
     def _annotation_kind(self, annotation: cst.BaseExpression) -> Kind:
+        # ``Optional[Tensor]`` and ``Tensor | None``: a tensor wherever it is used as one.
+        if isinstance(annotation, cst.Subscript) and len(annotation.slice) == 1:
+            if self.imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
+                inner = annotation.slice[0].slice
+                if isinstance(inner, cst.Index):
+                    return self._annotation_kind(inner.value)
+        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+            for side, other in ((annotation.left, annotation.right), (annotation.right, annotation.left)):
+                if isinstance(other, cst.Name) and other.value == "None":
+                    return self._annotation_kind(side)
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
             return Kind.TENSOR
@@ -633,9 +643,9 @@ class Provenance:
 
     def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:
         if param.annotation is not None:
-            kind = self._annotation_kind(param.annotation.annotation)
-            if kind is not Kind.UNKNOWN:
-                return kind
+            # An annotation that is not a tensor type (``size: Size_``) overrides
+            # the ``forward`` heuristic below.
+            return self._annotation_kind(param.annotation.annotation)
         if param.default is not None:
             default = self.kind(param.default)
             if default in (Kind.NUMBER, Kind.OTHER):
@@ -670,6 +680,16 @@ class Provenance:
         if q and q.startswith("math."):
             return Kind.NUMBER
         return Kind.UNKNOWN
+
+    def _is_imported_name(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a module (or a name in one) bound by an import?"""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        scope = self.scope_of(root).lookup(root.value)
+        return scope is not None and any(how == "import" for how, _ in scope.bindings[root.value])
 
     def _call_kind(self, call: cst.Call) -> Kind:
         func = call.func
@@ -721,7 +741,8 @@ class Provenance:
                     return Kind.TENSOR
                 return Kind.UNKNOWN
             if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS:
-                return Kind.TENSOR
+                if not self._is_imported_name(func.value):  # ``math.isfinite(x)`` is a function
+                    return Kind.TENSOR
             return Kind.UNKNOWN
         callee = self.kind(func)
         if callee is Kind.MODULE:

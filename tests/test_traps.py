@@ -136,3 +136,31 @@ def test_tensor_mutated_after_read_keeps_order_of_evaluation():
     lines = [line.strip() for line in new.splitlines()]
     assert lines.index("cond = t > 0") < lines.index("x = torch.where(cond, x + 1, x)")
     assert "t = torch.where(cond, t - 1, t)" in lines
+
+
+def test_annotated_forward_parameter_is_not_assumed_a_tensor():
+    # From timm's twins.py: ``size`` is a (H, W) pair, annotated.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Attn(nn.Module):\n"
+        "    def forward(self, x, size: tuple[int, int], mask: torch.Tensor | None = None):\n"
+        "        H, W = size\n"
+        "        pad = (7 - W % 7) % 7\n"
+        "        if pad > 0:\n"
+        "            x = x[:, :H]\n"
+        "        if mask is not None and mask.sum().item() > 0:\n"
+        "            x = x * 2\n"
+        "        return x\n"
+    )
+    findings = scan(code)
+    assert [f.line for f in findings] == [10]  # only the mask test reads a tensor
+
+
+def test_math_functions_are_not_tensor_methods():
+    code = (
+        "import math\nimport torch\n\n"
+        "def check(shift: float | None):\n"
+        "    if shift is not None and (not math.isfinite(shift) or shift < 0):\n"
+        "        raise ValueError(shift)\n"
+    )
+    assert scan(code) == []
