@@ -9,7 +9,9 @@ import libcst as cst
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..tree import walk
 from ..tensor_values import (
+    _operand,
     UNKNOWN_VALUE_NOTE,
     NotConvertible,
     convert_condition,
@@ -49,7 +51,9 @@ class WhereIf(Rule):
     `if`/`else` that assign the same names in the same order become one
     `torch.where` per name; with more than one statement the condition is
     computed once first. Augmented assignments (`y += z`) become
-    `y = torch.where(c, y + z, y)`.
+    `y = torch.where(c, y + z, y)`. Python tests in front of the tensor test
+    (`if mask is not None and mask.sum().item() > 0:`, no `else`) stay an
+    `if` around the selection.
 
     ## Fix safety
     The fix is **safe** when every branch value is a tensor computed by pure
@@ -181,6 +185,26 @@ class WhereIf(Rule):
             dedent(
                 """
                 import torch
+                def f(x: torch.Tensor, mask: torch.Tensor | None = None):
+                    if mask is not None and mask.sum().item() > 0:
+                        x = x.masked_fill(mask, 0.0)
+                    return x
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, mask: torch.Tensor | None = None):
+                    if mask is not None:
+                        x = torch.where(mask.sum() > 0, x.masked_fill(mask, 0.0), x)
+                    return x
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
                 def f(x: torch.Tensor):
                     if x.max().item() > 10:
                         return x / 10
@@ -226,10 +250,14 @@ class WhereIf(Rule):
 
     def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
+        guard: cst.BaseExpression | None = None  # Python-only leading ``and`` operands
         try:
             condition = convert_condition(ctx, node.test)
         except NotConvertible as exc:
-            return Report(node, message, sites=test_sites, note=f"no fix: {exc}")
+            split = self._split_guard(ctx, node, test_sites)
+            if split is None:
+                return Report(node, message, sites=test_sites, note=f"no fix: {exc}")
+            guard, condition = split
         if condition is None:
             return Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
         if isinstance(node.orelse, cst.If):
@@ -252,7 +280,53 @@ class WhereIf(Rule):
                         note=f"no fix: `{assignment.name}` has no value when the condition is false",
                     )
         fix = self._fix(ctx, node, condition.expr, body, orelse)
+        if guard is not None:
+            # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python
+            # test; only the tensor part becomes a selection inside it.
+            (statements,) = fix.replacements.values()
+            assert isinstance(statements, cst.FlattenSentinel)
+            first, *rest = statements.nodes
+            # The ``if`` keeps its own comments; the branch's go with its statements.
+            outer = len(node.leading_lines) + len(_header_comments(node))
+            inner = [first.with_changes(leading_lines=first.leading_lines[outer:]), *rest]
+            new_if = node.with_changes(test=guard, body=node.body.with_changes(body=inner))
+            fix.replacements = {node: new_if}
         return Report(node, message, fix=fix, sites=test_sites)
+
+    def _split_guard(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]):
+        """``py1 and py2 and tensor_test`` without ``else``: (``py1 and py2``, converted test)."""
+        if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        operands: list[cst.BaseExpression] = []
+        test = node.test
+        while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not test.lpar:
+            operands.insert(0, test.right)
+            test = test.left
+        operands.insert(0, test)
+        site_nodes = {s.node for s in test_sites}
+        reads = [any(n in site_nodes for n in walk(op)) for op in operands]
+        if not any(reads) or reads[0]:
+            return None
+        first_read = reads.index(True)
+        if not all(reads[first_read:]):
+            return None  # Python operands after tensor ones: keep the evaluation order as is
+        python_part, tensor_part = operands[:first_read], operands[first_read:]
+        try:
+            converted = [convert_condition(ctx, op) for op in tensor_part]
+        except NotConvertible:
+            return None
+        if any(c is None for c in converted):
+            return None
+        guard = python_part[0]
+        for op in python_part[1:]:
+            guard = cst.BooleanOperation(left=guard, operator=cst.And(), right=op)
+        condition = converted[0]
+        for extra in converted[1:]:
+            condition = type(condition)(
+                cst.BinaryOperation(left=_operand(condition.expr), operator=cst.BitAnd(), right=_operand(extra.expr)),
+                condition.reads + extra.reads,
+            )
+        return guard, condition
 
     def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
              body: list[Assignment], orelse: list[Assignment] | None) -> Fix:
