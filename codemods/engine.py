@@ -153,7 +153,16 @@ def process(
             outcome.error = f"{path}: too deeply nested to analyse; file left unchanged"
             outcome.new_text = None
             return outcome
-        reports = _analyse(ctx, rules)
+        try:
+            reports = _analyse(ctx, rules)
+        except Exception as exc:  # noqa: BLE001 - one file's problem must not stop the run
+            outcome.error = (
+                f"{path}: internal error in fixitem ({type(exc).__name__}: {exc}); "
+                "file left unchanged, please report this"
+            )
+            outcome.new_text = None
+            outcome.applied = []
+            return outcome
         chosen: list[tuple[Rule, Report]] = []
         taken: list = []
         if fix:
@@ -176,12 +185,12 @@ def process(
             replacements.update(report.fix.replacements)
             imports.extend(i for i in report.fix.imports if i not in imports)
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
-        new_module = ctx.module.visit(_Replacer(replacements))
-        new_module = add_imports(new_module, imports)
-        new_text = new_module.code
         try:
+            new_module = ctx.module.visit(_Replacer(replacements))
+            new_module = add_imports(new_module, imports)
+            new_text = new_module.code
             ast.parse(new_text)
-        except SyntaxError:
+        except (SyntaxError, cst.CSTValidationError, ValueError, TypeError):
             outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
             outcome.new_text = None
             outcome.applied = []

@@ -76,6 +76,8 @@ def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Tuple, cst.GeneratorExp, cst.Yield, cst.NamedExpr)):
+        return expr  # the parentheses are part of the syntax
     return expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr
 
 

@@ -164,3 +164,23 @@ def test_math_functions_are_not_tensor_methods():
         "        raise ValueError(shift)\n"
     )
     assert scan(code) == []
+
+
+def test_container_branches_are_not_selected():
+    code = "import torch\n\ndef f(x: torch.Tensor):\n    return () if x.sum().item() > 0 else (1,)\n"
+    result = run(code)
+    assert result.error is None and result.new_text is None
+    assert result.findings[0].note == "no fix: `()` is neither a tensor nor a number"
+
+
+def test_a_rule_that_crashes_is_an_error_for_that_file_only(monkeypatch):
+    from fixitem.codemods.rules.where_if import WhereIf
+
+    def boom(self, ctx, sites, claimed):
+        raise RuntimeError("bug")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(WhereIf, "check", boom)
+    result = run("import torch\n\ndef f(x: torch.Tensor):\n    return x.item()\n")
+    assert result.new_text is None
+    assert "internal error in fixitem (RuntimeError: bug)" in result.error

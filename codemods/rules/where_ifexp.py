@@ -114,6 +114,11 @@ class WhereIfExp(Rule):
             if condition is None:
                 yield Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
                 continue
+            containers = [v for v in (node.body, node.orelse) if ctx.kind(v) in (Kind.OTHER, Kind.MODULE, Kind.NUMPY)]
+            if containers:
+                note = f"no fix: `{ctx.code(containers[0])}` is neither a tensor nor a number"
+                yield Report(node, message, sites=test_sites, note=note)
+                continue
             reasons = []
             for value in (node.body, node.orelse):
                 verdict = purity(ctx, value)
