@@ -96,7 +96,10 @@ def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report
 
 def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: bool = False) -> Finding:
     line, col = ctx.position(report.node)
-    costs = ("graph-break", "host-sync") if ctx.in_traced_code(report.node) else ("host-sync",)
+    # A graph break where torch.compile traces the code; a host sync where a
+    # tensor value is read. (An output call deferred only to keep its order
+    # among deferred ones outside traced code costs neither.)
+    costs = (("graph-break",) if ctx.in_traced_code(report.node) else ()) + (("host-sync",) if report.sites else ())
     fix = report.fix
     safety = fix.safety.value if fix is not None else Safety.NONE.value
     note = report.note or (fix.reason if fix is not None else "")

@@ -20,8 +20,8 @@ _COSTS = {"graph-break": "graph break", "host-sync": "host sync"}
 
 
 def _message(finding: Finding) -> str:
-    costs = ", ".join(_COSTS.get(c, c) for c in finding.costs)
-    return f"{finding.message} ({costs}) [fix: {finding.fix}]"
+    costs = f" ({', '.join(_COSTS.get(c, c) for c in finding.costs)})" if finding.costs else ""
+    return f"{finding.message}{costs} [fix: {finding.fix}]"
 
 
 def _section(doc: str, title: str) -> str:

@@ -12,8 +12,8 @@ COSTS = {"graph-break": "graph break", "host-sync": "host sync"}
 
 
 def finding_line(finding: Finding) -> str:
-    costs = ", ".join(COSTS[c] for c in finding.costs)
-    return f"{finding.path}:{finding.line}:{finding.col}: {finding.rule} {finding.message} ({costs}) [fix: {finding.fix}]"
+    costs = f" ({', '.join(COSTS[c] for c in finding.costs)})" if finding.costs else ""
+    return f"{finding.path}:{finding.line}:{finding.col}: {finding.rule} {finding.message}{costs} [fix: {finding.fix}]"
 
 
 def finding_text(finding: Finding, verbose_notes: bool = True) -> str:
@@ -23,17 +23,20 @@ def finding_text(finding: Finding, verbose_notes: bool = True) -> str:
     return text
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def scan_summary(result: RunResult) -> str:
     findings = result.findings
-    files = len({f.path for f in findings})
     if not findings:
-        return f"No host syncs found in {len(result.files)} file{'s' if len(result.files) != 1 else ''}."
-    fixes = Counter(f.fix for f in findings)
-    parts = [f"Found {len(findings)} host-sync site{'s' if len(findings) != 1 else ''} in {files} file{'s' if files != 1 else ''}"]
+        return f"No host syncs found in {_plural(len(result.files), 'file')}."
+    files = len({f.path for f in findings})
+    syncs = sum("host-sync" in f.costs for f in findings)
     breaks = sum("graph-break" in f.costs for f in findings)
-    if breaks:
-        parts.append(f"{breaks} also graph break{'s' if breaks != 1 else ''}")
-    line = ", ".join(parts) + "."
+    line = f"Found {_plural(len(findings), 'finding')} in {_plural(files, 'file')}: "
+    line += f"{_plural(syncs, 'host sync')}, {_plural(breaks, 'graph break')}."
+    fixes = Counter(f.fix for f in findings)
     if fixes["safe"]:
         line += f"\n{fixes['safe']} fixable with `fixitem apply`."
     if fixes["unsafe"]:
