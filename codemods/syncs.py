@@ -97,8 +97,24 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             if bound is not None and ctx.is_tensor(bound):
                 add(bound, "size", bound)
 
+    sites = [s for s in sites if not _on_error_path(ctx, s.node)]
     sites.sort(key=lambda s: ctx.position(s.node))
     return sites
+
+
+def _on_error_path(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Inside ``raise ...`` or an ``assert``'s message: runs only when the program
+    is failing anyway, so the read costs nothing in a working run."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.Raise):
+            return True
+        if isinstance(parent, cst.Assert):
+            return parent.msg is not None and child is parent.msg
+        if isinstance(parent, cst.BaseStatement):
+            return False
+        child = parent
+    return False
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:

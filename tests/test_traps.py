@@ -184,3 +184,15 @@ def test_a_rule_that_crashes_is_an_error_for_that_file_only(monkeypatch):
     result = run("import torch\n\ndef f(x: torch.Tensor):\n    return x.item()\n")
     assert result.new_text is None
     assert "internal error in fixitem (RuntimeError: bug)" in result.error
+
+
+def test_reads_on_the_error_path_are_not_reported():
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    if x.dim() != 2:\n"
+        "        raise ValueError(f'bad input {x.shape} max {x.max().item()}')\n"
+        "    assert x.dim() == 2, f'got {x}'\n"
+        "    return x\n"
+    )
+    assert scan(code) == []
