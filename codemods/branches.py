@@ -134,6 +134,15 @@ def value_kind(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | N
     return value
 
 
+def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
+    """Why ``torch.where`` cannot select this value at all (``None``, a tuple, a string)."""
+    kind = value_kind(ctx, anchor, assignment, name)
+    if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
+        text = ctx.code(assignment.value) if assignment is not None else name
+        return f"`{text}` is neither a tensor nor a number"
+    return ""
+
+
 def kept_value_problem(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
     """Why a selected value might not be a tensor (then it becomes one)."""
     kind = value_kind(ctx, anchor, assignment, name)

@@ -642,14 +642,16 @@ class Provenance:
         return Kind.UNKNOWN
 
     def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:
+        if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+            # A literal default says more than the annotation: real code has
+            # ``output_attentions: torch.Tensor | None = False``.
+            default = self.kind(param.default)
+            if default in (Kind.NUMBER, Kind.OTHER):
+                return default
         if param.annotation is not None:
             # An annotation that is not a tensor type (``size: Size_``) overrides
             # the ``forward`` heuristic below.
             return self._annotation_kind(param.annotation.annotation)
-        if param.default is not None:
-            default = self.kind(param.default)
-            if default in (Kind.NUMBER, Kind.OTHER):
-                return default
         func = scope.node
         if isinstance(func, cst.FunctionDef) and func.name.value == "forward":
             cls = self.enclosing_class(func)

@@ -196,3 +196,22 @@ def test_reads_on_the_error_path_are_not_reported():
         "    return x\n"
     )
     assert scan(code) == []
+
+
+def test_flags_and_none_are_never_selected_with_where():
+    # From transformers: a bool flag annotated as a tensor, and a None branch.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Attn(nn.Module):\n"
+        "    def forward(self, x, output_attentions: torch.Tensor | None = False):\n"
+        "        weights = x.softmax(-1)\n"
+        "        if not output_attentions:\n"
+        "            weights = None\n"
+        "        if x.sum().item() > 0:\n"
+        "            weights = None\n"
+        "        return x, weights\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    assert [(f.line, f.fix) for f in result.findings] == [(9, "none")]
+    assert "`None` is neither a tensor nor a number" in result.findings[0].note

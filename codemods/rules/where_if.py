@@ -20,7 +20,14 @@ from ..tensor_values import (
     sites_within,
     torch_call,
 )
-from ..branches import Assignment, BranchError, branch_assignments, defined_before, kept_value_problem
+from ..branches import (
+    Assignment,
+    BranchError,
+    branch_assignments,
+    defined_before,
+    kept_value_problem,
+    not_selectable,
+)
 
 
 
@@ -272,6 +279,13 @@ class WhereIf(Rule):
                 node, message, sites=test_sites,
                 note="no fix: the branches do not assign the same names in the same order",
             )
+        for index, assignment in enumerate(body):
+            other = orelse[index] if orelse is not None else None
+            problem = not_selectable(ctx, node, assignment, assignment.name) or not_selectable(
+                ctx, node, other, assignment.name
+            )
+            if problem:
+                return Report(node, message, sites=test_sites, note=f"no fix: {problem}")
         if orelse is None:
             for assignment in body:
                 if not defined_before(ctx, node, assignment.name):
