@@ -136,6 +136,10 @@ def value_kind(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | N
 
 def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
     """Why ``torch.where`` cannot select this value at all (``None``, a tuple, a string)."""
+    if assignment is not None and isinstance(assignment.value, cst.Name) and assignment.value.value in ("True", "False"):
+        # A flag (``to_drop = True``) feeds Python control flow later: a tensor
+        # there would be read back all the same.
+        return f"`{assignment.name} = {assignment.value.value}` sets a Python flag"
     kind = value_kind(ctx, anchor, assignment, name)
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         text = ctx.code(assignment.value) if assignment is not None else name

@@ -215,3 +215,19 @@ def test_flags_and_none_are_never_selected_with_where():
     assert result.new_text is None
     assert [(f.line, f.fix) for f in result.findings] == [(9, "none")]
     assert "`None` is neither a tensor nor a number" in result.findings[0].note
+
+
+def test_python_flags_set_under_a_tensor_condition_are_left_alone():
+    # transformers' layerdrop: the flag feeds ``if not to_drop:`` right after.
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor, layerdrop: float):\n"
+        "    to_drop = False\n"
+        "    dropout_probability = torch.rand([])\n"
+        "    if dropout_probability < layerdrop:\n"
+        "        to_drop = True\n"
+        "    return x if to_drop else x * 2\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    assert "sets a Python flag" in result.findings[0].note
