@@ -8,6 +8,7 @@ import libcst as cst
 
 from .context import FileContext
 from .provenance import Kind
+from .tree import walk
 
 
 class BranchError(Exception):
@@ -107,19 +108,70 @@ def branch_assignments(ctx: FileContext, block: cst.BaseSuite) -> list[Assignmen
 
 
 def defined_before(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
-    """Is ``name`` bound in the enclosing scope somewhere before ``node``?"""
+    """Does ``name`` certainly hold a value when ``node`` runs?
+
+    True for parameters, names of an enclosing scope, and assignments that
+    dominate ``node``: earlier statements of a block that contains it (not an
+    assignment inside an earlier ``if``, which may not have run).
+    """
     scope = ctx.provenance.scope_of(node)
     owner = scope.lookup(name)
     if owner is None:
         return False
+    if owner is not scope:
+        return True
     line = ctx.position(node)[0]
+    ancestors = set(ctx.ancestors(node))
     for how, binding in owner.bindings[name]:
-        if how == "param":
+        if how == "param" or binding is None:
             return True
-        if binding is not None and binding in ctx.positions and ctx.position(binding)[0] < line:
+        statement = next((a for a in [binding, *ctx.ancestors(binding)] if isinstance(a, cst.BaseStatement)), None)
+        if statement is None:
+            continue
+        if statement in ancestors:  # a loop whose body holds ``node``
             return True
-        if binding is None:
+        if ctx.parents.get(statement) in ancestors and ctx.position(statement)[0] < line:
             return True
+    return False
+
+
+def branch_local(ctx: FileContext, node: cst.If, name: str) -> bool:
+    """Is ``name`` a temporary: every read of it follows an assignment in the same block?
+
+    Then its value never outlives the block that computed it (``clamp_value``
+    in transformers' fp16 clamp blocks), and computing it when the branch is
+    not taken changes nothing that is read later.
+    """
+    scope = ctx.provenance.scope_of(node)
+    if scope.lookup(name) is not scope:
+        return False
+    for other in ctx.nodes(cst.Name):
+        if other.value != name or ctx.provenance.scope_of(other) is not scope:
+            continue
+        parent = ctx.parents.get(other)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.attr is other):
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is other:
+            continue
+        if not _assigned_earlier_in_block(ctx, other, name):
+            return False
+    return True
+
+
+def _assigned_earlier_in_block(ctx: FileContext, use: cst.CSTNode, name: str) -> bool:
+    statement = next((a for a in ctx.ancestors(use) if isinstance(a, cst.SimpleStatementLine)), None)
+    block = ctx.parents.get(statement) if statement is not None else None
+    if not isinstance(block, cst.IndentedBlock):
+        return False
+    for sibling in block.body:
+        if sibling is statement:
+            return False
+        if isinstance(sibling, cst.SimpleStatementLine):
+            for small in sibling.body:
+                if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+                ):
+                    return True
     return False
 
 

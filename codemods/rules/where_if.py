@@ -25,6 +25,7 @@ from ..branches import (
     BranchError,
     branch_assignments,
     defined_before,
+    branch_local,
     kept_value_problem,
     not_selectable,
 )
@@ -60,7 +61,10 @@ class WhereIf(Rule):
     computed once first. Augmented assignments (`y += z`) become
     `y = torch.where(c, y + z, y)`. Python tests in front of the tensor test
     (`if mask is not None and mask.sum().item() > 0:`, no `else`) stay an
-    `if` around the selection.
+    `if` around the selection. A temporary of the branch (a name assigned
+    there and read only after an assignment in the same block, like
+    `clamp_value` in transformers' fp16 clamps) is computed unconditionally
+    when its value is pure.
 
     ## Fix safety
     The fix is **safe** when every branch value is a tensor computed by pure
@@ -212,6 +216,36 @@ class WhereIf(Rule):
             dedent(
                 """
                 import torch
+                from torch import nn
+                def block(hidden_states: torch.Tensor, layer: nn.Module):
+                    hidden_states = layer(hidden_states)
+                    if hidden_states.dtype == torch.float16 and torch.isinf(hidden_states).any():
+                        clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+                        hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
+                    return hidden_states
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                def block(hidden_states: torch.Tensor, layer: nn.Module):
+                    hidden_states = layer(hidden_states)
+                    if hidden_states.dtype == torch.float16:
+                        clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+                        hidden_states = torch.where(
+                            torch.isinf(hidden_states).any(),
+                            torch.clamp(hidden_states, min=-clamp_value, max=clamp_value),
+                            hidden_states,
+                        )
+                    return hidden_states
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
                 def f(x: torch.Tensor):
                     if x.max().item() > 10:
                         return x / 10
@@ -286,14 +320,23 @@ class WhereIf(Rule):
             )
             if problem:
                 return Report(node, message, sites=test_sites, note=f"no fix: {problem}")
+        temporaries: set[int] = set()  # indexes of branch-local names, computed unconditionally
         if orelse is None:
-            for assignment in body:
-                if not defined_before(ctx, node, assignment.name):
-                    return Report(
-                        node, message, sites=test_sites,
-                        note=f"no fix: `{assignment.name}` has no value when the condition is false",
-                    )
-        fix = self._fix(ctx, node, condition.expr, body, orelse)
+            for index, assignment in enumerate(body):
+                if defined_before(ctx, node, assignment.name):
+                    continue
+                if (
+                    assignment.augmented is None
+                    and branch_local(ctx, node, assignment.name)
+                    and purity(ctx, assignment.value).safe
+                ):
+                    temporaries.add(index)
+                    continue
+                return Report(
+                    node, message, sites=test_sites,
+                    note=f"no fix: `{assignment.name}` has no value when the condition is false",
+                )
+        fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries)
         if guard is not None:
             # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python
             # test; only the tensor part becomes a selection inside it.
@@ -343,9 +386,12 @@ class WhereIf(Rule):
         return guard, condition
 
     def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
-             body: list[Assignment], orelse: list[Assignment] | None) -> Fix:
+             body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int]) -> Fix:
         reasons: list[str] = []
-        hoist = len(body) > 1
+        selected = [i for i in range(len(body)) if i not in temporaries]
+        read_by_condition = {n.value for n in walk(condition) if isinstance(n, cst.Name)}
+        assigned_first = {body[i].name for i in range(selected[0])} if selected else set()
+        hoist = len(selected) > 1 or bool(read_by_condition & assigned_first)
         cond_expr: cst.BaseExpression = condition
         statements: list[cst.BaseStatement] = []
         comments = list(node.leading_lines) + _header_comments(node)
@@ -354,6 +400,11 @@ class WhereIf(Rule):
             statements.append(_assign(cond_name, condition))
             cond_expr = cst.Name(cond_name)
         for index, taken in enumerate(body):
+            if index in temporaries:
+                # A temporary of the branch: computing it anyway changes nothing else.
+                statements.append(_assign(taken.name, taken.value))
+                comments.extend(taken.comments)
+                continue
             other = orelse[index] if orelse is not None else None
             true_value = taken.value_expr()
             false_value = other.value_expr() if other is not None else cst.Name(taken.name)
