@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .tree import children_of
+from .tree import children_of, walk
 
 
 class Kind(enum.Enum):
@@ -250,7 +250,7 @@ class Provenance:
     # -- collection -------------------------------------------------------------------------
 
     def _collect_classes(self) -> None:
-        classes = [n for n in _iter_nodes(self.module) if isinstance(n, cst.ClassDef)]
+        classes = [n for n in walk(self.module) if isinstance(n, cst.ClassDef)]
         changed = True
         while changed:
             changed = False
@@ -266,7 +266,7 @@ class Provenance:
                         break
         for cls in classes:
             attrs: dict[str, list[cst.BaseExpression]] = {}
-            for node in _iter_nodes(cls):
+            for node in walk(cls):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         t = target.target
@@ -282,7 +282,7 @@ class Provenance:
                         if isinstance(first, cst.SimpleString):
                             attrs.setdefault(first.evaluated_value, []).append(cst.Name("__buffer__"))
             self.class_attrs[cls] = attrs
-        for node in _iter_nodes(self.module):
+        for node in walk(self.module):
             if isinstance(node, cst.FunctionDef) and node.returns is not None:
                 if self._annotation_kind(node.returns.annotation) is Kind.TENSOR:
                     self.tensor_functions.add(node.name.value)
@@ -759,14 +759,6 @@ def _all_params(params: cst.Parameters) -> list[cst.Param]:
     if params.star_kwarg is not None:
         found.append(params.star_kwarg)
     return found
-
-
-def _iter_nodes(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(children_of(node)))
 
 
 def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .provenance import Imports, _iter_nodes
+from .provenance import Imports
+from .tree import walk
 
 
 def _is_compile(node: cst.BaseExpression, imports: Imports) -> bool:
@@ -27,7 +28,7 @@ def _is_compile(node: cst.BaseExpression, imports: Imports) -> bool:
 def traced_functions(
     module: cst.Module, imports: Imports, parents: dict[cst.CSTNode, cst.CSTNode]
 ) -> set[cst.FunctionDef]:
-    functions = [n for n in _iter_nodes(module) if isinstance(n, cst.FunctionDef)]
+    functions = [n for n in walk(module) if isinstance(n, cst.FunctionDef)]
     by_name: dict[str, list[cst.FunctionDef]] = {}
     methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
     for func in functions:
@@ -39,7 +40,7 @@ def traced_functions(
 
     traced: set[cst.FunctionDef] = set()
     compiled_names: set[str] = set()
-    for node in _iter_nodes(module):
+    for node in walk(module):
         if isinstance(node, cst.Call) and _is_compile(node.func, imports) and node.args:
             target = node.args[0].value
             if isinstance(target, cst.Name):
@@ -57,7 +58,7 @@ def traced_functions(
     while work:
         func = work.pop()
         cls = parents.get(parents.get(func))
-        for node in _iter_nodes(func.body):
+        for node in walk(func.body):
             if not isinstance(node, cst.Call):
                 continue
             callees: list[cst.FunctionDef] = []
