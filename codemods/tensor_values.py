@@ -268,6 +268,7 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
 class Purity:
     safe: bool
     reason: str = ""
+    blocking: bool = False  # not even an unsafe fix: the rewrite would most likely be wrong
 
 
 def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
@@ -280,11 +281,45 @@ def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
                 return Purity(False, f"`{ctx.code(node)}` divides by a value that may be zero: the untaken branch's gradient can turn into NaN")
             if isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
                 return Purity(False, f"`{ctx.code(node)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN")
+        if isinstance(node, cst.Subscript) and ctx.kind(node.value) is not Kind.MODULE:
+            return Purity(False, f"`{ctx.code(node)}` indexes a tensor: the branches may differ in shape "
+                                 "(torch.where then broadcasts or fails) or compute on empty data", blocking=True)
         if isinstance(node, cst.Call):
+            shape = _shape_problem(ctx, node, top=node is expr)
+            if shape:
+                return Purity(False, shape, blocking=True)
             problem = _call_problem(ctx, node)
             if problem:
                 return Purity(False, problem)
     return Purity(True)
+
+
+# Operations whose result need not have the shape of their input: torch.where
+# needs both branches to agree (or it silently broadcasts).
+SHAPE_CHANGING = frozenset(
+    {
+        "cat", "concat", "concatenate", "stack", "hstack", "vstack", "reshape", "view", "flatten",
+        "unflatten", "squeeze", "unsqueeze", "narrow", "expand", "repeat", "repeat_interleave", "tile",
+        "pad", "permute", "transpose", "t", "index_select", "masked_select", "nonzero", "unique",
+        "topk", "split", "chunk", "interpolate", "gather", "einsum", "matmul", "mm", "bmm",
+    }
+)
+REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "any", "all"})
+
+
+def _shape_problem(ctx: FileContext, call: cst.Call, top: bool) -> str:
+    func = call.func
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified.startswith("torch."):
+        name = qualified.rsplit(".", 1)[-1]
+    elif isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
+        name = func.attr.value  # a tensor method
+    else:
+        return ""  # modules and other callables: see _call_problem
+    if name in SHAPE_CHANGING or (top and name in REDUCTIONS):
+        return (f"`{ctx.code(call)}` may change the shape: torch.where needs both branches "
+                "to have the same shape (or silently broadcasts them)")
+    return ""
 
 
 def _is_constant(expr: cst.BaseExpression) -> bool:

@@ -231,3 +231,22 @@ def test_python_flags_set_under_a_tensor_condition_are_left_alone():
     result = run(code)
     assert result.new_text is None
     assert "sets a Python flag" in result.findings[0].note
+
+
+def test_branches_that_may_change_shape_are_not_selected():
+    # From transformers: candidate tokens concatenated, a BOS token sliced off.
+    code = (
+        "import torch\n\n"
+        "def f(input_ids: torch.Tensor, t: torch.Tensor, n: torch.Tensor, bos: int):\n"
+        "    if n > 0:\n"
+        "        valid = torch.cat((input_ids, t), dim=-1)\n"
+        "    else:\n"
+        "        valid = t\n"
+        "    if input_ids[0, 0] == bos:\n"
+        "        input_ids = input_ids[:, 1:]\n"
+        "    return valid, input_ids\n"
+    )
+    result = run(code)
+    assert result.new_text is None
+    notes = [f.note for f in result.findings if f.rule == "FX101"]
+    assert "may change the shape" in notes[0] and "indexes a tensor" in notes[1]

@@ -85,7 +85,10 @@ class WhereIf(Rule):
     taken then sends NaN into the gradient), or assigns a Python number
     (it becomes a 0-dim tensor, float32 by default).
 
-    There is **no fix** when a branch returns, raises, breaks, continues,
+    There is **no fix** when a branch may change the shape (indexing,
+    slicing, `torch.cat`, `reshape`, a reduction as the whole value):
+    `torch.where` needs both branches to have the same shape, and would
+    silently broadcast or fail. Nor when a branch returns, raises, breaks, continues,
     calls a function for its effect, assigns to attributes or items, or
     assigns a name that is not defined on the other path; `scan` says which.
     Use `torch.cond` when both branches are functions of tensors with the
@@ -336,6 +339,10 @@ class WhereIf(Rule):
                     node, message, sites=test_sites,
                     note=f"no fix: `{assignment.name}` has no value when the condition is false",
                 )
+        for assignment in [*body, *(orelse or [])]:
+            verdict = purity(ctx, assignment.value)
+            if verdict.blocking:
+                return Report(node, message, sites=test_sites, note=f"no fix: {verdict.reason}")
         fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries)
         if guard is not None:
             # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python

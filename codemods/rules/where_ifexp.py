@@ -119,6 +119,10 @@ class WhereIfExp(Rule):
                 note = f"no fix: `{ctx.code(containers[0])}` is neither a tensor nor a number"
                 yield Report(node, message, sites=test_sites, note=note)
                 continue
+            blocking = [v for v in (purity(ctx, node.body), purity(ctx, node.orelse)) if v.blocking]
+            if blocking:
+                yield Report(node, message, sites=test_sites, note=f"no fix: {blocking[0].reason}")
+                continue
             reasons = []
             for value in (node.body, node.orelse):
                 verdict = purity(ctx, value)
