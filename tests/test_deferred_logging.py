@@ -188,3 +188,30 @@ def test_flush_every_is_configured_once_after_the_import(tmp_path):
     ]
     again = process(tmp_path / "f.py", new, all_rules(), fix=True, flush_every=10)
     assert again.new_text is None
+
+
+def test_a_call_spanning_lines_is_laid_out_one_argument_per_line(tmp_path):
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = (
+        "import logging\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "class Attn(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        logger.warning(\n"
+        '            "too long: "\n'
+        '            f"{self.config.block_size}."\n'
+        "        )\n"
+        "        return x\n"
+    )
+    new = process(tmp_path / "m.py", code, all_rules(), fix=True).new_text
+    assert new is not None
+    assert (
+        "        deferred.record(\n"
+        "            lambda block_size: logger.warning(\n"
+        '                "too long: "\n'
+        '                f"{block_size}."\n'
+        "            ),\n"
+        "            self.config.block_size,\n"
+        "        )\n"
+    ) in new

@@ -262,6 +262,18 @@ def _is_text(expr: cst.CSTNode) -> bool:
     return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
 
 
+class _Indent(cst.CSTTransformer):
+    """Indent the continuation lines of a call that spans several lines."""
+
+    def __init__(self, extra: str) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def leave_ParenthesizedWhitespace(self, original_node, updated_node):  # noqa: N802 (libcst API)
+        last = updated_node.last_line
+        return updated_node.with_changes(last_line=last.with_changes(value=last.value + self.extra))
+
+
 class _Rewrite(cst.CSTTransformer):
     def __init__(self, replacements: dict[cst.CSTNode, cst.BaseExpression]) -> None:
         super().__init__()
@@ -605,8 +617,13 @@ class DeferredLogging(Rule):
         body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
         counter = 0
 
-        def fresh() -> str:
+        def fresh(hint: cst.CSTNode | None = None) -> str:
             nonlocal counter
+            # ``self.config.block_size`` is passed as ``block_size``: read as the original.
+            if isinstance(hint, cst.Attribute):
+                name = hint.attr.value
+                if name.isidentifier() and name not in taken and name not in params and name not in BUILTINS:
+                    return name
             while True:
                 name = "value" if counter == 0 else f"value_{counter}"
                 counter += 1
@@ -635,7 +652,7 @@ class DeferredLogging(Rule):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
             elif what == "expr":
                 expr = item
-                param = fresh()
+                param = fresh(expr)
                 params.append(param)
                 values.append(expr)  # type: ignore[arg-type]
                 body_replacements[expr] = cst.Name(param)  # type: ignore[index]
@@ -666,13 +683,16 @@ class DeferredLogging(Rule):
                     new_expr = cst.Call(cst.Name(site.kind), [cst.Arg(cst.Name(param))])
                 body_replacements[item] = new_expr  # type: ignore[index]
         body = call.visit(_Rewrite(body_replacements))
+        if "\n" in cst.Module(body=[]).code_for_node(body):
+            # The call moves one level in, as the lambda argument of ``deferred.record(``.
+            body = body.visit(_Indent("    "))
         empty = cst.Module(body=[])
         head = f"lambda {', '.join(params)}:" if params else "lambda:"
         pieces = [f"{head} {empty.code_for_node(body)}", *[empty.code_for_node(v) for v in values]]
         record = cst.ensure_type(cst.parse_expression(f"deferred.record({', '.join(pieces)})"), cst.Call)
         indent = ctx.positions[stmt].start.column
         text = empty.code_for_node(record)
-        if indent + len(text.splitlines()[0]) > LINE_LENGTH and "\n" not in text:
+        if "\n" in text or indent + len(text) > LINE_LENGTH:
             record = one_argument_per_line(record)
         plan.new = record
         plan.unsafe = list(dict.fromkeys(plan.unsafe))
