@@ -110,8 +110,11 @@ def _read_of(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExpres
     return None
 
 
-def _method(value: cst.BaseExpression, name: str) -> cst.Call:
-    return cst.Call(func=cst.Attribute(value=_paren(value), attr=cst.Name(name)))
+def method_call(value: cst.BaseExpression, name: str) -> cst.Call:
+    """``value.name()``, with parentheses around ``value`` where the syntax needs them."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(name)))
 
 
 def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = False) -> Converted | None:
@@ -128,9 +131,9 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = Fal
     if read is not None:
         tensor, how = read
         if how == "int":
-            converted = _method(tensor, "long")
+            converted = method_call(tensor, "long")
         elif detach:
-            converted = _method(tensor, "detach")
+            converted = method_call(tensor, "detach")
         else:
             converted = tensor
         if expr.lpar and not tensor.lpar and not isinstance(converted, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):

@@ -10,6 +10,7 @@ from ..context import FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..tensor_values import method_call
 
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
@@ -89,9 +90,6 @@ class DetachNotItem(Rule):
             other = parent.right if parent.left is site.node else parent.left
             if ctx.kind(other) is not Kind.TENSOR:
                 continue
-            value = site.value
-            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
-                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            detached = cst.Call(func=cst.Attribute(value=value, attr=cst.Name("detach")))
+            detached = method_call(site.value, "detach")
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
             yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])

@@ -11,7 +11,7 @@ from ..context import FileContext
 from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import _plain_number
+from ..tensor_values import _plain_number, method_call
 
 
 
@@ -34,12 +34,6 @@ def _number_literal(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Float):
         return "float"
     return None
-
-
-def _method(value: cst.BaseExpression, name: str) -> cst.Call:
-    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(name)))
 
 
 class DeviceAccumulation(Rule):
@@ -270,18 +264,18 @@ class DeviceAccumulation(Rule):
             replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
         for aug, value, site in total.steps:
             tensor = site.value
-            detached = _method(tensor, "detach")
+            detached = method_call(tensor, "detach")
             if value is site.node:
                 replacements[value] = detached
             else:
                 assert isinstance(value, cst.BinaryOperation)
-                double = _method(detached, "double")
+                double = method_call(detached, "double")
                 if value.left is site.node:
                     replacements[value] = value.with_changes(left=double)
                 else:
                     replacements[value] = value.with_changes(right=double)
         for load in total.loads:
-            replacements[load] = _method(cst.Name(total.name), "value")
+            replacements[load] = method_call(cst.Name(total.name), "value")
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
             reason = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
