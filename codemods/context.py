@@ -22,10 +22,6 @@ COMPILE_CHECKS = frozenset(
 DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "extra_repr"})
 
 
-def node_in(node: cst.CSTNode, roots: tuple) -> bool:
-    return any(root is not None and any(n is node for n in walk(root)) for root in roots)
-
-
 @dataclass
 class FileContext:
     path: Path
@@ -85,8 +81,11 @@ class FileContext:
         """The enclosing ``if`` that tests ``torch.compiler.is_compiling()`` (or
         ``torch.jit.is_tracing()``, ...): code under it already keeps out of, or
         is written for, compiled regions."""
+        child = node
         for parent in self.ancestors(node):
-            if isinstance(parent, cst.If) and node_in(node, (parent.body, parent.orelse)):
+            in_branch = isinstance(parent, cst.If) and (child is parent.body or child is parent.orelse)
+            child = parent
+            if in_branch:
                 for sub in walk(parent.test):
                     if isinstance(sub, cst.Call):
                         func = sub.func

@@ -91,6 +91,9 @@ TENSOR_ONLY_ATTRIBUTES = frozenset({"grad", "requires_grad", "grad_fn", "is_cuda
 NN_NON_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "Module"})
 
 
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name / Attribute chain, else None."""
     parts: list[str] = []
@@ -299,7 +302,7 @@ class Provenance:
                     scope.bind(node.name.value, "opaque", None)
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
-                for param in _all_params(node.params):
+                for param in all_params(node.params):
                     inner.bind(param.name.value, "param", param)
                 self._fill_scope(inner, node.body)
             elif isinstance(node, cst.ClassDef):
@@ -307,7 +310,7 @@ class Provenance:
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
                 self._fill_scope(inner, node.body)
-            elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            elif isinstance(node, COMPREHENSIONS):
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
                 comp = node.for_in
@@ -752,7 +755,7 @@ class Provenance:
         return Kind.UNKNOWN
 
 
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
+def all_params(params: cst.Parameters) -> list[cst.Param]:
     found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     if isinstance(params.star_arg, cst.Param):
         found.append(params.star_arg)
@@ -775,7 +778,7 @@ def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 stack.extend(reversed([d.decorator for d in node.decorators]))
             continue
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if isinstance(node, COMPREHENSIONS):
             stack.append(node.for_in.iter)
             continue
         stack.extend(reversed(children_of(node)))

@@ -20,7 +20,7 @@ import libcst as cst
 
 from .context import FileContext
 from .provenance import Kind, dotted_name, is_module_class
-from .tree import children_of
+from .tree import walk
 
 RANDOM_FUNCTIONS = frozenset(
     {
@@ -170,7 +170,7 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = Fal
         return Converted(new, reads)
     if ctx.kind(expr) is Kind.TENSOR:
         return None  # already a tensor: nothing read here
-    for sub in _descendants(expr):
+    for sub in walk(expr):
         if _read_of(ctx, sub) is not None:
             raise NotConvertible(f"`{ctx.code(expr)}` uses the value in a way fixitem cannot keep on the device")
     return None
@@ -196,15 +196,7 @@ def _plain_number(ctx: FileContext, expr: cst.BaseExpression) -> bool:
         return True
     if kind in (Kind.NUMPY, Kind.OTHER, Kind.MODULE):
         return False
-    return not any(_read_of(ctx, sub) is not None for sub in _descendants(expr))
-
-
-def _descendants(node: cst.CSTNode):
-    stack = list(children_of(node))
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children_of(current))
+    return not any(_read_of(ctx, sub) is not None for sub in walk(expr))
 
 
 def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:
@@ -231,7 +223,7 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
         return Converted(cst.UnaryOperation(operator=cst.BitInvert(), expression=_paren(inner.expr)), inner.reads)
     if isinstance(expr, cst.Comparison):
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
-            for sub in _descendants(expr):
+            for sub in walk(expr):
                 if _read_of(ctx, sub) is not None:
                     raise NotConvertible("`is` / `in` tests have no tensor equivalent")
             return None
@@ -276,7 +268,7 @@ class Purity:
 
 def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
     """May ``expr`` run when the original code would have skipped it?"""
-    for node in [expr, *_descendants(expr)]:
+    for node in walk(expr):
         if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
             return Purity(False, f"`{ctx.code(node)}` is not a plain value")
         if isinstance(node, cst.BinaryOperation):

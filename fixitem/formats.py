@@ -11,16 +11,16 @@ from fixitem import __version__
 from fixitem.api import RunResult
 from fixitem.codemods.engine import Finding
 from fixitem.codemods.registry import rule_class
+from fixitem.output import COSTS
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 INFORMATION_URI = "https://pypi.org/project/fixitem/"
 
-_COSTS = {"graph-break": "graph break", "host-sync": "host sync"}
 
 
 def _message(finding: Finding) -> str:
-    costs = f" ({', '.join(_COSTS.get(c, c) for c in finding.costs)})" if finding.costs else ""
+    costs = f" ({', '.join(COSTS.get(c, c) for c in finding.costs)})" if finding.costs else ""
     return f"{finding.message}{costs} [fix: {finding.fix}]"
 
 

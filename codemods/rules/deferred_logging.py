@@ -9,17 +9,16 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..context import FileContext
-from ..provenance import Kind, dotted_name
+from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
+from ..syncs import LOG_METHODS, SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
-from ..tree import children_of
+from ..tree import children_of, walk
 
-LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+LOG_LEVELS = LOG_METHODS - {"exception"}  # logger.exception needs the live exception
 OUTPUT_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description", "log_metrics"})
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))
-_COMPS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 def output_callee(call: cst.Call) -> str | None:
@@ -93,7 +92,7 @@ class _Collector:
             self.found_reads.append(node)
             self.order.append(("read", node))
             value = self.reads[node].value
-            if any(n in self.reads or n in self.other_sites for n in _descendants(value)):
+            if any(n in self.reads or n in self.other_sites for n in walk(value)):
                 self.problem = self.problem or "a tensor value is read inside another read"
             if isinstance(value, cst.Name) and value.value not in bound:
                 self._use(value, "read")
@@ -111,7 +110,7 @@ class _Collector:
                 self.order.append(("expr", node.value))
                 return
             if node.star:
-                if any(n in self.reads or n in self.other_sites for n in _descendants(node.value)) or \
+                if any(n in self.reads or n in self.other_sites for n in walk(node.value)) or \
                         self.ctx.kind(node.value) is Kind.TENSOR:
                     self.problem = self.problem or "a starred argument reads a tensor"
                     return
@@ -142,17 +141,17 @@ class _Collector:
             self.walk(node.value, bound, direct, nested)
             return
         if isinstance(node, cst.Lambda):
-            params = frozenset(p.name.value for p in _params(node.params))
-            for p in _params(node.params):
+            params = frozenset(p.name.value for p in all_params(node.params))
+            for p in all_params(node.params):
                 if p.default is not None:
                     self.walk(p.default, bound, "other", nested)
             self.walk(node.body, bound | params, "other", True)
             return
-        if isinstance(node, _COMPS):
+        if isinstance(node, COMPREHENSIONS):
             targets: set[str] = set()
             comp = node.for_in
             while comp is not None:
-                targets |= {n.value for n in _descendants(comp.target) if isinstance(n, cst.Name)}
+                targets |= {n.value for n in walk(comp.target) if isinstance(n, cst.Name)}
                 comp = comp.inner_for_in
             for child in children_of(node):
                 self.walk(child, bound | targets, "other", True)
@@ -170,14 +169,14 @@ class _Collector:
         """
         if nested or isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary,
                                        cst.ConcatenatedString, cst.FormattedString, cst.Dict, cst.List,
-                                       cst.Tuple, cst.Set, cst.Lambda, *_COMPS)):
+                                       cst.Tuple, cst.Set, cst.Lambda, *COMPREHENSIONS)):
             return False
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             return False  # ``args.lr``: keep it readable; its root name is captured
-        for sub in _descendants(node):
+        for sub in walk(node):
             if sub in self.reads or sub in self.other_sites:
                 return False
-            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, *_COMPS)):
+            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, *COMPREHENSIONS)):
                 return False
             if isinstance(sub, cst.Name) and sub.value in bound:
                 return False
@@ -212,22 +211,6 @@ def _callers_of(ctx: FileContext, deferring: set[cst.CSTNode | None]) -> set[cst
                 result.add(caller)
                 changed = True
     return result
-
-
-def _params(params: cst.Parameters) -> list[cst.Param]:
-    out = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            out.append(star)
-    return out
-
-
-def _descendants(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children_of(current))
 
 
 def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
@@ -596,7 +579,7 @@ class DeferredLogging(Rule):
         reads = {s.node: s for s in inner if s.kind in READ_KINDS and isinstance(s.node, cst.Call)}
         others = {s.node for s in inner if s.node not in reads}
         plan = _Plan(stmt, call, reads=[s for s in inner if s.node in reads])
-        if any(s.node in _descendants(call.func) for s in inner):
+        if any(s.node in walk(call.func) for s in inner):
             plan.blocker = "the callee itself reads a tensor value"
             return plan
         collector = _Collector(ctx, reads, others)
@@ -610,8 +593,8 @@ class DeferredLogging(Rule):
             return plan
 
         # Parameters, in order of first appearance.
-        attributes = {n.attr for n in _descendants(call) if isinstance(n, cst.Attribute)}
-        taken = {n.value for n in _descendants(call) if isinstance(n, cst.Name) and n not in attributes}
+        attributes = {n.attr for n in walk(call) if isinstance(n, cst.Attribute)}
+        taken = {n.value for n in walk(call) if isinstance(n, cst.Name) and n not in attributes}
         params: list[str] = []
         values: list[cst.BaseExpression] = []
         body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
