@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .provenance import Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import children_of, index, walk
+from .tree import Positions, index, walk
 
 
 COMPILE_CHECKS = frozenset(
@@ -27,7 +26,7 @@ class FileContext:
     path: Path
     source: str
     module: cst.Module
-    positions: dict[cst.CSTNode, CodeRange]
+    positions: Positions
     parents: dict[cst.CSTNode, cst.CSTNode]
     by_type: dict[type, list[cst.CSTNode]]
     provenance: Provenance
@@ -38,15 +37,13 @@ class FileContext:
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
         """Parse ``source``; raises ``libcst.ParserSyntaxError`` when it does not parse."""
-        wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
-        positions = dict(wrapper.resolve(PositionProvider))
-        module = wrapper.module
-        parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        module = cst.parse_module(source)
+        found = index(module)
+        parents = found.parents
         by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        for node in index(module):  # source order
+        for node in found.order:  # source order
             by_type[type(node)].append(node)
-            for child in children_of(node):
-                parents[child] = node
+        positions = found.positions
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
         return cls(path, source, module, positions, parents, by_type, provenance, traced,
@@ -58,7 +55,7 @@ class FileContext:
         if len(types) == 1:
             return self.by_type.get(types[0], [])
         found = [n for t in types for n in self.by_type.get(t, [])]
-        found.sort(key=lambda n: (self.positions[n].start.line, self.positions[n].start.column))
+        found.sort(key=self.positions.offset)
         return found
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:

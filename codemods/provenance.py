@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .tree import children_of, walk
+from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
 
 class Kind(enum.Enum):
@@ -164,17 +164,9 @@ class Imports:
         return None
 
 
-def _walk_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
+def _walk_statements(module: cst.Module) -> list[cst.CSTNode]:
     """Every import statement of the module, at any depth."""
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            yield node
-            continue
-        if isinstance(node, cst.BaseExpression):
-            continue
-        stack.extend(children_of(node))
+    return nodes_within(module, cst.Import, cst.ImportFrom)
 
 
 def is_torch_function(qualified: str | None) -> bool:
@@ -253,7 +245,7 @@ class Provenance:
     # -- collection -------------------------------------------------------------------------
 
     def _collect_classes(self) -> None:
-        classes = [n for n in walk(self.module) if isinstance(n, cst.ClassDef)]
+        classes = nodes_within(self.module, cst.ClassDef)
         changed = True
         while changed:
             changed = False
@@ -269,7 +261,7 @@ class Provenance:
                         break
         for cls in classes:
             attrs: dict[str, list[cst.BaseExpression]] = {}
-            for node in walk(cls):
+            for node in nodes_within(cls, cst.Assign, cst.AnnAssign, cst.Call):
                 if isinstance(node, cst.Assign):
                     for target in node.targets:
                         t = target.target
@@ -285,8 +277,8 @@ class Provenance:
                         if isinstance(first, cst.SimpleString):
                             attrs.setdefault(first.evaluated_value, []).append(cst.Name("__buffer__"))
             self.class_attrs[cls] = attrs
-        for node in walk(self.module):
-            if isinstance(node, cst.FunctionDef) and node.returns is not None:
+        for node in nodes_within(self.module, cst.FunctionDef):
+            if node.returns is not None:
                 if self._annotation_kind(node.returns.annotation) is Kind.TENSOR:
                     self.tensor_functions.add(node.name.value)
 
@@ -297,6 +289,8 @@ class Provenance:
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
+            if type(node) not in _BINDING_NODES:
+                continue
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 if isinstance(node, cst.FunctionDef):
                     scope.bind(node.name.value, "opaque", None)
@@ -764,21 +758,53 @@ def all_params(params: cst.Parameters) -> list[cst.Param]:
     return found
 
 
+# What ``_fill_scope`` looks at (checked by exact type first: ``isinstance``
+# on libcst classes goes through ``ABCMeta`` and is slow on every node).
+_BINDING_NODES = frozenset({
+    cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS, cst.Assign, cst.AnnAssign, cst.AugAssign,
+    cst.NamedExpr, cst.For, cst.WithItem, cst.Import, cst.ImportFrom, cst.ExceptHandler, cst.Global,
+    cst.Nonlocal, cst.Call, cst.Attribute,
+})
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
+
+
 def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
     """Nodes of one scope, yielding (but not entering) nested scopes."""
-    if isinstance(body, cst.CSTNode):
-        stack: list[cst.CSTNode] = [body]
-    else:
-        stack = list(reversed(list(body)))  # type: ignore[arg-type]
-    while stack:
-        node = stack.pop()
+    for root in [body] if isinstance(body, cst.CSTNode) else list(body):  # type: ignore[call-overload]
+        yield from _scope_nodes_below(root)
+
+
+def _scope_nodes_below(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    number = number_of(root)
+    if number is None:  # code built after the file was indexed
+        nodes: list[cst.CSTNode] = [root]
+        while nodes:
+            node = nodes.pop()
+            yield node
+            if type(node) in _NESTED_SCOPES:
+                if type(node) is not cst.Lambda:
+                    nodes.extend(reversed([d.decorator for d in node.decorators]))  # type: ignore[attr-defined]
+            elif type(node) in _COMPREHENSION_TYPES:
+                nodes.append(node.for_in.iter)  # type: ignore[attr-defined]
+            else:
+                nodes.extend(reversed(children_of(node)))
+        return
+    # Source order is depth-first, so a subtree is a run of numbers: skip
+    # nested scopes by jumping to the end of theirs.
+    stop = subtree_stop(number)
+    while number < stop:
+        node = node_at(number)
         yield node
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(node)
+        if kind in _NESTED_SCOPES:
             # Decorators and defaults are evaluated in this scope.
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                stack.extend(reversed([d.decorator for d in node.decorators]))
-            continue
-        if isinstance(node, COMPREHENSIONS):
-            stack.append(node.for_in.iter)
-            continue
-        stack.extend(reversed(children_of(node)))
+            if kind is not cst.Lambda:
+                for decorator in node.decorators:  # type: ignore[attr-defined]
+                    yield from _scope_nodes_below(decorator.decorator)
+            number = subtree_stop(number)
+        elif kind in _COMPREHENSION_TYPES:
+            yield from _scope_nodes_below(node.for_in.iter)  # type: ignore[attr-defined]
+            number = subtree_stop(number)
+        else:
+            number += 1

@@ -98,7 +98,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(bound, "size", bound)
 
     sites = [s for s in sites if not _on_error_path(ctx, s.node)]
-    sites.sort(key=lambda s: ctx.position(s.node))
+    sites.sort(key=lambda s: ctx.positions.offset(s.node))
     return sites
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .provenance import Imports
-from .tree import walk
+from .tree import nodes_within
 
 
 def _is_compile(node: cst.BaseExpression, imports: Imports) -> bool:
@@ -28,7 +28,7 @@ def _is_compile(node: cst.BaseExpression, imports: Imports) -> bool:
 def traced_functions(
     module: cst.Module, imports: Imports, parents: dict[cst.CSTNode, cst.CSTNode]
 ) -> set[cst.FunctionDef]:
-    functions = [n for n in walk(module) if isinstance(n, cst.FunctionDef)]
+    functions = nodes_within(module, cst.FunctionDef)
     by_name: dict[str, list[cst.FunctionDef]] = {}
     methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
     for func in functions:
@@ -40,8 +40,8 @@ def traced_functions(
 
     traced: set[cst.FunctionDef] = set()
     compiled_names: set[str] = set()
-    for node in walk(module):
-        if isinstance(node, cst.Call) and _is_compile(node.func, imports) and node.args:
+    for node in nodes_within(module, cst.Call):
+        if _is_compile(node.func, imports) and node.args:
             target = node.args[0].value
             if isinstance(target, cst.Name):
                 compiled_names.add(target.value)
@@ -58,9 +58,7 @@ def traced_functions(
     while work:
         func = work.pop()
         cls = parents.get(parents.get(func))
-        for node in walk(func.body):
-            if not isinstance(node, cst.Call):
-                continue
+        for node in nodes_within(func.body, cst.Call):
             callees: list[cst.FunctionDef] = []
             if isinstance(node.func, cst.Name):
                 callees = by_name.get(node.func.value, [])

@@ -1,44 +1,244 @@
-"""Fast child lists for the file being analysed.
+"""One pass over a parsed file: every node's children, parent and position.
 
-``CSTNode.children`` is computed on every access (libcst visits the node to
-find them), which made walking a large file several times dominate the run.
-:func:`index` records every node's children once per file; ``children_of``
-answers from that record and falls back to libcst for nodes built later
-(replacement code). One file is analysed at a time per process.
+libcst offers each of these separately, and each is slow on large files:
+``CSTNode.children`` visits the node on every access, and
+``PositionProvider`` runs a full code generation that builds a ``CodeRange``
+for every node through generator-based context managers. Here a single code
+generation pass, with a lean :class:`_IndexingState`, records the nodes in
+source order, their parents and children, and the character offsets where
+each starts and ends; offsets become line and column only for the nodes
+someone asks about. The positions are the same as ``PositionProvider``'s
+(tests compare them on real files).
+
+``children_of`` answers from the record and falls back to libcst for nodes
+built later (replacement code). One file is analysed at a time per process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst._position import CodePosition, CodeRange
 
-_children: dict[cst.CSTNode, tuple[cst.CSTNode, ...]] = {}
+_number: dict[cst.CSTNode, int] = {}  # node -> its place in source order, for the file being analysed
+_kids: list[list[int]] = []
+_order: list[cst.CSTNode] = []
+_stop: list[int] = []  # node number -> one past the number of its last descendant
+_by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of that type, ascending
 
 
-def index(module: cst.Module) -> list[cst.CSTNode]:
-    """Record the children of every node of ``module``; return all nodes in source order."""
-    _children.clear()
-    order: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        kids = tuple(node.children)
-        _children[node] = kids
-        stack.extend(reversed(kids))
-    return order
+class _IndexingState(CodegenState):
+    """Code generation that keeps offsets, source order and parents instead of text positions.
+
+    Nodes are numbered in the order they are generated (source order), and
+    everything is kept in lists by number: hashing a libcst node runs Python
+    code, so dictionaries keyed by nodes are built once, at the end.
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.offset = 0
+        self.popped = ""
+        self.order: list[cst.CSTNode] = []
+        self.parent: list[int] = []
+        self.kids: list[list[int]] = []
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.stop: list[int] = []
+        self._open: list[int] = []
+        self._syntactic: list[tuple] = []
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.tokens.append(token)
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.offset += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        # The module's text loses its last newline; positions keep counting it
+        # (as ``PositionProvider`` does), so lines are counted on the text with it.
+        if self.tokens:
+            self.popped = self.tokens.pop()
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        number = len(self.order)
+        self.order.append(node)
+        self.kids.append([])
+        if self._open:
+            parent = self._open[-1]
+            self.parent.append(parent)
+            self.kids[parent].append(number)
+        else:
+            self.parent.append(-1)
+        self._open.append(number)
+        self.start.append(self.offset)
+        self.end.append(-1)
+        self.stop.append(-1)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        number = self._open.pop()
+        self.stop[number] = len(self.order)
+        if self.end[number] < 0:  # else a syntactic position recorded inside wins
+            self.end[number] = self.offset
+
+    # ``with state.record_syntactic_position(node, start_node=..., end_node=...)``:
+    # the state is its own context manager (no generator, no object per call).
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        self._syntactic.append((self._open[-1], self.offset, start_node, end_node))
+        return self
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        number, start, start_node, end_node = self._syntactic.pop()
+        end = self.offset
+        if start_node is not None or end_node is not None:
+            for kid in self.kids[number]:
+                if self.order[kid] is start_node:
+                    start = self.start[kid]
+                if self.order[kid] is end_node:
+                    end = self.end[kid]
+        self.start[number] = start
+        self.end[number] = end
+
+
+class Positions(Mapping):
+    """Node -> ``CodeRange`` (as ``PositionProvider`` gives), computed on first access."""
+
+    def __init__(self, number: dict[cst.CSTNode, int], start: list[int], end: list[int], text: str) -> None:
+        self._number = number
+        self._start = start
+        self._end = end
+        self._text = text
+        self._line_starts: list[int] | None = None
+        self._ranges: dict[int, CodeRange] = {}
+
+    def _position(self, offset: int) -> CodePosition:
+        if self._line_starts is None:
+            starts = [0]
+            text = self._text
+            i = text.find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = text.find("\n", i + 1)
+            self._line_starts = starts
+        line = bisect.bisect_right(self._line_starts, offset)
+        return CodePosition(line, offset - self._line_starts[line - 1])
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        number = self._number[node]
+        found = self._ranges.get(number)
+        if found is None:
+            found = CodeRange(self._position(self._start[number]), self._position(self._end[number]))
+            self._ranges[number] = found
+        return found
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._number
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._number)
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    def offset(self, node: cst.CSTNode) -> int:
+        """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
+        return self._start[self._number[node]]
+
+
+class Index:
+    """What one pass over ``module`` found: nodes in source order, parents, positions."""
+
+    def __init__(self, module: cst.Module) -> None:
+        global _kids, _order, _stop
+        state = _IndexingState(module)
+        module._codegen(state)
+        text = "".join(state.tokens) + state.popped
+        # Lines are counted on the generated text, which is the source with
+        # its own line endings; "\r\n" and a lone "\r" end lines too.
+        if "\r" in text:
+            text = text.replace("\r\n", " \n").replace("\r", "\n")
+        order = state.order
+        self.order = order
+        _number.clear()
+        _number.update(zip(order, range(len(order))))
+        self.parents = {node: order[p] for node, p in zip(order, state.parent) if p >= 0}
+        self.positions = Positions(_number, state.start, state.end, text)
+        _kids, _order, _stop = state.kids, order, state.stop
+        _by_type.clear()
+        for number, node in enumerate(order):
+            numbers = _by_type.get(type(node))
+            if numbers is None:
+                _by_type[type(node)] = [number]
+            else:
+                numbers.append(number)
+        _child_tuples.clear()
+
+
+def index(module: cst.Module) -> Index:
+    """Record the children of every node of ``module``, with parents and positions."""
+    return Index(module)
+
+
+_child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}
 
 
 def children_of(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
-    kids = _children.get(node)
+    number = _number.get(node)
+    if number is None:
+        return tuple(node.children)
+    kids = _child_tuples.get(number)
     if kids is None:
-        kids = tuple(node.children)
+        kids = _child_tuples[number] = tuple([_order[k] for k in _kids[number]])
     return kids
 
 
-def walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def number_of(node: cst.CSTNode) -> int | None:
+    """``node``'s place in source order, or None for a node built after indexing."""
+    return _number.get(node)
+
+
+def subtree_stop(number: int) -> int:
+    """One past the number of the last node below node ``number``."""
+    return _stop[number]
+
+
+def node_at(number: int) -> cst.CSTNode:
+    return _order[number]
+
+
+def nodes_within(root: cst.CSTNode, *types: type) -> list[cst.CSTNode]:
+    """The nodes of exactly these types in ``root``'s subtree (``root`` included), in source order."""
+    number = _number.get(root)
+    if number is None:
+        return [n for n in _walk_unindexed(root) if type(n) in types]
+    stop = _stop[number]
+    found: list[int] = []
+    for t in types:
+        numbers = _by_type.get(t, ())
+        found.extend(numbers[bisect.bisect_left(numbers, number):bisect.bisect_left(numbers, stop)])
+    if len(types) > 1:
+        found.sort()
+    return [_order[i] for i in found]
+
+
+def walk(root: cst.CSTNode) -> Iterable[cst.CSTNode]:
     """``root`` and everything below it, in source order."""
+    number = _number.get(root)
+    if number is not None:  # a contiguous run of the source-order list
+        return _order[number:_stop[number]]
+    return _walk_unindexed(root)
+
+
+def _walk_unindexed(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [root]
     while stack:
         node = stack.pop()
