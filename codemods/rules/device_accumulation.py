@@ -128,8 +128,8 @@ class DeviceAccumulation(Rule):
 
                 def train(losses: torch.Tensor, sizes):
                     running = 0.0
-                    for loss, n in zip(losses, sizes):
-                        running += loss.item() * n
+                    for i, n in enumerate(sizes):
+                        running += losses[i].item() * n
                     print(f"{running:.3f}")
                 """
             ),
@@ -140,8 +140,8 @@ class DeviceAccumulation(Rule):
 
                 def train(losses: torch.Tensor, sizes):
                     running = deferred.Accumulator(0.0)
-                    for loss, n in zip(losses, sizes):
-                        running += loss.detach().double() * n
+                    for i, n in enumerate(sizes):
+                        running += losses[i].detach().double() * n
                     print(f"{running.value():.3f}")
                 """
             ),
@@ -153,8 +153,8 @@ class DeviceAccumulation(Rule):
 
                 def f(xs: torch.Tensor, history: list):
                     total = 0.0
-                    for x in xs:
-                        total += x.item()
+                    for i in range(len(xs)):
+                        total += xs[i].item()
                         total = round(total, 2)
                     return total
                 """
