@@ -1,0 +1,956 @@
+"""FX302: a value read with ``.item()`` / ``float()`` whose every use works with a 0-dim tensor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..context import FileContext
+from ..provenance import Kind, Scope
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
+from ..syncs import SyncSite
+from ..tensor_values import method_call
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """One way of using the value that works the same with a 0-dim tensor."""
+
+    forms: str  # how the code uses the value (``v``)
+    keeps_dtype: bool  # the result has the tensor's dtype whatever the value's dtype
+    checked: str  # how it was measured
+
+
+# Where a 0-dim tensor may stand in for the Python number. Measured on torch
+# 2.13 CPU (dtype and values against the Python number for float32 / float64 /
+# bfloat16 / float16 / int64 / int32 / uint8 / bool tensors and values; no
+# graph break and no `item` / `_local_scalar_dense` node in the Dynamo and AOT
+# graphs under `torch._dynamo.explain` and `torch.compile(fullgraph=True)`)
+# and on CUDA (torch 2.11, H200: fixtures/runtime/scalar_consumers_cuda.py,
+# no synchronising call under `torch.cuda.set_sync_debug_mode("error")`).
+CONSUMERS: dict[str, Consumer] = {
+    "arithmetic": Consumer(
+        "`x + v`, `v + x`, `x - v`, `v - x`, `x * v`, `v * x`, `x / v`, `x // v`, `x % v`",
+        keeps_dtype=False,
+        checked="CPU: same dtype and values for every floating tensor with every value dtype "
+        "(value on the right; `v * x` rounds a wider value to a bfloat16/float16 tensor's dtype "
+        "first); integer/bool tensors take the value's dtype (float64/bfloat16/float16) where the "
+        "Python float gave float32. CUDA: no sync; float32 +, -, * equal; `x / v` differs in the "
+        "last bit (a Python divisor is multiplied as a reciprocal); bfloat16/float16 tensors round "
+        "the value to their dtype before the operation. No graph break.",
+    ),
+    "augmented": Consumer(
+        "`x += v`, `x -= v`, `x *= v`, `x /= v` on a tensor `x` (in place)",
+        keeps_dtype=True,
+        checked="CPU: same dtype and values (or the same error) for every tensor/value dtype pair; "
+        "CUDA: no sync, rounding as for arithmetic.",
+    ),
+    "masked_fill": Consumer(
+        "`x.masked_fill(mask, v)`, `x.masked_fill_(mask, v)`",
+        keeps_dtype=True,
+        checked="CPU: same dtype and values for every tensor/value dtype pair; no graph break, "
+        "no `item` node. CUDA: same values; eager masked_fill reads the 0-dim value back itself "
+        "(one sync, as before the fix), compiled code (inductor) does not sync.",
+    ),
+    "fill": Consumer(
+        "`x.fill_(v)`",
+        keeps_dtype=True,
+        checked="CPU: same dtype and values for every pair; CUDA: no sync, same values.",
+    ),
+    "where": Consumer(
+        "`torch.where(cond, v, x)`, `torch.where(cond, x, v)`, `x.where(cond, v)`",
+        keeps_dtype=False,
+        checked="CPU: same dtype and values for floating `x`; integer/bool `x` takes the value's "
+        "dtype. CUDA: no sync, same values for float32/bfloat16/float16 `x`.",
+    ),
+    "clamp": Consumer(
+        "`torch.clamp(x, min=v)` / `max=v`, `torch.clip`, `x.clamp(v)`, `x.clamp_(...)`, "
+        "`x.clamp_min(v)`, `x.clamp_max(v)`, `torch.clamp_min(x, v)` (the other bound absent)",
+        keeps_dtype=False,  # the in-place forms do keep it
+        checked="CPU: same dtype and values for floating `x`; integer/bool `x` takes the value's "
+        "dtype. CUDA: no sync, same values. A tensor bound with a *number* for the other bound "
+        "(`torch.clamp(x, min=v, max=5.0)`) syncs on CUDA: not a consumer.",
+    ),
+}
+# Not consumers (measured): `v / x` (rounding differs: Python computes `c / x` as
+# `x.reciprocal() * c`), `x ** v` (pow with a tensor exponent rounds differently),
+# `torch.full` / `full_like` / `new_full` / `add(..., alpha=v)` / `F.threshold` /
+# `nan_to_num` (they take a Python scalar: graph break, and on CUDA a sync).
+
+ARITHMETIC_EITHER_SIDE = (cst.Add, cst.Subtract, cst.Multiply)
+ARITHMETIC_VALUE_RIGHT = (cst.Divide, cst.FloorDivide, cst.Modulo)
+AUGMENTED = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+# Python arithmetic on the number before it reaches a consumer: kept as tensor
+# arithmetic, which rounds in the value's dtype instead of float64.
+NUMBER_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+# Tensor methods: name -> (consumer, positional index of the value, its keyword, in place)
+METHODS: dict[str, tuple[str, int, str, bool]] = {
+    "masked_fill": ("masked_fill", 1, "value", False),
+    "masked_fill_": ("masked_fill", 1, "value", True),
+    "fill_": ("fill", 0, "value", True),
+    "where": ("where", 1, "other", False),
+}
+CLAMP_METHODS = frozenset({"clamp", "clip", "clamp_", "clip_"})
+CLAMP_ONE_BOUND = {"clamp_min": "min", "clamp_max": "max", "clamp_min_": "min", "clamp_max_": "max"}
+
+ROUNDING_REASON = (
+    "`{code}` was computed in float64 by Python; as a tensor it is computed in the value's dtype "
+    "(measured: last-bit differences for float32 values, e.g. `v * 3.3`, and larger ones for "
+    "bfloat16/float16 values)"
+)
+DTYPE_REASON = (
+    "fixitem cannot tell that `{code}` is a floating-point tensor: an integer or bool tensor "
+    "combined with a 0-dim float64/bfloat16/float16 value takes the value's dtype, where the "
+    "Python float gave float32"
+)
+
+
+@dataclass
+class Use:
+    consumer: str  # a key of CONSUMERS
+    role: str  # e.g. "a divisor", "the value of `masked_fill`"
+    problems: list[str] = field(default_factory=list)  # why the fix is unsafe
+
+
+class KeepScalarTensor(Rule):
+    """## What it does
+    Finds a tensor value read with `t.item()` or `float(t)` (usually bound to
+    a name) whose every use works the same with a 0-dim tensor: an operand
+    of arithmetic with a tensor (`loss_sum / num_boxes`), the value of
+    `masked_fill` / `masked_fill_` / `fill_`, a branch of `torch.where`, or a
+    bound of `torch.clamp` / `clamp_min` / `clamp_max`. The read becomes
+    `t.detach()`, so the name holds a 0-dim tensor on the device.
+
+    The name must be a function's local, assigned once, or last assigned
+    from its own value outside any loop
+    (`num_boxes = torch.clamp(num_boxes, min=1).item()`). The read is left
+    alone (FX001 reports it) when the name is assigned again, declared
+    `global` / `nonlocal`, read in a nested function, lambda or
+    comprehension, or used in any other way: returned, stored, printed or
+    formatted, compared, tested by `if`, passed to a function (`range(n)`,
+    `torch.zeros(n)`), used as a size or an index. A read that is directly an
+    operand of tensor arithmetic is FX301's.
+
+    ## Why is this bad?
+    The read makes the host wait for the device (a **host sync**; a **graph
+    break** in compiled code) only for the number to be handed back to a
+    tensor operation, which accepts a 0-dim tensor as well.
+
+    ## Example
+    ```python
+    num_boxes = torch.clamp(num_boxes, min=1).item()
+    loss = loss_bbox.sum() / num_boxes
+    ```
+
+    ## Use instead
+    ```python
+    num_boxes = torch.clamp(num_boxes, min=1).detach().reshape(())
+    loss = loss_bbox.sum() / num_boxes
+    ```
+    `.item()` accepts any one-element tensor and gives a number without
+    gradient: `.detach()` keeps the gradient cut, and `.reshape(())` (added
+    unless the tensor is plainly 0-dim, like `x.sum()`) keeps a `[1]`-shaped
+    tensor from turning a scalar loss into a `[1]` one; like `.item()` it
+    fails on a tensor with more than one element.
+
+    ## Fix safety
+    **Safe** when the value is used as read and every tensor it meets keeps
+    its dtype: `masked_fill` / `fill_` / in-place updates always do; for
+    arithmetic, `torch.where` and `torch.clamp` fixitem must see that the
+    tensor is floating point (a module's output, a loss, `.float()`, a
+    `torch.FloatTensor` annotation, a true division...). Then dtypes are the
+    same and values equal up to rounding: on CPU exactly, except `v * x` with a
+    bfloat16/float16 `x`, which rounds a wider value to `x`'s dtype first; on
+    CUDA, float32 `+`, `-`, `*` are exact, `x / v` can differ in the last bit
+    (Python multiplies by the reciprocal of a number), and bfloat16/float16
+    tensors round the value to their dtype before the operation. In eager
+    CUDA code `masked_fill` still reads a 0-dim value back itself (one sync,
+    as before); compiled code does not.
+
+    **Unsafe** (needs `--unsafe`) when Python arithmetic is done on the number
+    first (`logits.min().item() - 1.0`): it now runs in the value's dtype
+    rather than in float64; or when fixitem cannot tell that a tensor the
+    value meets is floating point: an integer or bool tensor combined with a
+    float64/bfloat16/float16 0-dim value takes the value's dtype, where the
+    Python float gave float32.
+
+    Either way the value must live on the device of the tensors it meets: a
+    CUDA value combined with a CPU tensor, or a CPU value as a `clamp` bound of
+    a CUDA tensor, raises, where the Python number worked anywhere (and a CPU
+    value as a `torch.where` branch of CUDA tensors syncs). The
+    consumers and how each was measured are the `CONSUMERS` table of this
+    rule; `fixtures/runtime/scalar_consumers_cuda.py` repeats the checks on a
+    GPU.
+    """
+
+    code = "FX302"
+    name = "keep-scalar-tensor"
+    summary = "value read with `.item()` only to feed tensor operations: keep it as a 0-dim tensor"
+    examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                import torch.nn.functional as F
+                def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
+                    loss_sum = F.l1_loss(pred, target, reduction="sum")
+                    num_boxes = torch.clamp(valid.sum(), min=1).item()
+                    return loss_sum / num_boxes
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                import torch.nn.functional as F
+                def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
+                    loss_sum = F.l1_loss(pred, target, reduction="sum")
+                    num_boxes = torch.clamp(valid.sum(), min=1).detach()
+                    return loss_sum / num_boxes
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    floor = logits.min().item()
+                    logits = logits.masked_fill(~mask, floor)
+                    return logits.masked_fill_(mask.all(), floor)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    floor = logits.min().detach()
+                    logits = logits.masked_fill(~mask, floor)
+                    return logits.masked_fill_(mask.all(), floor)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def select(scores: torch.FloatTensor, keep: torch.Tensor, fallback: torch.Tensor):
+                    value = float(fallback)
+                    return torch.where(keep, scores, value)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def select(scores: torch.FloatTensor, keep: torch.Tensor, fallback: torch.Tensor):
+                    value = fallback.detach().reshape(())
+                    return torch.where(keep, scores, value)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def floor_at_mean(x: torch.Tensor):
+                    h = x.float()
+                    low = h.mean().item()
+                    return torch.clamp(h, min=low) + h.clamp_max(low)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def floor_at_mean(x: torch.Tensor):
+                    h = x.float()
+                    low = h.mean().detach()
+                    return torch.clamp(h, min=low) + h.clamp_max(low)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    return logits.masked_fill(~mask, logits.min().item())
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    return logits.masked_fill(~mask, logits.min().detach())
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    mask_value = logits.min().item() - 1.0
+                    return logits.masked_fill(~mask, mask_value)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def mask_logits(logits: torch.Tensor, mask: torch.Tensor):
+                    mask_value = logits.min().detach() - 1.0
+                    return logits.masked_fill(~mask, mask_value)
+                """
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def rescale(x: torch.Tensor, scale: torch.Tensor):
+                    s = scale.item()
+                    return x * s
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def rescale(x: torch.Tensor, scale: torch.Tensor):
+                    s = scale.detach().reshape(())
+                    return x * s
+                """
+            ),
+            unsafe=True,
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    n = x.sum().item()
+                    print(n)
+                    return x.float() / n
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    n = x.sum().item()
+                    return x.float() / n, n
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    top = x.max().item()
+                    if top > 1.0:
+                        x = x.float() / top
+                    return x
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, lengths: torch.Tensor):
+                    n = lengths.max().item()
+                    return x.float() / n, torch.zeros(n)
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, lengths: torch.Tensor):
+                    n = lengths.max().item()
+                    for _ in range(n):
+                        x = x.float() / n
+                    return x
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import numpy as np
+                import torch
+                def f(x: torch.Tensor):
+                    noise = np.random.rand(1).item()
+                    return x.float() * noise
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    scale = x.std().item()
+                    scale = scale * 2
+                    return x.float() / scale
+                """
+            )
+        ),
+    ]
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        for site in sites:
+            if site in claimed or site.kind not in ("item", "float") or not site.certain:
+                continue
+            report = self._check_site(ctx, site)
+            if report is not None:
+                yield report
+
+    def _check_site(self, ctx: FileContext, site: SyncSite) -> Report | None:
+        parent = ctx.parents.get(site.node)
+        if isinstance(parent, cst.BinaryOperation) and ctx.kind(_other_operand(parent, site.node)) is Kind.TENSOR:
+            return None  # directly an operand of tensor arithmetic: FX301's
+        top, arithmetic = _number_arithmetic_top(ctx, site.node)
+        uses: list[Use] = []
+        binding = _binding_of(ctx, top)
+        if binding is not None:
+            name_uses = _name_uses(ctx, binding)
+            if not name_uses:
+                return None
+            for node in name_uses:
+                use = _consumer_use(ctx, node)
+                if use is None:
+                    return None
+                uses.append(use)
+        else:
+            use = _consumer_use(ctx, top, walked=arithmetic)
+            if use is None:
+                return None
+            uses.append(use)
+        problems: list[str] = []
+        if arithmetic:
+            problems.append(ROUNDING_REASON.format(code=ctx.code(top)))
+        for use in uses:
+            problems.extend(p for p in use.problems if p not in problems)
+        replacement = method_call(site.value, "detach")
+        if not _zero_dim(ctx, site.value, set()):
+            replacement = cst.Call(
+                func=cst.Attribute(value=replacement, attr=cst.Name("reshape")), args=[cst.Arg(cst.Tuple([]))]
+            )
+        if isinstance(site.node, cst.Call) and site.node.lpar:
+            replacement = replacement.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
+        safety = Safety.UNSAFE if problems else Safety.SAFE
+        roles = " and ".join(dict.fromkeys(u.role for u in uses))
+        if binding is not None:
+            message = (
+                f"`{ctx.code(site.node)}` is read on the host only to feed tensor operations "
+                f"(`{binding.value}` is used only as {roles}): keep it a 0-dim tensor"
+            )
+        else:
+            message = f"`{ctx.code(site.node)}` is read on the host only to be used as {roles}: keep it a 0-dim tensor"
+        fix = Fix({site.node: replacement}, safety, "; ".join(problems), imports=())
+        return Report(site.node, message, fix=fix, sites=[site])
+
+
+# -- the value's way up to its uses ---------------------------------------------------------------
+
+
+def _other_operand(op: cst.BinaryOperation, node: cst.CSTNode) -> cst.BaseExpression:
+    return op.right if op.left is node else op.left
+
+
+def _number_arithmetic_top(ctx: FileContext, node: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """Walk up through Python arithmetic with plain numbers (``v - 1.0``, ``-v``):
+    the outermost such expression, and whether there was any arithmetic."""
+    current = node
+    arithmetic = False
+    while True:
+        parent = ctx.parents.get(current)
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, NUMBER_ARITHMETIC):
+            other = _other_operand(parent, current)
+            if isinstance(parent.operator, cst.Divide) and parent.left is not current:
+                break  # ``c / v``: rounds differently, and 0 gives inf instead of ZeroDivisionError
+            if ctx.kind(other) is not Kind.NUMBER:
+                break
+            arithmetic = True
+            current = parent
+            continue
+        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+            current = parent  # negation is exact in every dtype
+            continue
+        break
+    return current, arithmetic
+
+
+def _binding_of(ctx: FileContext, top: cst.BaseExpression) -> cst.Name | None:
+    """The name ``top`` is assigned to, in a function, when every later read of
+    the name reads this value: its only binding, or the last one of a name
+    rebound from its own value (``num_boxes = torch.clamp(num_boxes, min=1).item()``)
+    outside any loop, all other bindings coming before it."""
+    assign = ctx.parents.get(top)
+    if not isinstance(assign, cst.Assign) or assign.value is not top or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return None
+    scope = ctx.provenance.scope_of(target)
+    if not isinstance(scope.node, cst.FunctionDef):
+        return None
+    bindings = scope.bindings.get(target.value, [])
+    if ("value", top) not in bindings:
+        return None
+    if len(bindings) == 1:
+        return target
+    for ancestor in ctx.ancestors(assign):
+        if ancestor is scope.node:
+            break
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return None  # a later iteration would see the value before this line
+    start = ctx.positions[assign].start
+    for how, node in bindings:
+        if node is top or how == "param":
+            continue
+        if node is None:
+            return None
+        end = ctx.positions[node].end
+        if (end.line, end.column) > (start.line, start.column):
+            return None
+    return target
+
+
+def _name_uses(ctx: FileContext, target: cst.Name) -> list[cst.Name] | None:
+    """Every read of the value bound at ``target``, or None when one may escape analysis."""
+    name = target.value
+    scope = ctx.provenance.scope_of(target)
+    function = scope.node
+    assert isinstance(function, cst.FunctionDef)
+    assign = ctx.parents[ctx.parents[target]]
+    rebound = len(scope.bindings[name]) > 1
+    statement = ctx.parents[assign]
+    block = ctx.parents[statement] if isinstance(statement, cst.SimpleStatementLine) else statement
+    assign_end = ctx.positions[assign].end
+    for node in ctx.nodes(cst.Global, cst.Nonlocal):
+        if any(item.name.value == name for item in node.names):  # type: ignore[attr-defined]
+            return None
+    uses: list[cst.Name] = []
+    for node in ctx.nodes(cst.Name):
+        assert isinstance(node, cst.Name)
+        if node is target:
+            continue
+        parent = ctx.parents.get(node)
+        if node.value in ("locals", "vars", "eval", "exec") and isinstance(parent, cst.Call) and parent.func is node:
+            if ctx.enclosing_function(node) is function:
+                return None  # the name may be read by string
+            continue
+        if node.value != name:
+            continue
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        if isinstance(parent, cst.Param) or isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        owner = ctx.provenance.scope_of(node).lookup(name)
+        if owner is not scope:
+            continue  # another variable of the same name
+        if ctx.provenance.scope_of(node) is not scope:
+            return None  # read from a nested function, lambda or comprehension
+        if rebound:
+            position = ctx.positions[node].start
+            if (position.line, position.column) < (assign_end.line, assign_end.column):
+                continue  # reads an earlier value of the name
+            if block not in set(ctx.ancestors(node)):
+                return None  # after the block: may read an earlier value
+        uses.append(node)
+    return uses
+
+
+def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = False) -> Use | None:
+    """How ``node`` (the value, or a read of its name) is used, if by a consumer."""
+    problems: list[str] = []
+    if not walked:
+        top, arithmetic = _number_arithmetic_top(ctx, node)
+        if arithmetic:
+            problems.append(ROUNDING_REASON.format(code=ctx.code(top)))
+        node = top
+    parent = ctx.parents.get(node)
+    if isinstance(parent, cst.BinaryOperation):
+        other = _other_operand(parent, node)
+        if ctx.kind(other) is not Kind.TENSOR:
+            return None
+        on_right = parent.right is node
+        if not (isinstance(parent.operator, ARITHMETIC_EITHER_SIDE) or (on_right and isinstance(parent.operator, ARITHMETIC_VALUE_RIGHT))):
+            return None
+        operator = _OPERATOR_TEXT[type(parent.operator)]
+        role = "a divisor" if operator == "/" else f"an operand of `{operator}`"
+        return _meets(ctx, "arithmetic", role, other, problems)
+    if isinstance(parent, cst.AugAssign) and parent.value is node:
+        if not isinstance(parent.operator, AUGMENTED) or not isinstance(parent.target, cst.Name):
+            return None
+        if not _always_tensor(ctx, parent.target):
+            return None
+        return Use("augmented", f"the operand of an in-place `{_OPERATOR_TEXT[type(parent.operator)]}`", problems)
+    if isinstance(parent, cst.Arg) and parent.value is node and not parent.star:
+        call = ctx.parents.get(parent)
+        if isinstance(call, cst.Call):
+            return _call_use(ctx, call, parent, problems)
+    return None
+
+
+_OPERATOR_TEXT = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+    cst.Modulo: "%", cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=",
+}
+
+
+def _always_tensor(ctx: FileContext, name: cst.Name) -> bool:
+    """Does ``name`` hold a tensor wherever it is bound (not ``total = 0`` first)?
+    ``total += v`` on a Python number would turn it into a tensor."""
+    if ctx.kind(name) is not Kind.TENSOR:
+        return False
+    scope = ctx.provenance.scope_of(name).lookup(name.value)
+    if scope is None:
+        return False
+    for how, node in scope.bindings[name.value]:
+        if how == "value" and not (isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR):
+            return False
+        if how not in ("value", "aug", "param"):
+            return False
+    return True
+
+
+def _meets(
+    ctx: FileContext, consumer: str, role: str, tensor: cst.BaseExpression, problems: list[str], in_place: bool = False
+) -> Use:
+    """The value meets ``tensor`` in ``consumer``: unsafe unless the result keeps the
+    tensor's dtype or the tensor is plainly floating point."""
+    if not (CONSUMERS[consumer].keeps_dtype or in_place) and not _floating(ctx, tensor, set()):
+        problems = problems + [DTYPE_REASON.format(code=ctx.code(tensor))]
+    return Use(consumer, role, problems)
+
+
+def _arguments(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]] | None:
+    positional: list[cst.Arg] = []
+    keywords: dict[str, cst.Arg] = {}
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            positional.append(arg)
+        else:
+            keywords[arg.keyword.value] = arg
+    return positional, keywords
+
+
+def _is_none(arg: cst.Arg | None) -> bool:
+    return arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+
+
+def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str]) -> Use | None:
+    parsed = _arguments(call)
+    if parsed is None:
+        return None
+    positional, keywords = parsed
+    func = call.func
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified == "torch.where":
+        slots = _slots(positional, keywords, ("condition", "input", "other"))
+        if slots is None or any(s is None for s in slots) or arg not in slots[1:]:
+            return None
+        other = slots[2] if arg is slots[1] else slots[1]
+        assert other is not None
+        if ctx.kind(other.value) is not Kind.TENSOR:
+            return None
+        return _meets(ctx, "where", "a branch of `torch.where`", other.value, problems)
+    if qualified in ("torch.clamp", "torch.clip"):
+        slots = _slots(positional, keywords, ("input", "min", "max"))
+        if slots is None or slots[0] is None or arg is slots[0]:
+            return None
+        bound_other = slots[2] if arg is slots[1] else slots[1]
+        if arg not in slots[1:] or not _is_none(bound_other):
+            return None
+        if ctx.kind(slots[0].value) is not Kind.TENSOR:
+            return None
+        return _meets(ctx, "clamp", f"a bound of `{qualified}`", slots[0].value, problems)
+    if qualified in ("torch.clamp_min", "torch.clamp_max"):
+        slots = _slots(positional, keywords, ("input", qualified.rsplit("_", 1)[-1]))
+        if slots is None or slots[0] is None or arg is not slots[1]:
+            return None
+        if ctx.kind(slots[0].value) is not Kind.TENSOR:
+            return None
+        return _meets(ctx, "clamp", f"the bound of `{qualified}`", slots[0].value, problems)
+    if not isinstance(func, cst.Attribute) or ctx.kind(func.value) is not Kind.TENSOR:
+        return None
+    method = func.attr.value
+    receiver = func.value
+    if method in METHODS:
+        consumer, index, keyword, in_place = METHODS[method]
+        value = positional[index] if len(positional) > index else keywords.get(keyword)
+        if value is not arg:
+            return None
+        role = "the other branch of `.where`" if consumer == "where" else f"the value of `{method}`"
+        return _meets(ctx, consumer, role, receiver, problems, in_place)
+    if method in CLAMP_METHODS:
+        slots = _slots(positional, keywords, ("min", "max"))
+        if slots is None or arg not in slots:
+            return None
+        if not _is_none(slots[1] if arg is slots[0] else slots[0]):
+            return None
+        return _meets(ctx, "clamp", f"a bound of `{method}`", receiver, problems, in_place=method.endswith("_"))
+    if method in CLAMP_ONE_BOUND:
+        slots = _slots(positional, keywords, (CLAMP_ONE_BOUND[method],))
+        if slots is None or arg is not slots[0]:
+            return None
+        return _meets(ctx, "clamp", f"the bound of `{method}`", receiver, problems, in_place=method.endswith("_"))
+    return None
+
+
+def _slots(positional: list[cst.Arg], keywords: dict[str, cst.Arg], names: tuple[str, ...]) -> list[cst.Arg | None] | None:
+    """Arguments by parameter name; None for an unexpected argument."""
+    if len(positional) > len(names) or set(keywords) - set(names):
+        return None
+    slots: list[cst.Arg | None] = [None] * len(names)
+    for i, arg in enumerate(positional):
+        slots[i] = arg
+    for i, name in enumerate(names):
+        if name in keywords:
+            if slots[i] is not None:
+                return None
+            slots[i] = keywords[name]
+    return slots
+
+
+# -- what fixitem can tell about the tensors ------------------------------------------------------
+
+FLOAT_DTYPES = frozenset({"float", "float32", "float64", "double", "float16", "half", "bfloat16"})
+INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "bool"})
+# Functions and tensor methods whose result is floating point for any input
+# they accept (or that fail on integer input).
+FLOAT_RESULTS = frozenset(
+    {
+        "float", "half", "double", "bfloat16", "softmax", "log_softmax", "softmin", "sigmoid", "tanh",
+        "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "erf",
+        "erfc", "reciprocal", "mean", "nanmean", "std", "var", "norm", "rand", "randn", "rand_like",
+        "randn_like", "normal", "layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm",
+        "gelu", "silu", "mish", "softplus", "elu", "selu", "celu", "logsigmoid", "linear", "bilinear",
+        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+        "embedding", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "l1_loss", "mse_loss",
+        "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+        "kl_div", "cosine_similarity", "pairwise_distance", "cdist", "normalize", "interpolate",
+        "logsumexp", "logit", "lerp", "true_divide", "atan2", "hypot", "sigmoid_focal_loss",
+        "zeros", "ones", "empty", "linspace", "logspace", "hann_window", "poisson_nll_loss",
+        "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss", "cosine_embedding_loss",
+        "hinge_embedding_loss", "multilabel_soft_margin_loss", "dropout", "softsign", "tanhshrink",
+        "hardsigmoid", "hardswish", "hardtanh", "log_sigmoid", "glu",
+    }
+)
+# Results with the dtype of their receiver (or first argument).
+SAME_DTYPE = frozenset(
+    {
+        "abs", "neg", "negative", "clamp", "clamp_min", "clamp_max", "clip", "reshape", "view", "view_as",
+        "transpose", "permute", "contiguous", "squeeze", "unsqueeze", "flatten", "unflatten", "masked_fill",
+        "detach", "clone", "max", "min", "amax", "amin", "t", "expand", "expand_as", "repeat", "flip",
+        "roll", "narrow", "select", "gather", "index_select", "relu", "to", "cuda", "cpu", "pad", "sum",
+        "nansum", "prod", "diagonal", "triu", "tril", "masked_select", "square", "cumsum", "maximum",
+        "minimum", "add", "sub", "mul", "matmul", "bmm", "mm", "einsum", "where", "type_as", "zeros_like",
+        "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full",
+        "masked_fill_", "fill_", "clamp_", "mul_", "add_", "sub_", "div_", "roll", "tile", "movedim",
+        "swapaxes", "mT", "narrow_copy", "index_fill", "scatter", "scatter_add", "cat", "stack", "concat",
+    }
+)
+FLOAT_ANNOTATIONS = frozenset(
+    {"torch.FloatTensor", "torch.HalfTensor", "torch.DoubleTensor", "torch.BFloat16Tensor", "FloatTensor"}
+)
+
+
+def _dtype_of_keyword(ctx: FileContext, call: cst.Call) -> bool | None:
+    """True / False when the call names a floating / integer ``dtype=``; None when it names none."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dtype":
+            name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
+            if name in FLOAT_DTYPES:
+                return True
+            return False if name in INT_DTYPES else None
+    return None
+
+
+def _floating(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
+    """Can fixitem see that the tensor ``expr`` is floating point?"""
+    if isinstance(expr, cst.Call):
+        return _floating_call(ctx, expr, seen)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Divide):
+            return Kind.TENSOR in (ctx.kind(expr.left), ctx.kind(expr.right))
+        sides = (expr.left, expr.right)
+        return any(isinstance(s, cst.Float) or (ctx.kind(s) is Kind.TENSOR and _floating(ctx, s, seen)) for s in sides)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _floating(ctx, expr.expression, seen)
+    if isinstance(expr, cst.Subscript):
+        return _floating(ctx, expr.value, seen)
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value in ("T", "mT", "H", "mH", "data", "grad"):
+            return _floating(ctx, expr.value, seen)
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = ctx.provenance.enclosing_class(expr)
+            values = ctx.provenance.class_attrs.get(cls, {}).get(expr.attr.value, []) if cls is not None else []
+            return bool(values) and all(_floating_attribute_value(ctx, v, seen) for v in values)
+        return False
+    if isinstance(expr, cst.IfExp):
+        return _floating(ctx, expr.body, seen) and _floating(ctx, expr.orelse, seen)
+    if isinstance(expr, cst.Name):
+        return _floating_name(ctx, expr, seen)
+    return False
+
+
+def _floating_attribute_value(ctx: FileContext, value: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
+    if isinstance(value, cst.Call) and (ctx.provenance.imports.qualify(value.func) or "").endswith(("nn.Parameter", "parameter.Parameter")):
+        return True  # a parameter: trained, so floating point
+    return _floating(ctx, value, seen)
+
+
+def _floating_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str]]) -> bool:
+    if ctx.kind(call.func) is Kind.MODULE:
+        return True  # a module's output: activations, logits, losses
+    declared = _dtype_of_keyword(ctx, call)
+    if declared is not None:
+        return declared
+    func = call.func
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified.startswith("torch."):
+        short = qualified.rsplit(".", 1)[-1]
+        if short in FLOAT_RESULTS or short.endswith("_loss"):
+            return True
+        if short in SAME_DTYPE and call.args:
+            first = call.args[0].value
+            if isinstance(first, (cst.List, cst.Tuple)):  # torch.cat([a, b])
+                return any(_floating(ctx, e.value, seen) for e in first.elements if not isinstance(e, cst.StarredElement))
+            if short in ("maximum", "minimum", "add", "sub", "mul", "where") and len(call.args) > 1:
+                operands = call.args[1:3] if short == "where" else call.args[:2]  # not where's condition
+                return any(ctx.kind(a.value) is Kind.TENSOR and _floating(ctx, a.value, seen) for a in operands)
+            return _floating(ctx, first, seen)
+        if short in ("tensor", "as_tensor", "full", "arange"):
+            return any(isinstance(node, cst.Float) for arg in call.args for node in _walk_expr(arg.value))
+        return False
+    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
+        method = func.attr.value
+        if method in FLOAT_RESULTS:
+            return True
+        if method == "to":
+            for arg in call.args:
+                if ctx.kind(arg.value) is Kind.TENSOR:
+                    return _floating(ctx, arg.value, seen)  # ``x.to(other)`` takes other's dtype
+                name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
+                if name in FLOAT_DTYPES:
+                    return True
+                if name in INT_DTYPES:
+                    return False
+            return _floating(ctx, func.value, seen)
+        if method == "type_as" and call.args:
+            return _floating(ctx, call.args[0].value, seen)
+        if method in SAME_DTYPE:
+            return _floating(ctx, func.value, seen)
+    return False
+
+
+def _walk_expr(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _floating_name(ctx: FileContext, name: cst.Name, seen: set[tuple[int, str]]) -> bool:
+    scope: Scope | None = ctx.provenance.scope_of(name).lookup(name.value)
+    if scope is None:
+        return False
+    key = (id(scope), name.value)
+    if key in seen:
+        # ``h = h - m``: floating when the name's other bindings are (a name
+        # cannot be bound by self-references alone).
+        return True
+    seen = seen | {key}
+    bindings = [(how, node) for how, node in scope.bindings[name.value] if how != "aug"]
+    if not bindings:
+        return False
+    for how, node in bindings:
+        if how == "value" and isinstance(node, cst.BaseExpression):
+            if not _floating(ctx, node, seen):
+                return False
+        elif how == "param" and isinstance(node, cst.Param):
+            annotation = node.annotation.annotation if node.annotation is not None else None
+            if annotation is None or (ctx.provenance.imports.qualify(annotation) or "") not in FLOAT_ANNOTATIONS:
+                return False
+        else:
+            return False
+    return True
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+FULL_REDUCTIONS = frozenset(
+    {
+        "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "all", "any",
+        "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "trace", "dot", "vdot",
+    }
+)
+ELEMENTWISE = frozenset(
+    {
+        "float", "double", "half", "bfloat16", "long", "int", "detach", "clone", "abs", "sqrt", "exp",
+        "log", "neg", "sigmoid", "tanh", "square", "to", "clamp", "clamp_min", "clamp_max", "clip",
+        "reciprocal", "rsqrt", "relu", "floor", "ceil", "round", "cuda", "cpu", "log1p", "expm1",
+    }
+)
+
+
+def _zero_dim(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
+    """Is the tensor ``expr`` plainly 0-dim (a full reduction, and elementwise
+    operations of one)? Otherwise the rewrite adds ``.reshape(())``."""
+    if isinstance(expr, cst.Call):
+        parsed = _arguments(expr)
+        if parsed is None:
+            return False
+        positional, keywords = parsed
+        func = expr.func
+        qualified = ctx.provenance.imports.qualify(func) or ""
+        if qualified.startswith("torch.") and positional:
+            short = qualified.rsplit(".", 1)[-1]
+            first = positional[0].value
+            if short in FULL_REDUCTIONS:
+                return len(positional) == 1 and set(keywords) <= {"dtype"}
+            if short in ELEMENTWISE:
+                rest = positional[1:] + list(keywords.values())
+                return all(ctx.kind(a.value) is Kind.NUMBER or _is_none(a) for a in rest) and _zero_dim(ctx, first, seen)
+            if short == "tensor":
+                return ctx.kind(first) is Kind.NUMBER
+            return False
+        if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
+            method = func.attr.value
+            if method in FULL_REDUCTIONS:
+                return not positional and set(keywords) <= {"dtype"}
+            if method in ELEMENTWISE:
+                args = positional + list(keywords.values())
+                fine = all(ctx.kind(a.value) is not Kind.TENSOR or _zero_dim(ctx, a.value, seen) for a in args)
+                return fine and _zero_dim(ctx, func.value, seen)
+        return False
+    if isinstance(expr, cst.BinaryOperation):
+        sides = [s for s in (expr.left, expr.right) if ctx.kind(s) is not Kind.NUMBER]
+        return bool(sides) and all(_zero_dim(ctx, s, seen) for s in sides)
+    if isinstance(expr, cst.UnaryOperation):
+        return _zero_dim(ctx, expr.expression, seen)
+    if isinstance(expr, cst.Name):
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        if scope is None or (id(scope), expr.value) in seen:
+            return False
+        bindings = scope.bindings[expr.value]
+        if len(bindings) != 1 or bindings[0][0] != "value" or not isinstance(bindings[0][1], cst.BaseExpression):
+            return False
+        return _zero_dim(ctx, bindings[0][1], seen | {(id(scope), expr.value)})
+    return False
+
