@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .rule import Rule
+from .rules.assert_async import AssertAsync
 from .rules.clamp_min_max import ClampMinMax
 from .rules.data_dependent_size import DataDependentSize
 from .rules.deferred_logging import DeferredLogging
@@ -12,6 +13,8 @@ from .rules.detach_not_item import DetachNotItem
 from .rules.device_accumulation import DeviceAccumulation
 from .rules.device_to_host import DeviceToHost
 from .rules.item_read import ItemRead
+from .rules.keep_scalar_tensor import KeepScalarTensor
+from .rules.one_tolist import OneToList
 from .rules.tensor_format import TensorFormat
 from .rules.tensor_truth import TensorTruth
 from .rules.tolist import ToList
@@ -19,12 +22,15 @@ from .rules.where_if import WhereIf
 from .rules.where_ifexp import WhereIfExp
 
 RULE_CLASSES: list[type[Rule]] = [
+    AssertAsync,
     WhereIf,
     WhereIfExp,
     ClampMinMax,
     DeferredLogging,
+    OneToList,
     DeviceAccumulation,
     DetachNotItem,
+    KeepScalarTensor,
     DataDependentSize,
     TensorTruth,
     TensorFormat,

@@ -46,7 +46,8 @@ class TensorTruth(SiteRule):
                 """
                 import torch
                 def f(x: torch.Tensor):
-                    assert (x >= 0).all(), "negative input"
+                    while x.abs().max() > 1:  # `assert`s are FX401's
+                        x = x / 2
                     return x
                 """
             )
