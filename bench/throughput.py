@@ -9,14 +9,17 @@ and unpacked into a temporary folder. ``--wheel PATH`` uses another wheel,
 ``--tree PATH`` a local folder (nothing is downloaded; the folder is copied,
 never modified).
 
-Each command runs as a subprocess and is timed by wall clock:
-``fixitem scan``, ``fixitem apply --diff`` (both with fixitem's default
-``--jobs`` unless given) and ``ruff check`` when ``ruff`` is on PATH. Peak RSS
+Each command runs as a subprocess and is timed by wall clock (with
+fixitem's default ``--jobs`` unless given): ``fixitem scan`` with an empty
+result cache (cold), the same again (warm: unchanged files are read from the
+cache), ``fixitem apply --diff`` after it (warm: only files with something to
+fix are analysed) and with ``--no-cache`` (cold), and ``ruff check`` when
+``ruff`` is on PATH. Peak RSS
 is the ``ru_maxrss`` of the command's process tree as ``wait4`` reports it
 (the same figure as ``resource.getrusage(RUSAGE_CHILDREN)``, taken per
 command: the largest single process, not the sum over worker processes).
-``--copies 1,2,4`` also times ``fixitem scan`` on 1x, 2x and 4x copies of the
-tree, to show how the time grows with the size of the code base.
+``--copies 1,2,4`` also times ``fixitem scan --no-cache`` on 1x, 2x and 4x
+copies of the tree, to show how the time grows with the size of the code base.
 """
 
 from __future__ import annotations
@@ -195,10 +198,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tree: {what}: {len(files)} .py files, {lines} lines", file=sys.stderr, flush=True)
 
         runs: list[Run] = []
-        commands = [("fixitem scan", fixitem_command("scan", "--quiet", "--isolated", *jobs, "tree"))]
+        # A first run fills an empty cache (cold); the same command again reads it (warm).
+        os.environ["FIXITEM_CACHE_DIR"] = str(tmp / "cache")
+        os.environ.pop("FIXITEM_NO_CACHE", None)
+        commands = [
+            ("fixitem scan", fixitem_command("scan", "--quiet", "--isolated", *jobs, "tree")),
+            ("fixitem scan (warm)", fixitem_command("scan", "--quiet", "--isolated", *jobs, "tree")),
+        ]
         if not args.no_apply:
-            commands.append(("fixitem apply --diff",
+            commands.append(("fixitem apply --diff (warm)",
                              fixitem_command("apply", "--diff", "--quiet", "--isolated", *jobs, "tree")))
+            commands.append(("fixitem apply --diff (cold)",
+                             fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache", *jobs, "tree")))
         ruff = shutil.which("ruff")
         if ruff:
             commands.append(("ruff check", [ruff, "check", "--no-cache", "--exit-zero", "--quiet", "tree"]))
@@ -208,13 +219,10 @@ def main(argv: list[str] | None = None) -> int:
 
         growth: list[tuple[int, int, int, Run]] = []
         for n in copies:
-            if n == 1:
-                base = next((r for r in runs if r.label == "fixitem scan"), None)
-                growth.append((n, len(files), lines, base))
-                continue
             dest = make_copies(tree, n, tmp / f"x{n}")
             print(f"running fixitem scan on {n} copies ...", file=sys.stderr, flush=True)
-            run = run_timed(f"fixitem scan x{n}", fixitem_command("scan", "--quiet", "--isolated", *jobs, dest.name),
+            run = run_timed(f"fixitem scan x{n}",
+                            fixitem_command("scan", "--quiet", "--isolated", "--no-cache", *jobs, dest.name),
                             tmp, args.timeout)
             growth.append((n, len(files) * n, lines * n, run))
 

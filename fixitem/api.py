@@ -36,6 +36,7 @@ from fixitem.codemods.engine import FileOutcome, Finding, process
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.rule import Report, Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
+from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
@@ -113,6 +114,7 @@ class _Job:
     unsafe: bool
     write: bool
     flush_every: int | None = None  # for the deferred-logging rewrite
+    cache_dir: str | None = None  # where results are kept between runs; None: not kept
 
 
 @dataclass
@@ -123,6 +125,20 @@ class _Plan:
     unsafe: bool
     flush_every: int | None
     config: Config
+    cache_dir: str | None = None
+
+
+CacheOption = Union[bool, Path, str, None]
+"""``cache=``: ``None`` (default: on unless ``FIXITEM_NO_CACHE`` is set), ``False``
+(off), ``True`` (on), or a folder to keep results in."""
+
+
+def _cache_dir(cache: CacheOption, config: Config) -> str | None:
+    if cache is False or (cache is None and disabled_by_environment()):
+        return None
+    if isinstance(cache, (str, Path)):
+        return str(Path(cache).resolve())
+    return str(default_dir(config.path).resolve())
 
 
 def _config(paths: Sequence[Path | str], config: Config | Path | str | None, isolated: bool) -> Config:
@@ -164,6 +180,7 @@ def _plan(
     flush_every: int | None,
     config: Config | Path | str | None,
     isolated: bool,
+    cache: CacheOption = False,
 ) -> _Plan:
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -193,14 +210,15 @@ def _plan(
         files = [f for f in _files(paths, ()) if not cfg.excluded(f)]
     rules = _codes(select, ignore)
     codes: dict[Path, tuple[str, ...]] = {}
-    cache: dict[tuple[str, ...], tuple[str, ...]] = {}
+    by_ignores: dict[tuple[str, ...], tuple[str, ...]] = {}
     for file in files:
         extra = tuple(cfg.ignored_for(file)) if cfg.per_file_ignores else ()
-        if extra not in cache:
-            cache[extra] = _codes(select, [*ignore, *extra]) if extra else rules
-        codes[file] = cache[extra]
+        if extra not in by_ignores:
+            by_ignores[extra] = _codes(select, [*ignore, *extra]) if extra else rules
+        codes[file] = by_ignores[extra]
     flush = flush_every if flush_every is not None else cfg.flush_every
-    return _Plan(files, codes, list(rules), bool(unsafe if unsafe is not None else cfg.unsafe), flush, cfg)
+    unsafe = bool(unsafe if unsafe is not None else cfg.unsafe)
+    return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg))
 
 
 # --------------------------------------------------------------------------- one file
@@ -261,10 +279,20 @@ def _run_job(job: _Job) -> FileResult:
     source, error = _read(job.path)
     if source is None:
         return FileResult(job.path, error=error)
+    display = _display(job.path)
+    kept = ResultCache(job.cache_dir) if job.cache_dir else None
+    key = kept.key(display, source.text, job.codes, job.flush_every) if kept else ""
+    if kept:
+        hit = kept.get(key)
+        # A kept answer with nothing to fix is the whole answer, for apply too.
+        if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
+            return FileResult(job.path, hit[0], [], "", hit[1])
     rules = rules_for(job.codes)
     outcome: FileOutcome = process(
-        Path(_display(job.path)), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
+        Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
     )
+    if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
+        kept.put(key, outcome.findings, outcome.error)
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
@@ -429,6 +457,7 @@ def scan(
     flush_every: int | None = None,
     jobs: int | None = None,
     progress: ProgressHook | None = None,
+    cache: CacheOption = None,
 ) -> RunResult:
     """Find every host-sync site below ``paths``.
 
@@ -437,12 +466,14 @@ def scan(
     ``config``: a configuration file (or :class:`fixitem.config.Config`) to
     use instead of the one found from ``paths[0]``; ``isolated``: use none.
     ``jobs``: worker processes (``None`` or 0: one per CPU; 1: in-process).
+    ``cache``: keep per-file results between runs (see :mod:`fixitem.cache`):
+    ``None`` on unless ``FIXITEM_NO_CACHE`` is set, ``False`` off, or a folder.
     """
     plan = _plan(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=False,
-        flush_every=flush_every, config=config, isolated=isolated,
+        flush_every=flush_every, config=config, isolated=isolated, cache=cache,
     )
-    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every) for f in plan.files]
+    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every, plan.cache_dir) for f in plan.files]
     return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
 
 
@@ -459,6 +490,7 @@ def apply(
     flush_every: int | None = None,
     jobs: int | None = None,
     progress: ProgressHook | None = None,
+    cache: CacheOption = None,
     confirm: ConfirmHook | None = None,
 ) -> RunResult:
     """Rewrite the files below ``paths`` (or, with ``write=False``, only compute the diff).
@@ -470,9 +502,9 @@ def apply(
     """
     plan = _plan(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=unsafe,
-        flush_every=flush_every, config=config, isolated=isolated,
+        flush_every=flush_every, config=config, isolated=isolated, cache=cache,
     )
-    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every) for f in plan.files]
+    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every, plan.cache_dir) for f in plan.files]
     if confirm is None:
         return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
     state = {"all": False, "quit": False}

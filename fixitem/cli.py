@@ -53,6 +53,10 @@ ConfigOpt = typer.Option(
     dir_okay=False, show_default=False,
 )
 IsolatedOpt = typer.Option(False, "--isolated", help="Ignore configuration files.")
+NoCacheOpt = typer.Option(
+    False, "--no-cache",
+    help="Do not read or keep results in .fixitem_cache (also FIXITEM_NO_CACHE=1; FIXITEM_CACHE_DIR moves it).",
+)
 JobsOpt = typer.Option(
     None, "--jobs", "-j", min=0, show_default=False,
     help="Worker processes (default: one per CPU; 1: none). Small runs are processed in-process.",
@@ -138,11 +142,12 @@ def scan(
     config: Optional[Path] = ConfigOpt,
     isolated: bool = IsolatedOpt,
     jobs: Optional[int] = JobsOpt,
+    no_cache: bool = NoCacheOpt,
 ) -> None:
     """List every place that reads a tensor's value back to the host."""
     result = _run(
         api.scan, paths, _progress(quiet), select=_split(select), ignore=_split(ignore), exclude=exclude,
-        config=config, isolated=isolated, jobs=jobs,
+        config=config, isolated=isolated, jobs=jobs, cache=False if no_cache else None,
     )
     if format is ScanFormat.json:
         typer.echo(output.findings_json(result))
@@ -208,12 +213,14 @@ def apply(
         None, "--flush-every", min=1, show_default=False,
         help="Deferred logging: replay the recorded values every N records (written into the rewritten file).",
     ),
+    no_cache: bool = NoCacheOpt,
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
     result = _run(
         api.apply, paths, _progress(quiet, interactive), write=not diff, unsafe=unsafe,
         select=_split(select), ignore=_split(ignore), exclude=exclude, config=config, isolated=isolated,
         jobs=jobs, flush_every=flush_every, confirm=_ask if interactive else None,
+        cache=False if no_cache else None,
     )
     if diff:
         sys.stdout.write(result.diff)
@@ -264,16 +271,16 @@ def demo(
         shutil.copyfile(gated_mlp.__file__, original)
         console = Console(highlight=False, soft_wrap=True)
         console.rule("fixitem scan gated_mlp.py")
-        found = api.scan([model], isolated=True)
+        found = api.scan([model], isolated=True, cache=False)
         for finding in found.findings:
             console.print(output.finding_text(finding), markup=False)
         console.rule("fixitem apply --diff gated_mlp.py")
-        planned = api.apply([model], write=False, isolated=True)
+        planned = api.apply([model], write=False, isolated=True, cache=False)
         console.print(planned.diff, markup=False, end="")
         console.rule("fixitem apply gated_mlp.py")
-        applied = api.apply([model], isolated=True)
+        applied = api.apply([model], isolated=True, cache=False)
         console.print(output.apply_summary(applied, written=True), markup=False)
-        left = api.scan([model], isolated=True)
+        left = api.scan([model], isolated=True, cache=False)
         console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
         if left.findings or found.errors or applied.errors:
             raise typer.Exit(1)

@@ -2,11 +2,16 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+
+# Results are not kept between runs in tests (tests/test_cache.py turns it on
+# where it is the subject): a test must see the code it runs, every time.
+os.environ["FIXITEM_NO_CACHE"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

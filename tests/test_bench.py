@@ -38,6 +38,7 @@ def test_throughput_on_local_tree():
     assert "fixitem throughput" in out
     scan = next(line for line in out.splitlines() if line.startswith("fixitem scan"))
     assert scan.split()[2] == "7"  # files
-    assert re.search(r"^fixitem apply --diff\s+7\s", out, re.M)
+    assert re.search(r"^fixitem scan \(warm\)\s+7\s", out, re.M)
+    assert re.search(r"^fixitem apply --diff \(warm\)\s+7\s", out, re.M)
     assert "Growth" in out and re.search(r"^1x\s+7\s", out, re.M)
     assert "downloading" not in proc.stderr

@@ -1,0 +1,119 @@
+"""Per-file results kept between runs, so that unchanged files are not parsed again.
+
+Analysing a file means parsing it with libcst and following tensor values
+through it: tens of milliseconds per file, minutes on a large tree. The
+answer depends only on the file's text and name, the rules that run on it,
+the ``flush-every`` setting and fixitem's own code, so it is kept under a key
+made of all of these. A later ``scan`` of an unchanged file reads the answer
+back; ``apply`` skips a file whose kept answer has nothing to fix, and
+processes every other file as usual.
+
+The folder is ``.fixitem_cache`` beside the configuration file (or in the
+current folder), or ``FIXITEM_CACHE_DIR``; ``FIXITEM_NO_CACHE=1`` or
+``--no-cache`` turns it off. It ignores itself in git (a ``.gitignore``
+holding ``*``) and may be deleted at any time. An entry that cannot be read
+or written is treated as missing: the cache never changes a result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fixitem.codemods.engine import Finding
+
+DIR_NAME = ".fixitem_cache"
+FORMAT = "1"  # bump when the stored shape changes
+
+_fingerprint: str | None = None
+
+
+def code_fingerprint() -> str:
+    """fixitem's version and the text of the code that computes findings."""
+    global _fingerprint
+    if _fingerprint is None:
+        import fixitem
+        import fixitem.codemods
+
+        digest = hashlib.sha256(f"{fixitem.__version__}\0{FORMAT}".encode())
+        for folder in (Path(fixitem.codemods.__file__).parent,):
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+        _fingerprint = digest.hexdigest()
+    return _fingerprint
+
+
+def disabled_by_environment() -> bool:
+    return os.environ.get("FIXITEM_NO_CACHE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def default_dir(config_path: Path | None) -> Path:
+    configured = os.environ.get("FIXITEM_CACHE_DIR", "").strip()
+    if configured:
+        return Path(configured)
+    base = config_path.parent if config_path is not None else Path.cwd()
+    return base / DIR_NAME
+
+
+class ResultCache:
+    """Findings per (file text, name, rules, settings) under one folder."""
+
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = Path(folder)
+
+    def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None) -> str:
+        digest = hashlib.sha256(code_fingerprint().encode())
+        for part in (display_path, ",".join(codes), str(flush_every)):
+            digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / f"v{FORMAT}" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> tuple[list[Finding], str | None] | None:
+        try:
+            data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            findings = [_finding(item) for item in data["findings"]]
+            error = data["error"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return findings, error
+
+    def put(self, key: str, findings: list[Finding], error: str | None) -> None:
+        entry = self._entry(key)
+        data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error})
+        try:
+            self._create()
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                    stream.write(data)
+                os.replace(temporary, entry)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass  # a read-only or full disk: run without keeping results
+
+    def _create(self) -> None:
+        if (self.folder / ".gitignore").exists():
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / ".gitignore").write_text("# Created by fixitem.\n*\n", encoding="utf-8")
+        (self.folder / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is a cache created by fixitem.\n",
+            encoding="utf-8",
+        )
+
+
+def _finding(item: dict[str, Any]) -> Finding:
+    return Finding(
+        str(item["path"]), int(item["line"]), int(item["col"]), str(item["rule"]), str(item["name"]),
+        str(item["message"]), str(item["fix"]), tuple(item["costs"]), str(item["note"]), bool(item["applied"]),
+    )

@@ -1,0 +1,159 @@
+"""Results kept between runs (fixitem/cache.py): same answers, less work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import fixitem.api as api
+from fixitem.cache import DIR_NAME, ResultCache
+from fixitem.cli import app
+
+FIXABLE = "import torch\n\ndef f(x: torch.Tensor):\n    return x / max(x.norm().item(), 1e-6)\n"
+REPORT_ONLY = "import torch\n\ndef g(x: torch.Tensor):\n    n = int(x.sum().item())\n    return x[:n]\n"
+CLEAN = "import torch\n\ndef h(x):\n    return torch.relu(x)\n"
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    for name, text in {"fixable.py": FIXABLE, "report_only.py": REPORT_ONLY, "clean.py": CLEAN}.items():
+        (tmp_path / "src" / name).write_text(text)
+    return tmp_path
+
+
+@pytest.fixture
+def processed(monkeypatch):
+    """The files the engine really analysed."""
+    seen: list[str] = []
+    real = api.process
+
+    def counting(path, text, rules, **kwargs):
+        seen.append(path.name)
+        return real(path, text, rules, **kwargs)
+
+    monkeypatch.setattr(api, "process", counting)
+    return seen
+
+
+def _view(result: api.RunResult):
+    return [(f.path, f.line, f.col, f.rule, f.message, f.fix, f.note) for f in result.findings], result.errors
+
+
+def test_second_scan_reads_kept_results(tree, processed):
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=1)
+    assert sorted(processed) == ["clean.py", "fixable.py", "report_only.py"]
+    processed.clear()
+    second = api.scan(["src"], cache=store, jobs=1)
+    assert processed == []
+    assert _view(second) == _view(first)
+    assert (store / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert _view(api.scan(["src"], cache=False, jobs=1)) == _view(first)
+
+
+def test_an_edited_file_is_analysed_again(tree, processed):
+    store = tree / "kept"
+    api.scan(["src"], cache=store, jobs=1)
+    processed.clear()
+    (tree / "src" / "clean.py").write_text(CLEAN + "\ndef k(t: torch.Tensor):\n    return t.item()\n")
+    result = api.scan(["src"], cache=store, jobs=1)
+    assert processed == ["clean.py"]
+    assert any(f.path.endswith("clean.py") and f.rule == "FX001" for f in result.findings)
+
+
+def test_other_rules_are_another_key(tree, processed):
+    store = tree / "kept"
+    api.scan(["src"], cache=store, jobs=1)
+    processed.clear()
+    only = api.scan(["src"], cache=store, jobs=1, select=["FX103"])
+    assert len(processed) == 3
+    assert {f.rule for f in only.findings} == {"FX103"}
+
+
+def test_apply_skips_files_with_nothing_to_fix_and_fixes_the_rest(tree, processed):
+    store = tree / "kept"
+    api.scan(["src"], cache=store, jobs=1)
+    processed.clear()
+    result = api.apply(["src"], cache=store, jobs=1)
+    assert processed == ["fixable.py"]
+    assert "clamp" in (tree / "src" / "fixable.py").read_text()
+    assert (tree / "src" / "report_only.py").read_text() == REPORT_ONLY
+    assert [f.rule for f in result.findings] == [f.rule for f in api.scan(["src"], cache=False).findings]
+
+
+def test_apply_without_cache_gives_the_same_files(tree, tmp_path_factory):
+    other = tmp_path_factory.mktemp("copy")
+    for path in (tree / "src").iterdir():
+        (other / path.name).write_text(path.read_text())
+    api.scan(["src"], cache=tree / "kept", jobs=1)
+    api.apply(["src"], cache=tree / "kept", jobs=1)
+    api.apply([other], cache=False, jobs=1)
+    for path in (tree / "src").iterdir():
+        assert path.read_text() == (other / path.name).read_text()
+
+
+def test_a_broken_entry_is_a_miss(tree, processed):
+    store = tree / "kept"
+    api.scan(["src"], cache=store, jobs=1)
+    for entry in store.rglob("*.json"):
+        entry.write_text("{not json")
+    processed.clear()
+    result = api.scan(["src"], cache=store, jobs=1)
+    assert len(processed) == 3 and len(result.findings) == 2
+    entry = next(store.rglob("*.json"))
+    assert json.loads(entry.read_text())["findings"] is not None  # rewritten
+
+
+def test_unparseable_files_keep_their_error(tree, processed):
+    (tree / "src" / "broken.py").write_text("import torch\ndef f(:\n")
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=1)
+    processed.clear()
+    second = api.scan(["src"], cache=store, jobs=1)
+    assert processed == [] and second.errors == first.errors and first.errors
+
+
+def test_default_folder_is_beside_the_configuration(tree):
+    (tree / "pyproject.toml").write_text("[tool.fixitem]\nignore = ['FX006']\n")
+    api.scan(["src"], cache=True, jobs=1)
+    assert (tree / DIR_NAME / ".gitignore").is_file()
+
+
+def test_environment_turns_it_off_and_moves_it(tree, monkeypatch):
+    monkeypatch.setenv("FIXITEM_NO_CACHE", "1")
+    api.scan(["src"], jobs=1)
+    assert not (tree / DIR_NAME).exists()
+    monkeypatch.setenv("FIXITEM_NO_CACHE", "0")
+    monkeypatch.setenv("FIXITEM_CACHE_DIR", str(tree / "elsewhere"))
+    api.scan(["src"], jobs=1)
+    assert (tree / "elsewhere" / ".gitignore").is_file() and not (tree / DIR_NAME).exists()
+
+
+def test_cli_no_cache_flag(tree, monkeypatch):
+    monkeypatch.setenv("FIXITEM_NO_CACHE", "0")
+    result = CliRunner().invoke(app, ["scan", "--no-cache", "src"])
+    assert result.exit_code == 1 and "FX103" in result.stdout
+    assert not (tree / DIR_NAME).exists()
+    result = CliRunner().invoke(app, ["scan", "src"])
+    assert result.exit_code == 1 and (tree / DIR_NAME).is_dir()
+
+
+def test_unwritable_folder_changes_nothing(tree, processed):
+    blocker = tree / "file_not_folder"
+    blocker.write_text("")
+    result = api.scan(["src"], cache=blocker / "kept", jobs=1)
+    assert len(result.findings) == 2 and not result.errors
+
+
+def test_keys_differ_by_text_path_rules_and_settings():
+    kept = ResultCache("unused")
+    base = kept.key("a.py", "x = 1\n", ("FX001",), None)
+    assert base != kept.key("b.py", "x = 1\n", ("FX001",), None)
+    assert base != kept.key("a.py", "x = 2\n", ("FX001",), None)
+    assert base != kept.key("a.py", "x = 1\n", ("FX002",), None)
+    assert base != kept.key("a.py", "x = 1\n", ("FX001",), 50)
+    assert base == kept.key("a.py", "x = 1\n", ("FX001",), None)
