@@ -199,6 +199,35 @@ def _plain_number(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     return not any(_read_of(ctx, sub) is not None for sub in walk(expr))
 
 
+# Calls whose result is a boolean tensor.
+BOOLEAN_CALLS = frozenset(
+    {
+        "any", "all", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose",
+        "isin", "signbit", "logical_not", "logical_and", "logical_or", "logical_xor",
+        "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+        "not_equal", "bool",
+    }
+)
+
+
+def is_boolean(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` certainly a boolean tensor (a comparison, ``.any()``, ``torch.isnan``, ...)?"""
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return is_boolean(ctx, expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return is_boolean(ctx, expr.left) and is_boolean(ctx, expr.right)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        qualified = ctx.provenance.imports.qualify(func) or ""
+        if qualified.startswith("torch."):
+            return qualified.rsplit(".", 1)[-1] in BOOLEAN_CALLS
+        if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
+            return func.attr.value in BOOLEAN_CALLS
+    return False
+
+
 def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted | None:
     """A Python truth test over tensor values as a boolean tensor expression.
 
@@ -220,7 +249,16 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
         inner = convert_condition(ctx, expr.expression)
         if inner is None:
             return None
-        return Converted(cst.UnaryOperation(operator=cst.BitInvert(), expression=_paren(inner.expr)), inner.reads)
+        test = inner.expr
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and not test.lpar:
+            # ``not a != b`` is ``a == b`` (for NaN too); ``<`` is never flipped to ``>=``.
+            (target,) = test.comparisons
+            flipped = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}.get(type(target.operator))
+            if flipped is not None:
+                operator = flipped(whitespace_before=target.operator.whitespace_before,
+                                   whitespace_after=target.operator.whitespace_after)
+                return Converted(test.with_changes(comparisons=[target.with_changes(operator=operator)]), inner.reads)
+        return Converted(cst.UnaryOperation(operator=cst.BitInvert(), expression=_paren(test)), inner.reads)
     if isinstance(expr, cst.Comparison):
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
             for sub in walk(expr):
@@ -255,7 +293,12 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
         # ``if t.item():`` tests for non-zero.
         return Converted(cst.Comparison(left=_paren(value.expr), comparisons=[cst.ComparisonTarget(cst.NotEqual(), cst.Integer("0"))]), value.reads)
     if ctx.is_tensor(expr):
-        return Converted(expr, [expr])
+        if is_boolean(ctx, expr):
+            return Converted(expr, [expr])
+        # ``if t:`` tests a number for non-zero; ``~`` / ``&`` and ``torch.where``
+        # need that as a boolean tensor (``~`` of an integer is bitwise).
+        nonzero = cst.ComparisonTarget(cst.NotEqual(), cst.Integer("0"))
+        return Converted(cst.Comparison(left=_paren(expr), comparisons=[nonzero]), [expr])
     return None
 
 

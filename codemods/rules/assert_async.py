@@ -18,6 +18,7 @@ from ..tensor_values import (
     _strip_parens,
     convert_condition,
     fit_line,
+    is_boolean,
     sites_within,
     torch_call,
 )
@@ -34,15 +35,6 @@ METADATA = frozenset(
 )
 # Methods that read a tensor's values back to the host.
 VALUE_READS = frozenset({"item", "tolist", "numpy", "cpu", "__format__", "__repr__", "__str__"})
-# Tensor-returning calls whose result is boolean: safe operands of ``~`` / ``&`` / ``|``.
-BOOLEAN_CALLS = frozenset(
-    {
-        "any", "all", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose",
-        "isin", "signbit", "logical_not", "logical_and", "logical_or", "logical_xor",
-        "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
-        "not_equal", "bool",
-    }
-)
 COMPARISON_FLIP = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
 
 HAND_ADVICE = (
@@ -417,24 +409,6 @@ def _device_condition(ctx: FileContext, test: cst.BaseExpression) -> Converted |
             return None
         return Converted(_negate(ctx, operand.expr), operand.reads)
     return convert_condition(ctx, test)
-
-
-def is_boolean(ctx: FileContext, expr: cst.BaseExpression) -> bool:
-    """Is ``expr`` certainly a boolean tensor (a comparison, ``.any()``, ``torch.isnan``, ...)?"""
-    if isinstance(expr, cst.Comparison):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return is_boolean(ctx, expr.expression)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-        return is_boolean(ctx, expr.left) and is_boolean(ctx, expr.right)
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        qualified = ctx.provenance.imports.qualify(func) or ""
-        if qualified.startswith("torch."):
-            return qualified.rsplit(".", 1)[-1] in BOOLEAN_CALLS
-        if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-            return func.attr.value in BOOLEAN_CALLS
-    return False
 
 
 def _negate(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
