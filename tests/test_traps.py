@@ -52,7 +52,7 @@ def test_name_rebound_from_item_is_a_number_and_left_alone():
 
 def test_item_used_to_detach_becomes_detach_only_next_to_a_tensor():
     code = "import torch\n\ndef f(value: torch.Tensor, R: torch.Tensor):\n    return R - value.item()\n"
-    assert run(code, unsafe=False).new_text.endswith("    return R - value.detach()\n")
+    assert run(code, unsafe=False).new_text.endswith("    return R - value.detach().reshape(())\n")
     # R may be a Python number: the result would turn from a float into a tensor.
     code = "import torch\n\ndef f(value: torch.Tensor, R):\n    return R - value.item()\n"
     result = run(code)
@@ -252,3 +252,34 @@ def test_branches_that_may_change_shape_are_not_selected():
     assert result.new_text is None
     notes = [f.note for f in result.findings if f.rule == "FX101"]
     assert "may change the shape" in notes[0] and "indexes a tensor" in notes[1]
+
+
+def test_truth_of_a_number_tensor_becomes_a_boolean_condition(tmp_path):
+    """``if not m.sum():`` tests for zero: ``~m.sum()`` would be bitwise on an integer tensor."""
+    import torch
+
+    from fixitem import apply
+
+    path = tmp_path / "truth.py"
+    path.write_text(
+        "import torch\n"
+        "def f(x: torch.Tensor, m: torch.Tensor):\n"
+        "    if not m.sum():\n"
+        "        x = x * 2\n"
+        "    return x\n"
+        "def g(x: torch.Tensor, flag: torch.Tensor):\n"
+        "    if flag:\n"
+        "        x = x + 1\n"
+        "    return x\n"
+    )
+    apply([path], cache=False)
+    text = path.read_text()
+    assert "torch.where(m.sum() == 0, x * 2, x)" in text
+    assert "torch.where(flag != 0, x + 1, x)" in text
+    namespace: dict = {}
+    exec(compile(text, str(path), "exec"), namespace)
+    x = torch.ones(3)
+    for m in (torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([-1, 1])):
+        assert torch.equal(namespace["f"](x, m), x * 2 if not m.sum() else x)
+    for flag in (torch.tensor(0), torch.tensor(3), torch.tensor(0.0), torch.tensor(float("nan"))):
+        assert torch.equal(namespace["g"](x, flag), x + 1 if flag else x)

@@ -10,7 +10,7 @@ from ..context import FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import method_call
+from ..scalar_shapes import detached_scalar
 
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
@@ -35,16 +35,23 @@ class DetachNotItem(Rule):
 
     ## Use instead
     ```python
-    advantage = returns - value.detach()
+    advantage = returns - value.detach().reshape(())
     ```
+
+    When `t` is not plainly 0-dim (a full reduction such as `x.sum()`), the
+    fix is `t.detach().reshape(())`: `.item()` also accepts shape `(1,)`,
+    which would otherwise broadcast into the result's shape.
 
     ## Fix safety
     **Safe**: a 0-dim tensor operand promotes like the Python number did
     within a dtype category (a float32 tensor minus a 0-dim float64 tensor is
-    still float32), gradients are still cut, and the values are the same.
-    The one difference: an *integer* tensor combined with a float64 value now
-    gives float64 where the Python float gave the default float32. `int(t)`
-    is left alone (it truncates).
+    still float32), gradients are still cut, and the shape is unchanged. Two
+    differences: an *integer* tensor combined with a float64 value now gives
+    float64 where the Python float gave the default float32; and a float16
+    or bfloat16 tensor now meets the value rounded to its own dtype, where
+    the Python number was applied in higher precision (measured on CUDA: the
+    results can differ in the last bit). `int(t)` is left alone (it
+    truncates).
     """
 
     code = "FX301"
@@ -64,8 +71,24 @@ class DetachNotItem(Rule):
                 """
                 import torch
                 def step(returns: torch.Tensor, value: torch.Tensor):
-                    advantage = returns - value.detach()
-                    return advantage * value.detach()
+                    advantage = returns - value.detach().reshape(())
+                    return advantage * value.detach().reshape(())
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def center(x: torch.Tensor):
+                    return x - x.mean().item()
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def center(x: torch.Tensor):
+                    return x - x.mean().detach()
                 """
             ),
         ),
@@ -90,6 +113,6 @@ class DetachNotItem(Rule):
             other = parent.right if parent.left is site.node else parent.left
             if ctx.kind(other) is not Kind.TENSOR:
                 continue
-            detached = method_call(site.value, "detach")
+            detached = detached_scalar(ctx, site.value)
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
             yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])

@@ -11,7 +11,7 @@ from ..context import FileContext
 from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import method_call
+from ..scalar_shapes import detached_scalar, is_none_argument, split_arguments
 
 
 @dataclass(frozen=True)
@@ -437,11 +437,7 @@ class KeepScalarTensor(Rule):
             problems.append(ROUNDING_REASON.format(code=ctx.code(top)))
         for use in uses:
             problems.extend(p for p in use.problems if p not in problems)
-        replacement = method_call(site.value, "detach")
-        if not _zero_dim(ctx, site.value, set()):
-            replacement = cst.Call(
-                func=cst.Attribute(value=replacement, attr=cst.Name("reshape")), args=[cst.Arg(cst.Tuple([]))]
-            )
+        replacement = detached_scalar(ctx, site.value)
         if isinstance(site.node, cst.Call) and site.node.lpar:
             replacement = replacement.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
         safety = Safety.UNSAFE if problems else Safety.SAFE
@@ -635,25 +631,8 @@ def _meets(
     return Use(consumer, role, problems)
 
 
-def _arguments(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]] | None:
-    positional: list[cst.Arg] = []
-    keywords: dict[str, cst.Arg] = {}
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            positional.append(arg)
-        else:
-            keywords[arg.keyword.value] = arg
-    return positional, keywords
-
-
-def _is_none(arg: cst.Arg | None) -> bool:
-    return arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None")
-
-
 def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str]) -> Use | None:
-    parsed = _arguments(call)
+    parsed = split_arguments(call)
     if parsed is None:
         return None
     positional, keywords = parsed
@@ -673,7 +652,7 @@ def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str
         if slots is None or slots[0] is None or arg is slots[0]:
             return None
         bound_other = slots[2] if arg is slots[1] else slots[1]
-        if arg not in slots[1:] or not _is_none(bound_other):
+        if arg not in slots[1:] or not is_none_argument(bound_other):
             return None
         if ctx.kind(slots[0].value) is not Kind.TENSOR:
             return None
@@ -700,7 +679,7 @@ def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str
         slots = _slots(positional, keywords, ("min", "max"))
         if slots is None or arg not in slots:
             return None
-        if not _is_none(slots[1] if arg is slots[0] else slots[0]):
+        if not is_none_argument(slots[1] if arg is slots[0] else slots[0]):
             return None
         return _meets(ctx, "clamp", f"a bound of `{method}`", receiver, problems, in_place=method.endswith("_"))
     if method in CLAMP_ONE_BOUND:
@@ -890,67 +869,3 @@ def _floating_name(ctx: FileContext, name: cst.Name, seen: set[tuple[int, str]])
         else:
             return False
     return True
-
-
-# -- shapes ---------------------------------------------------------------------------------------
-
-FULL_REDUCTIONS = frozenset(
-    {
-        "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "all", "any",
-        "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "trace", "dot", "vdot",
-    }
-)
-ELEMENTWISE = frozenset(
-    {
-        "float", "double", "half", "bfloat16", "long", "int", "detach", "clone", "abs", "sqrt", "exp",
-        "log", "neg", "sigmoid", "tanh", "square", "to", "clamp", "clamp_min", "clamp_max", "clip",
-        "reciprocal", "rsqrt", "relu", "floor", "ceil", "round", "cuda", "cpu", "log1p", "expm1",
-    }
-)
-
-
-def _zero_dim(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
-    """Is the tensor ``expr`` plainly 0-dim (a full reduction, and elementwise
-    operations of one)? Otherwise the rewrite adds ``.reshape(())``."""
-    if isinstance(expr, cst.Call):
-        parsed = _arguments(expr)
-        if parsed is None:
-            return False
-        positional, keywords = parsed
-        func = expr.func
-        qualified = ctx.provenance.imports.qualify(func) or ""
-        if qualified.startswith("torch.") and positional:
-            short = qualified.rsplit(".", 1)[-1]
-            first = positional[0].value
-            if short in FULL_REDUCTIONS:
-                return len(positional) == 1 and set(keywords) <= {"dtype"}
-            if short in ELEMENTWISE:
-                rest = positional[1:] + list(keywords.values())
-                return all(ctx.kind(a.value) is Kind.NUMBER or _is_none(a) for a in rest) and _zero_dim(ctx, first, seen)
-            if short == "tensor":
-                return ctx.kind(first) is Kind.NUMBER
-            return False
-        if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-            method = func.attr.value
-            if method in FULL_REDUCTIONS:
-                return not positional and set(keywords) <= {"dtype"}
-            if method in ELEMENTWISE:
-                args = positional + list(keywords.values())
-                fine = all(ctx.kind(a.value) is not Kind.TENSOR or _zero_dim(ctx, a.value, seen) for a in args)
-                return fine and _zero_dim(ctx, func.value, seen)
-        return False
-    if isinstance(expr, cst.BinaryOperation):
-        sides = [s for s in (expr.left, expr.right) if ctx.kind(s) is not Kind.NUMBER]
-        return bool(sides) and all(_zero_dim(ctx, s, seen) for s in sides)
-    if isinstance(expr, cst.UnaryOperation):
-        return _zero_dim(ctx, expr.expression, seen)
-    if isinstance(expr, cst.Name):
-        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
-        if scope is None or (id(scope), expr.value) in seen:
-            return False
-        bindings = scope.bindings[expr.value]
-        if len(bindings) != 1 or bindings[0][0] != "value" or not isinstance(bindings[0][1], cst.BaseExpression):
-            return False
-        return _zero_dim(ctx, bindings[0][1], seen | {(id(scope), expr.value)})
-    return False
-
