@@ -40,6 +40,7 @@ class SyncCounter(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.by_kind: collections.Counter[str] = collections.Counter()
+        self.on_device = 0  # reads of tensors that live on an accelerator: the ones that wait there
         self._depth = 0
 
     @property
@@ -56,6 +57,8 @@ class SyncCounter(TorchFunctionMode):
         # count the outermost read only.
         if kind is not None and self._depth == 0:
             self.by_kind[kind] += 1
+            if args and isinstance(args[0], torch.Tensor) and args[0].device.type not in ("cpu", "meta"):
+                self.on_device += 1
         if kind is not None:
             self._depth += 1
             try:

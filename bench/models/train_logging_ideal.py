@@ -7,6 +7,11 @@ from torch.nn import functional as F
 STEPS_PER_CALL = 8
 
 
+def sizes(device):
+    """(features, hidden, batch): on an accelerator, large enough that a step keeps it busy."""
+    return (128, 256, 32) if str(device) == "cpu" else (1024, 8192, 8192)
+
+
 class Regressor(nn.Module):
     def __init__(self, dim=128, hidden=256):
         super().__init__()
@@ -27,14 +32,16 @@ def train(model, opt, batches):
 
 def make(device="cpu"):
     torch.manual_seed(0)
-    return Regressor().to(device), (torch.randn(32, 128, device=device),)
+    dim, hidden, batch = sizes(device)
+    return Regressor(dim, hidden).to(device), (torch.randn(batch, dim, device=device),)
 
 
 def make_step(model, device="cpu"):
     """The timed step: ``STEPS_PER_CALL`` optimizer steps over fixed batches."""
     gen = torch.Generator().manual_seed(1)
+    dim, _, batch = sizes(device)
     batches = [
-        (torch.randn(32, 128, generator=gen).to(device), torch.randn(32, 1, generator=gen).to(device))
+        (torch.randn(batch, dim, generator=gen).to(device), torch.randn(batch, 1, generator=gen).to(device))
         for _ in range(STEPS_PER_CALL)
     ]
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
