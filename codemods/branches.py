@@ -192,10 +192,48 @@ def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment
         # A flag (``to_drop = True``) feeds Python control flow later: a tensor
         # there would be read back all the same.
         return f"`{assignment.name} = {assignment.value.value}` sets a Python flag"
+    if assignment is None:
+        none = _none_before(ctx, anchor, name)
+        if none:
+            return none
     kind = value_kind(ctx, anchor, assignment, name)
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         text = ctx.code(assignment.value) if assignment is not None else name
         return f"`{text}` is neither a tensor nor a number"
+    return ""
+
+
+def _is_none(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _none_before(ctx: FileContext, anchor: cst.CSTNode, name: str) -> str:
+    """Why ``name`` may still hold ``None`` when ``anchor`` runs (the value an
+    ``if`` without ``else`` keeps): the last assignment before it is ``None``, or
+    an earlier ``None`` (a parameter's default too) is overwritten only in a
+    block that may not run."""
+    scope = ctx.provenance.scope_of(anchor)
+    if scope.lookup(name) is not scope:
+        return ""
+    start = ctx.positions.offset(anchor)
+    ancestors = set(ctx.ancestors(anchor))
+    earlier: list[tuple[int, bool, bool]] = []  # (offset, is None, dominates anchor)
+    for how, binding in scope.bindings.get(name, []):
+        if how == "param" and isinstance(binding, cst.Param):
+            earlier.append((-1, _is_none(binding.default), True))
+            continue
+        if binding is None or binding not in ctx.positions or ctx.positions.offset(binding) >= start:
+            continue
+        statement = next((a for a in [binding, *ctx.ancestors(binding)] if isinstance(a, cst.BaseStatement)), None)
+        dominates = statement is not None and ctx.parents.get(statement) in ancestors
+        earlier.append((ctx.positions.offset(binding), how == "value" and _is_none(binding), dominates))
+    earlier.sort()
+    # Walk back from the anchor: a None reached before a dominating assignment may be what is kept.
+    for _, is_none, dominates in reversed(earlier):
+        if is_none:
+            return f"`{name}` may still be `None` here, and `torch.where` cannot select `None`"
+        if dominates:
+            return ""
     return ""
 
 

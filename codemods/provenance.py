@@ -53,8 +53,15 @@ NON_TENSOR_TORCH = frozenset(
         "equal", "allclose", "cond", "_assert", "_assert_async", "_check", "set_float32_matmul_precision",
         "utils", "compiler", "profiler", "optim", "autograd", "testing", "hub", "library", "fx",
         "overrides", "Tensor", "nn", "_dynamo", "_inductor", "export", "onnx", "multiprocessing",
+        "promote_types", "result_type", "can_cast", "typename", "get_device_module", "xpu", "mps", "npu",
+        "accelerator", "amp", "random", "version", "hub", "package", "sparse", "quantization", "ao",
+        "deterministic_algorithms_warn_only", "vmap", "func", "futures", "masked", "nested", "signal",
     }
 )
+# torch.<prefix>... functions answer questions about the runtime, not tensors:
+# is_autocast_enabled, are_deterministic_algorithms_enabled, get_float32_matmul_precision,
+# set_default_device, use_deterministic_algorithms, has_lapack, can_cast ...
+NON_TENSOR_PREFIXES = ("is_", "are_", "get_", "set_", "use_", "has_", "can_", "enable_", "disable_")
 
 # Tensor methods and attributes that do not give a tensor.
 NON_TENSOR_METHODS = {
@@ -181,7 +188,9 @@ def is_torch_function(qualified: str | None) -> bool:
     if len(parts) != 2:
         return False
     name = parts[1]
-    return name not in NON_TENSOR_TORCH and not name.startswith("_") and not name[0].isupper()
+    if name in NON_TENSOR_TORCH or name.startswith(("_", *NON_TENSOR_PREFIXES)) or name[0].isupper():
+        return False
+    return True
 
 
 def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
@@ -657,6 +666,24 @@ class Provenance:
                     return Kind.UNKNOWN
                 return Kind.TENSOR
         return Kind.UNKNOWN
+
+    def presumed_tensor(self, expr: cst.CSTNode) -> bool:
+        """Is ``expr`` a tensor only by the ``forward`` parameter heuristic: a bare,
+        unannotated parameter without default, never rebound and never used as a
+        tensor in its function? Such a parameter tested for truth (``if
+        interpolate_pos_encoding:``) is far more often a Python flag."""
+        if not isinstance(expr, cst.Name):
+            return False
+        scope = self.scope_of(expr).lookup(expr.value)
+        if scope is None or expr.value in scope.evidence:
+            return False
+        bindings = scope.bindings.get(expr.value, [])
+        if len(bindings) != 1 or bindings[0][0] != "param":
+            return False
+        param = bindings[0][1]
+        return isinstance(param, cst.Param) and param.annotation is None and param.default is None and (
+            self._param_kind(scope, param) is Kind.TENSOR
+        )
 
     def _attribute_kind(self, expr: cst.Attribute) -> Kind:
         attr = expr.attr.value

@@ -88,7 +88,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             add(node.expression, "format", node.expression)
 
     for test in _truth_tests(ctx):
-        if ctx.is_tensor(test):
+        if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):
             add(test, "truth", test)
 
     for node in ctx.nodes(cst.Slice):

@@ -283,3 +283,65 @@ def test_truth_of_a_number_tensor_becomes_a_boolean_condition(tmp_path):
         assert torch.equal(namespace["f"](x, m), x * 2 if not m.sum() else x)
     for flag in (torch.tensor(0), torch.tensor(3), torch.tensor(0.0), torch.tensor(float("nan"))):
         assert torch.equal(namespace["g"](x, flag), x + 1 if flag else x)
+
+
+def test_torch_runtime_questions_are_not_tensors():
+    """``torch.get_device_module(d).is_available()``, ``torch.are_deterministic_algorithms_enabled()``
+    and the like answer with Python values (found in transformers' generation code)."""
+    code = (
+        "import torch\n"
+        "from torch import nn\n\n"
+        "def check(device):\n"
+        "    if not torch.get_device_module(device).is_available():\n"
+        "        raise RuntimeError('needs a device')\n"
+        "    n = torch.get_device_module('cpu').device_count()\n"
+        "    print(n)\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, y):\n"
+        "        if torch.are_deterministic_algorithms_enabled():\n"
+        "            y = torch.relu(y)\n"
+        "        if torch.is_autocast_enabled() and torch.get_float32_matmul_precision() == 'high':\n"
+        "            y = y * 2\n"
+        "        return y\n"
+    )
+    outcome = run(code, unsafe=True)
+    assert outcome.findings == [] and outcome.applied == [] and outcome.new_text is None
+
+
+def test_a_bare_forward_parameter_tested_for_truth_is_a_flag():
+    """``if interpolate_pos_encoding:`` in a ``forward`` (transformers' Swin embeddings):
+    ``torch.where`` over a Python bool fails at run time."""
+    code = (
+        "import torch\n"
+        "from torch import nn\n\n"
+        "class Embeddings(nn.Module):\n"
+        "    def forward(self, x, interpolate_pos_encoding, mask):\n"
+        "        if interpolate_pos_encoding:\n"
+        "            x = x * 2\n"
+        "        if mask.sum():\n"
+        "            x = x + 1\n"
+        "        return x\n"
+    )
+    outcome = run(code, unsafe=True)
+    assert [f.line for f in outcome.findings + outcome.applied] == [8]  # `mask.sum()` is used as a tensor
+    assert "if interpolate_pos_encoding:" in outcome.new_text
+
+
+def test_the_kept_value_of_an_if_without_else_may_be_none():
+    """``image_embeds = None`` before ``if ...: image_embeds = ...`` (transformers' Phi-4
+    multimodal): ``torch.where(c, new, None)`` fails at run time."""
+    code = (
+        "import torch\n"
+        "from torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, input_ids: torch.Tensor, pixel_values=None, bias=None):\n"
+        "        image_embeds = None\n"
+        "        if pixel_values is not None and (input_ids == 7).any():\n"
+        "            image_embeds = pixel_values * 2\n"
+        "        if (input_ids > 3).any():\n"
+        "            bias = input_ids * 3\n"
+        "        return image_embeds, bias\n"
+    )
+    outcome = run(code, unsafe=True)
+    assert outcome.new_text is None and len(outcome.findings) == 2
+    assert all("may still be `None`" in f.note for f in outcome.findings)
