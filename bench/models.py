@@ -197,7 +197,7 @@ def run_model(name: str, device: torch.device, *, backend: str, steps: int, warm
               workdir: Path, log=print) -> ModelResult:
     copy = workdir / f"{name}.py"
     shutil.copyfile(MODELS / f"{name}.py", copy)
-    result = fixitem.apply([copy], unsafe=False, isolated=True, jobs=1)
+    result = fixitem.apply([copy], unsafe=False, isolated=True, jobs=1, cache=False)
     if result.errors:
         raise RuntimeError(f"fixitem apply failed on {name}: {result.errors}")
     fixes = [f"{f.rule}:{f.line}" for f in result.applied]
