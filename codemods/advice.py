@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from .context import FileContext
+from .provenance import Kind
 from .syncs import LOG_METHODS
+from .tree import nodes_within, walk
 
 SIZE_FUNCTIONS = frozenset(
     {
@@ -78,8 +80,131 @@ ADVICE = {
         "keep the value as a 0-dim tensor if what consumes it accepts one; read it once where a Python "
         "number is really needed"
     ),
+    # Finer cases of the above, recognised by what the code around the read does.
+    "module_index": (
+        "the value picks a module from a list (an expert, a layer), so every selection waits for the "
+        "device. Compute every candidate on masked inputs and combine with the mask, or group the rows "
+        "by index and run one batched matmul per group (sort by index, then `torch.bmm` on padded groups "
+        "or a grouped GEMM), so that no index reaches the host"
+    ),
+    "nan_skip": (
+        "skipping work when a value is NaN/inf reads it every step. Let the device decide: "
+        "`torch.amp.GradScaler` finds non-finite gradients on the device (`found_inf`) and its "
+        "`scaler.step(optimizer)` skips the update without a host check; `torch.where` / `nan_to_num` "
+        "can neutralise a bad value; or check every N steps"
+    ),
+    "leaves": (
+        "the value leaves the program as a Python number (JSON, a checkpoint, a type check), so one read "
+        "is needed: do it once, where the value is written (after the loop or every N steps), and keep "
+        "the tensor until then"
+    ),
 }
+
+NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "nan_to_num"})
+SERIALIZERS = frozenset({"dump", "dumps", "save", "safe_dump", "write_json", "to_json", "isinstance"})
 
 
 def advice(ctx: FileContext, node: cst.CSTNode) -> str:
-    return ADVICE[usage(ctx, node)]
+    return ADVICE[detailed_usage(ctx, node)]
+
+
+def size_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+    """Advice for a value used as a size or an index."""
+    return ADVICE["module_index" if _indexes_modules(ctx, node) else "size"]
+
+
+def detailed_usage(ctx: FileContext, node: cst.CSTNode) -> str:
+    """:func:`usage`, with ``module_index``, ``nan_skip`` and ``leaves`` told apart."""
+    use = usage(ctx, node)
+    if use == "stored":
+        use, node = _use_of_stored_name(ctx, node, use)
+    if use == "size" and _indexes_modules(ctx, node):
+        return "module_index"
+    if use == "condition" and checks_finite(ctx, node):
+        return "nan_skip"
+    if use in ("stored", "returned", "other", "condition") and _leaves_program(ctx, node):
+        return "leaves"
+    return use
+
+
+# What a read stored in a name is used for, most demanding first.
+_STORED_USES = ("size", "condition", "output", "accumulate", "returned")
+
+
+def _use_of_stored_name(ctx: FileContext, node: cst.CSTNode, use: str) -> tuple[str, cst.CSTNode]:
+    """``n = int(t.sum())`` then ``x[:n]``: the advice follows the name to its later reads
+    in the same function (and to the read that decides it)."""
+    statement = next((a for a in ctx.ancestors(node) if isinstance(a, cst.BaseSmallStatement)), None)
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return use, node
+    target = statement.targets[0].target
+    function = ctx.enclosing_function(statement)
+    if not isinstance(target, cst.Name) or function is None:
+        return use, node
+    after = ctx.positions.offset(statement)
+    found: dict[str, cst.CSTNode] = {}
+    for name in nodes_within(function, cst.Name):
+        if name.value == target.value and name is not target and ctx.positions.offset(name) > after:
+            found.setdefault(usage(ctx, name), name)
+    for candidate in _STORED_USES:
+        if candidate in found:
+            return candidate, found[candidate]
+    return use, node
+
+
+def _indexes_modules(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """``self.experts[i]`` / ``layers[i]``: a subscript of a module container."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.Subscript):
+            return ctx.kind(parent.value) is Kind.MODULE or _module_container_name(parent.value)
+        if isinstance(parent, cst.BaseStatement):
+            break
+    return False
+
+
+def _module_container_name(expr: cst.BaseExpression) -> bool:
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    return name in ("experts", "layers", "blocks", "heads", "modules_list") or name.endswith("_experts")
+
+
+def checks_finite(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Is the test around ``node`` a NaN/inf check (``torch.isnan(loss).any()``, ``loss != loss``)?"""
+    test = node
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp)):
+            test = parent.test
+            break
+        if isinstance(parent, cst.BaseStatement):
+            return False
+    for sub in walk(test):
+        if isinstance(sub, cst.Call):
+            func = sub.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if name in NAN_CHECKS:
+                return True
+        if isinstance(sub, cst.Comparison) and len(sub.comparisons) == 1:
+            target = sub.comparisons[0]
+            if isinstance(target.operator, cst.NotEqual) and ctx.code(sub.left) == ctx.code(target.comparator):
+                return True
+    return False
+
+
+def _leaves_program(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Is the value written out (``json.dump``, ``torch.save``, ...) or type-checked
+    (``isinstance``) in the statement that reads it?"""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.Call) and _serializer(parent):
+            return True
+        if isinstance(parent, cst.BaseStatement):
+            break
+    return False
+
+
+def _serializer(call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "isinstance"
+    if isinstance(func, cst.Attribute) and func.attr.value in SERIALIZERS:
+        receiver = func.value
+        return isinstance(receiver, cst.Name) and receiver.value in ("json", "yaml", "torch", "pickle", "np", "numpy")
+    return False

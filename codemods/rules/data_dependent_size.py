@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..advice import ADVICE, usage
+from ..advice import size_advice, usage
 from ..context import FileContext
 from ..rule import Invalid, Valid, dedent
 from ..site_rule import SiteRule
@@ -68,4 +68,4 @@ class DataDependentSize(SiteRule):
         return f"`{ctx.code(site.node)}` is a tensor value used as a Python size or index"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
-        return ADVICE["size"]
+        return size_advice(ctx, site.node)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -310,7 +311,10 @@ class WhereIf(Rule):
             body = branch_assignments(ctx, node.body)
             orelse = branch_assignments(ctx, node.orelse.body) if node.orelse is not None else None
         except BranchError as exc:
-            return Report(node, message, sites=test_sites, note=f"no fix: {exc}. {HAND_ADVICE}")
+            hand = HAND_ADVICE
+            if checks_finite(ctx, node.test):  # NaN-skip logic: the device can decide
+                hand = ADVICE["nan_skip"][0].upper() + ADVICE["nan_skip"][1:]
+            return Report(node, message, sites=test_sites, note=f"no fix: {exc}. {hand}")
         if orelse is not None and [a.name for a in body] != [a.name for a in orelse]:
             return Report(
                 node, message, sites=test_sites,
