@@ -291,7 +291,10 @@ class WhereIf(Rule):
             test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
             if not test_sites:
                 continue
-            yield self._report(ctx, node, test_sites)
+            report = self._report(ctx, node, test_sites)
+            if report.fix is None and checks_finite(ctx, node.test) and NAN_ADVICE not in report.note:
+                report.note = f"{report.note.rstrip('.')}. {NAN_ADVICE}"  # NaN-skip logic: the device can decide
+            yield report
 
     def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
@@ -311,10 +314,8 @@ class WhereIf(Rule):
             body = branch_assignments(ctx, node.body)
             orelse = branch_assignments(ctx, node.orelse.body) if node.orelse is not None else None
         except BranchError as exc:
-            hand = HAND_ADVICE
-            if checks_finite(ctx, node.test):  # NaN-skip logic: the device can decide
-                hand = ADVICE["nan_skip"][0].upper() + ADVICE["nan_skip"][1:]
-            return Report(node, message, sites=test_sites, note=f"no fix: {exc}. {hand}")
+            hand = "" if checks_finite(ctx, node.test) else f" {HAND_ADVICE}"
+            return Report(node, message, sites=test_sites, note=f"no fix: {exc}.{hand}")
         if orelse is not None and [a.name for a in body] != [a.name for a in orelse]:
             return Report(
                 node, message, sites=test_sites,
@@ -444,6 +445,7 @@ class WhereIf(Rule):
         return Fix({node: replacement}, safety, reason)
 
 
+NAN_ADVICE = ADVICE["nan_skip"][0].upper() + ADVICE["nan_skip"][1:]
 HAND_ADVICE = (
     "Use `torch.cond(pred, true_fn, false_fn, operands)` when both branches are tensor functions "
     "with the same output shapes, or move the decision out of the compiled code"
