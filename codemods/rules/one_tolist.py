@@ -99,6 +99,8 @@ class OneToList(Rule):
     which the original runs: `(n,)`, `(n, 1)`, `(n, 1, 1)`, `(0, k)`. Plain
     `t.tolist()` would not: for `(n, 1)` it gives a list of one-element lists
     (and `t.flatten()` would silently accept `(n, 2)`, where `.item()` raises).
+    Also safe when the iterable is certainly 1-D (`torch.linspace(...)`,
+    `torch.arange(...)`, `x.flatten()`, `x.view(-1)`): then plain `.tolist()`.
     `float(x)` / `int(x)` of the Python element equal `float(row)` /
     `int(row)` for every dtype, NaN and infinities included. Python sums add
     in the same order, so `total` is bitwise the same.
@@ -141,6 +143,22 @@ class OneToList(Rule):
     name = "one-tolist"
     summary = "per-element `.item()` in a loop or comprehension: read the tensor once with `.tolist()`"
     examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def rates(rate: float, depth: int):
+                    return [x.item() for x in torch.linspace(0, rate, depth)]
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def rates(rate: float, depth: int):
+                    return torch.linspace(0, rate, depth).tolist()
+                """
+            ),
+        ),
         Invalid(
             dedent(
                 """
@@ -742,6 +760,8 @@ class OneToList(Rule):
     # -- the rewrite ----------------------------------------------------------------------------
 
     def _read_once(self, ctx: FileContext, tensor: cst.BaseExpression) -> cst.Call:
+        if _one_dimensional(ctx, tensor):
+            return method_call(tensor, "tolist")
         if isinstance(tensor, cst.Name):
             exact = cst.parse_expression(f"{tensor.value}.reshape(len({tensor.value}))")
             return method_call(exact, "tolist")
@@ -759,7 +779,10 @@ class OneToList(Rule):
         return replacements
 
     def _fix(self, ctx: FileContext, lanes: list[_Lane], replacements) -> Fix:
-        inexact = [lane.iterable for lane in lanes if not isinstance(lane.iterable, cst.Name)]
+        inexact = [
+            lane.iterable for lane in lanes
+            if not isinstance(lane.iterable, cst.Name) and not _one_dimensional(ctx, lane.iterable)
+        ]
         if inexact:
             text = ctx.code(inexact[0])
             reason = (
@@ -778,11 +801,41 @@ class OneToList(Rule):
     def _note(self, ctx: FileContext, lanes: list[_Lane], problem: str, where: str) -> str:
         lane = lanes[0]
         it = ctx.code(lane.iterable)
-        read_once = f"{it}.reshape(len({it})).tolist()" if isinstance(lane.iterable, cst.Name) else f"{it}.flatten().tolist()"
+        if _one_dimensional(ctx, lane.iterable):
+            read_once = f"{it}.tolist()"
+        elif isinstance(lane.iterable, cst.Name):
+            read_once = f"{it}.reshape(len({it})).tolist()"
+        else:
+            read_once = f"{it}.flatten().tolist()"
         return (
             f"no fix: {problem}. If nothing in the {where} writes to `{it}`, read it once before the {where} "
             f"(`values = {read_once}`), iterate over `values` and drop the `.item()`"
         )
+
+
+# torch functions whose result is always 1-D, and methods that make one.
+ONE_DIMENSIONAL_FUNCTIONS = frozenset({"torch.linspace", "torch.arange", "torch.logspace", "torch.randperm"})
+FLATTENING_METHODS = frozenset({"flatten", "ravel"})
+
+
+def _one_dimensional(ctx: FileContext, tensor: cst.BaseExpression) -> bool:
+    """Is ``tensor`` certainly 1-D (``torch.linspace(...)``, ``x.flatten()``, ``x.view(-1)``)? Then
+    ``tensor.tolist()`` is exactly the per-element reads."""
+    if not isinstance(tensor, cst.Call):
+        return False
+    if (ctx.provenance.imports.qualify(tensor.func) or "") in ONE_DIMENSIONAL_FUNCTIONS:
+        return True
+    func = tensor.func
+    if not isinstance(func, cst.Attribute) or ctx.kind(func.value) is not Kind.TENSOR:
+        return False
+    if func.attr.value in FLATTENING_METHODS and not tensor.args:
+        return True
+    if func.attr.value in ("view", "reshape") and len(tensor.args) == 1:
+        value = tensor.args[0].value
+        return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and (
+            isinstance(value.expression, cst.Integer) and value.expression.value == "1"
+        )
+    return False
 
 
 def _is_item_call(node: cst.CSTNode) -> bool:
