@@ -44,19 +44,7 @@ def test_assertions_fixture_breaks_go_to_zero_and_numbers_stay_equal(copy_fixtur
     model_before, inputs = before.make()
     model_after, _ = after.make()
     model_after.load_state_dict(model_before.state_dict())
-    for args in inputs:
-        assert threshold.graph_breaks(model_before, args) >= 1
-        assert threshold.graph_breaks(model_after, args) == 0
-        compiled = torch.compile(model_after, fullgraph=True, backend="eager")
-        torch.testing.assert_close(compiled(*args), model_after(*args))
-        out_b, grads_b, in_b = threshold.outputs_and_grads(model_before, args)
-        out_a, grads_a, in_a = threshold.outputs_and_grads(model_after, args)
-        torch.testing.assert_close(out_a, out_b)
-        for key in grads_b:
-            torch.testing.assert_close(grads_a[key], grads_b[key])
-        for a, b in zip(in_a, in_b):
-            torch.testing.assert_close(a, b)
-    torch._dynamo.reset()
+    threshold.assert_breaks_removed_and_numbers_equal(model_before, model_after, inputs)
 
 
 def test_assertions_fixture_needs_unsafe_and_still_fails_loudly(copy_fixture):
