@@ -31,7 +31,8 @@ class SyncSite:
     certain: bool  # provenance proved the value is a tensor
 
 
-def _is_item_call(node: cst.CSTNode) -> bool:
+def is_item_call(node: cst.CSTNode) -> bool:
+    """``x.item()``."""
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
@@ -79,7 +80,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(arg, "size", arg)
         if _is_output_call(ctx, call):
             for arg in call.args:
-                if ctx.is_tensor(arg.value) and not _is_item_call(arg.value):
+                if ctx.is_tensor(arg.value) and not is_item_call(arg.value):
                     add(arg.value, "format", arg.value)
 
     for node in ctx.nodes(cst.FormattedStringExpression):
@@ -156,5 +157,3 @@ def _truth_tests(ctx: FileContext) -> list[cst.BaseExpression]:
     return [t for t in tests if not isinstance(t, (cst.BooleanOperation,)) and not (isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not))]
 
 
-def is_item_call(node: cst.CSTNode) -> bool:
-    return _is_item_call(node)

@@ -11,7 +11,7 @@ from ..advice import usage
 from ..context import FileContext
 from ..provenance import Kind, Scope, dotted_name, is_torch_function
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import LOG_METHODS, SyncSite
+from ..syncs import LOG_METHODS, SyncSite, is_item_call
 from ..tensor_values import method_call
 from ..tree import walk
 
@@ -442,7 +442,7 @@ class OneToList(Rule):
         index = target.value
         calls: list[cst.Call] = []
         for sub in (n for root in region for n in walk(root)):
-            if not _is_item_call(sub):
+            if not is_item_call(sub):
                 continue
             value = sub.func.value
             if (
@@ -556,15 +556,8 @@ class OneToList(Rule):
         hold a Python number where it held a tensor."""
         for lane in lanes:
             name = lane.target.value
-            for node in ctx.nodes(cst.Name):
-                if node is lane.target or node.value != name:  # type: ignore[attr-defined]
-                    continue
-                parent = ctx.parents.get(node)
-                if isinstance(parent, cst.Attribute) and parent.attr is node:
-                    continue
-                if isinstance(parent, cst.Arg) and parent.keyword is node:
-                    continue
-                if ctx.provenance.scope_of(node).lookup(name) is not scope:
+            for node, _ in _references(ctx, ctx.nodes(cst.Name), name, scope):
+                if node is lane.target:
                     continue
                 if _inside(ctx, node, loop.body):
                     continue
@@ -614,16 +607,7 @@ class OneToList(Rule):
     def _uses(self, ctx: FileContext, lane: _Lane, region, scope: Scope, reads, claimed) -> _Lane | None:
         name = lane.target.value
         for root in region:
-            for node in walk(root):
-                if not isinstance(node, cst.Name) or node.value != name:
-                    continue
-                parent = ctx.parents.get(node)
-                if isinstance(parent, cst.Attribute) and parent.attr is node:
-                    continue
-                if isinstance(parent, cst.Arg) and parent.keyword is node:
-                    continue
-                if ctx.provenance.scope_of(node).lookup(name) is not scope:
-                    continue  # another variable of the same name (a nested comprehension)
+            for node, parent in _references(ctx, walk(root), name, scope):
                 use = self._use_of(ctx, node, parent)
                 if use is None:
                     return None  # used as a tensor, rebound, deleted...
@@ -818,6 +802,23 @@ ONE_DIMENSIONAL_FUNCTIONS = frozenset({"torch.linspace", "torch.arange", "torch.
 FLATTENING_METHODS = frozenset({"flatten", "ravel"})
 
 
+def _references(ctx: FileContext, nodes, name: str, scope: Scope) -> Iterator[tuple[cst.Name, cst.CSTNode | None]]:
+    """The ``Name`` nodes among ``nodes`` that are the variable ``name`` of ``scope`` (not an
+    attribute or keyword of that name, not a same-named variable of a nested scope), with
+    their parents."""
+    for node in nodes:
+        if not isinstance(node, cst.Name) or node.value != name:
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        if ctx.provenance.scope_of(node).lookup(name) is not scope:
+            continue
+        yield node, parent
+
+
 def _one_dimensional(ctx: FileContext, tensor: cst.BaseExpression) -> bool:
     """Is ``tensor`` certainly 1-D (``torch.linspace(...)``, ``x.flatten()``, ``x.view(-1)``)? Then
     ``tensor.tolist()`` is exactly the per-element reads."""
@@ -836,15 +837,6 @@ def _one_dimensional(ctx: FileContext, tensor: cst.BaseExpression) -> bool:
             isinstance(value.expression, cst.Integer) and value.expression.value == "1"
         )
     return False
-
-
-def _is_item_call(node: cst.CSTNode) -> bool:
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "item"
-        and not node.args
-    )
 
 
 def _is_zero(expr: cst.BaseExpression) -> bool:
