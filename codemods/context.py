@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +39,9 @@ class FileContext:
         module = cst.parse_module(source)
         found = index(module)
         parents = found.parents
-        by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        for node in found.order:  # source order
-            by_type[type(node)].append(node)
-        positions = found.positions
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
-        return cls(path, source, module, positions, parents, by_type, provenance, traced,
+        return cls(path, source, module, found.positions, parents, found.by_type, provenance, traced,
                    Suppressions(source), flush_every)
 
     # -- navigation ---------------------------------------------------------------------------

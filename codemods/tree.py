@@ -24,7 +24,6 @@ from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
 _number: dict[cst.CSTNode, int] = {}  # node -> its place in source order, for the file being analysed
-_kids: list[list[int]] = []
 _order: list[cst.CSTNode] = []
 _stop: list[int] = []  # node number -> one past the number of its last descendant
 _by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of that type, ascending
@@ -44,7 +43,6 @@ class _IndexingState(CodegenState):
         self.popped = ""
         self.order: list[cst.CSTNode] = []
         self.parent: list[int] = []
-        self.kids: list[list[int]] = []
         self.start: list[int] = []
         self.end: list[int] = []
         self.stop: list[int] = []
@@ -69,13 +67,7 @@ class _IndexingState(CodegenState):
     def before_codegen(self, node: cst.CSTNode) -> None:
         number = len(self.order)
         self.order.append(node)
-        self.kids.append([])
-        if self._open:
-            parent = self._open[-1]
-            self.parent.append(parent)
-            self.kids[parent].append(number)
-        else:
-            self.parent.append(-1)
+        self.parent.append(self._open[-1] if self._open else -1)
         self._open.append(number)
         self.start.append(self.offset)
         self.end.append(-1)
@@ -100,7 +92,7 @@ class _IndexingState(CodegenState):
         number, start, start_node, end_node = self._syntactic.pop()
         end = self.offset
         if start_node is not None or end_node is not None:
-            for kid in self.kids[number]:
+            for kid in _child_numbers(self.stop, number, len(self.order)):
                 if self.order[kid] is start_node:
                     start = self.start[kid]
                 if self.order[kid] is end_node:
@@ -158,7 +150,7 @@ class Index:
     """What one pass over ``module`` found: nodes in source order, parents, positions."""
 
     def __init__(self, module: cst.Module) -> None:
-        global _kids, _order, _stop
+        global _order, _stop
         state = _IndexingState(module)
         module._codegen(state)
         text = "".join(state.tokens) + state.popped
@@ -172,14 +164,17 @@ class Index:
         _number.update(zip(order, range(len(order))))
         self.parents = {node: order[p] for node, p in zip(order, state.parent) if p >= 0}
         self.positions = Positions(_number, state.start, state.end, text)
-        _kids, _order, _stop = state.kids, order, state.stop
+        _order, _stop = order, state.stop
         _by_type.clear()
+        self.by_type: dict[type, list[cst.CSTNode]] = {}  # node type -> its nodes, in source order
         for number, node in enumerate(order):
             numbers = _by_type.get(type(node))
             if numbers is None:
                 _by_type[type(node)] = [number]
+                self.by_type[type(node)] = [node]
             else:
                 numbers.append(number)
+                self.by_type[type(node)].append(node)
         _child_tuples.clear()
 
 
@@ -191,13 +186,22 @@ def index(module: cst.Module) -> Index:
 _child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}
 
 
+def _child_numbers(stop: list[int], number: int, end: int) -> Iterator[int]:
+    """The children of node ``number`` among the nodes numbered below ``end``: in source
+    order each child follows the whole subtree of the one before."""
+    child = number + 1
+    while child < end:
+        yield child
+        child = stop[child]
+
+
 def children_of(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     number = _number.get(node)
     if number is None:
         return tuple(node.children)
     kids = _child_tuples.get(number)
     if kids is None:
-        kids = _child_tuples[number] = tuple([_order[k] for k in _kids[number]])
+        kids = _child_tuples[number] = tuple([_order[k] for k in _child_numbers(_stop, number, _stop[number])])
     return kids
 
 

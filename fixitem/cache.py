@@ -40,9 +40,9 @@ def code_fingerprint() -> str:
         import fixitem.codemods
 
         digest = hashlib.sha256(f"{fixitem.__version__}\0{FORMAT}".encode())
-        for folder in (Path(fixitem.codemods.__file__).parent,):
-            for path in sorted(folder.rglob("*.py")):
-                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+        folder = Path(fixitem.codemods.__file__).parent
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
         _fingerprint = digest.hexdigest()
     return _fingerprint
 
