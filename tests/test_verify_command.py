@@ -139,3 +139,21 @@ def test_before_ref_errors_exit_2(invoke, repo, tmp_path):
     shutil.copy(FIXTURES / "good_after.py", outside / "m.py")
     result = invoke(str(outside / "m.py"), "--before-ref", "HEAD")
     assert result.exit_code == 2 and "not inside a git repository" in result.stderr
+
+
+def test_json_stays_pure_when_the_model_defers_its_prints():
+    # A forward whose print fixitem deferred: left pending, the records would be
+    # replayed at interpreter exit, after the JSON document. Only a real process
+    # shows that (CliRunner never reaches interpreter exit).
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "fixitem", "verify", str(FIXTURES / "deferred_print_after.py"),
+         "--before", GOOD_BEFORE, "--backend", "eager", "--format", "json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout)  # nothing but the document on stdout
+    assert data["passed"] is True
+    assert "hidden mean" not in proc.stdout + proc.stderr
+    assert any("printed" in note and "not shown" in note for note in data["notes"])

@@ -203,18 +203,40 @@ def run_verify(
     loaded_before = {name for name in sys.modules if name.startswith(MODULE_PREFIX)}
     try:
         with redirect:
-            report = _run_checks(after, before, before_source, before_display, factory, dev, backend, timeit)
+            try:
+                report = _run_checks(after, before, before_source, before_display, factory, dev, backend, timeit)
+            finally:
+                deferred_error = _replay_deferred_output()
     finally:
         # The user's two versions were imported under unique names; drop them.
         for name in [n for n in sys.modules if n.startswith(MODULE_PREFIX) and n not in loaded_before]:
             del sys.modules[name]
         torch._dynamo.reset()
+    if deferred_error:
+        report.notes.append(f"a deferred output call of the user's code raised when replayed: {deferred_error}")
     printed = user_out.getvalue()
     if printed:
         report.notes.append(f"the user's code printed {len(printed.splitlines())} line(s) while verify ran "
                             f"(not shown)")
     report.elapsed_s = time.perf_counter() - start
     return report
+
+
+def _replay_deferred_output() -> str:
+    """Replay the output the user's code deferred with ``fixitem.runtime`` now, while it is captured.
+
+    Left pending, it would be printed at interpreter exit, after verify's own
+    report (and into the middle of ``--format json``). Returns the first line of
+    the error a replayed call raised, or "".
+    """
+    runtime = sys.modules.get("fixitem.runtime")
+    if runtime is None:
+        return ""
+    try:
+        runtime.flush()
+    except Exception as exc:  # noqa: BLE001 - the user's replayed call failed; verify goes on
+        return _first_line(exc)
+    return ""
 
 
 def _run_checks(after, before, before_source, before_display, factory, dev, backend, timeit) -> VerifyReport:
