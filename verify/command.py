@@ -29,15 +29,20 @@ def _usage_error(message: str, details: str = "") -> typer.Exit:
 
 
 def verify_command(
-    after: Annotated[Path, typer.Argument(help="The rewritten file (the after version).", show_default=False)],
+    after: Annotated[
+        Optional[Path],
+        typer.Argument(help="The rewritten file (the after version); not with --run.", show_default=False),
+    ] = None,
     before: Annotated[
         Optional[Path],
-        typer.Option("--before", help="The original file (the before version).", show_default=False),
+        typer.Option("--before", help="The original file (the before version); with --run, the folder to run "
+                                      "the before version in.", show_default=False),
     ] = None,
     before_ref: Annotated[
         Optional[str],
         typer.Option("--before-ref", help="Take the before version from git: AFTER as committed at this "
-                                          "revision (e.g. HEAD).", show_default=False),
+                                          "revision (e.g. HEAD); with --run, the whole repository at it.",
+                     show_default=False),
     ] = None,
     factory: Annotated[
         str, typer.Option("--factory", help="Function of the module returning (model, inputs); inputs is one "
@@ -52,6 +57,26 @@ def verify_command(
     timeit: Annotated[
         bool, typer.Option("--timeit", help="Also time compiled-before against compiled-after (warm median).")
     ] = False,
+    run: Annotated[
+        Optional[str],
+        typer.Option("--run", help="A shell command (a training or evaluation script) to run on the before and "
+                                   "after trees and compare; alone, a profile of its host syncs by line.",
+                     show_default=False),
+    ] = None,
+    cwd: Annotated[Path, typer.Option("--cwd", help="With --run: the folder the after command runs in.")] = Path("."),
+    env: Annotated[
+        Optional[list[str]], typer.Option("--env", help="With --run: KEY=VALUE set for the command (repeatable).",
+                                          show_default=False)
+    ] = None,
+    timeout: Annotated[
+        Optional[float], typer.Option("--timeout", help="With --run: seconds each run may take.", show_default=False)
+    ] = None,
+    mask: Annotated[
+        Optional[list[str]],
+        typer.Option("--mask", help="With --run: a regular expression for text that may differ between runs "
+                                    "(repeatable), besides the defaults: timestamps, clock times, addresses, "
+                                    "rates, durations.", show_default=False),
+    ] = None,
 ) -> None:
     """Prove a rewrite: graph breaks, host syncs and numerics, before | after."""
     from .api import run_verify
@@ -59,6 +84,10 @@ def verify_command(
 
     if output_format not in FORMATS:
         raise _usage_error(f"--format must be one of {', '.join(FORMATS)}; got {output_format!r}")
+    if run is not None:
+        _verify_run(run, after, before, before_ref, cwd, env or [], timeout, mask or [], output_format)
+    if after is None:
+        raise _usage_error("missing the after file (or give --run CMD)")
     if before is not None and before_ref is not None:
         raise _usage_error("give either --before FILE or --before-ref REF, not both")
     if before is None and before_ref is None:
@@ -81,3 +110,33 @@ def verify_command(
     else:
         render_text(report, Console(highlight=False))
     raise typer.Exit(code=0 if report.passed else 1)
+
+
+def _verify_run(command: str, after: Path | None, before: Path | None, before_ref: str | None, cwd: Path,
+                env: list[str], timeout: float | None, masks: list[str], output_format: str) -> None:
+    """``verify --run``: compare the before and after runs, or profile one run; always exits."""
+    from .run import parse_env, profile_command, verify_command_run
+    from .run_report import render_comparison, render_profile
+
+    if after is not None:
+        raise _usage_error("--run compares whole trees: give --before DIR or --before-ref REV, not a file")
+    if before is not None and before_ref is not None:
+        raise _usage_error("give either --before DIR or --before-ref REF, not both")
+    try:
+        variables = parse_env(env)
+        if before is None and before_ref is None:
+            profile = profile_command(command, cwd, variables, timeout)
+            if output_format == "json":
+                sys.stdout.write(profile.to_json() + "\n")
+            else:
+                render_profile(profile, Console(highlight=False))
+            raise typer.Exit(code=0)
+        result = verify_command_run(command, cwd, before_ref=before_ref, before_dir=before, env=variables,
+                                    timeout=timeout, masks=masks)
+    except UsageError as exc:
+        raise _usage_error(exc.message, exc.details) from None
+    if output_format == "json":
+        sys.stdout.write(result.to_json() + "\n")
+    else:
+        render_comparison(result, Console(highlight=False))
+    raise typer.Exit(code=0 if result.passed else 1)
