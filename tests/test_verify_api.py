@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -226,3 +228,53 @@ def test_before_raising_on_a_factory_input_is_a_failure(tmp_path):
     assert not r.passed
     assert [f for f in r.failures if f.startswith("numerics:")] == [
         "numerics: the before version raised on input 0: ValueError: positive"]
+
+
+PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "verify" / "project"
+
+
+@pytest.fixture()
+def project_repo(tmp_path, monkeypatch):
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "b"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    shutil.copy(PROJECT.parent / "project_model_after.py", root / "pkg" / "model.py")
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.mark.parametrize("factory", ["checks/factories.py:make_model", "checks.factories:make_model"])
+def test_factory_elsewhere_in_the_project_with_the_tree_at_a_revision(project_repo, factory):
+    report = run_verify("pkg/model.py", before_ref="HEAD", factory=factory, backend="eager")
+    assert report.before.path == f"HEAD:{factory}"
+    assert report.before.graph_breaks == 1 and report.after.graph_breaks == 0
+    assert report.before.syncs_per_call == 1 and report.after.syncs_per_call == 0
+    assert report.equivalent and report.passed, report.failures
+    assert [c.line for c in report.conditions] == [16]  # the after file's torch.where was watched
+    assert "pkg.model" not in sys.modules  # neither version's modules are left behind
+
+
+def test_factory_elsewhere_with_a_before_folder(project_repo, tmp_path):
+    before = tmp_path / "before"
+    shutil.copytree(PROJECT, before)
+    report = run_verify("pkg/model.py", before=before, factory="checks/factories.py:make_model", backend="eager")
+    assert report.before.graph_breaks == 1 and report.after.graph_breaks == 0 and report.passed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"before_ref": "HEAD", "factory": "checks/factories.py:"}, "--factory must be"),
+        ({"before_ref": "HEAD", "factory": "checks/missing.py:make_model"}, "factory file of the before version not found"),
+        ({"before_ref": "HEAD", "factory": "checks.factories:build"}, "factory 'build' not found"),
+        ({"before": "pkg/model.py", "factory": "checks/factories.py:make_model"}, "--before is the folder"),
+    ],
+)
+def test_project_factory_usage_errors(project_repo, kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        run_verify("pkg/model.py", backend="eager", **kwargs)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import io
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,8 +19,18 @@ from . import numerics
 from .breaks import count_graph_breaks
 from .conditions import ConditionRecorder
 from .device import cuda_sync_warnings, move_inputs, move_model, resolve_device
-from .git import read_at_ref, repo_relative
-from .loading import MODULE_PREFIX, LoadedVersion, UsageError, display, load_version, write_temp_source
+from .git import materialise_ref, read_at_ref, repo_relative
+from .loading import (
+    MODULE_PREFIX,
+    FactorySpec,
+    LoadedVersion,
+    UsageError,
+    display,
+    load_project_version,
+    load_version,
+    parse_factory,
+    write_temp_source,
+)
 from .report import InputResult, VerifyReport, VersionReport
 from .syncs import InspectingBackend, count_host_syncs
 from .timing import median_step_time
@@ -103,8 +116,9 @@ def _compare_on_inputs(
     compiled_results: list,
     inputs: list[tuple],
     report: VerifyReport,
+    watched: Path,
 ) -> list:
-    recorder = ConditionRecorder(after.path)
+    recorder = ConditionRecorder(Path(watched).resolve())
     results: list[InputResult] = []
     for item in numerics.derive_inputs(inputs):
         index = int(item.name.split()[1])
@@ -186,15 +200,20 @@ def run_verify(
         raise UsageError("give exactly one of --before FILE or --before-ref REF (or before_source)")
     if not after.is_file():
         raise UsageError(f"after file not found: {after}")
-    if before is not None and not Path(before).is_file():
+    if before is not None and not Path(before).exists():
         raise UsageError(f"before file not found: {before}")
-    if not factory or not factory.isidentifier():
-        raise UsageError(f"--factory must be a function name; got {factory!r}")
+    project = parse_factory(factory)
+    if project is not None:
+        if before_source is not None:
+            raise UsageError("a FILE.py:FUNCTION or MODULE:FUNCTION factory needs --before-ref REV or --before DIR")
+        if before is not None and not Path(before).is_dir():
+            raise UsageError(f"with a FILE.py:FUNCTION or MODULE:FUNCTION factory, --before is the folder of the "
+                             f"before tree that corresponds to the current one; not a folder: {before}")
     dev = resolve_device(device)
     _check_backend(backend)
 
     before_display = display(Path(before)) if before is not None else None
-    if before_ref is not None:
+    if before_ref is not None and project is None:
         before_source = read_at_ref(after, before_ref)
         before_display = f"{before_ref}:{repo_relative(after)}"
 
@@ -204,7 +223,11 @@ def run_verify(
     try:
         with redirect:
             try:
-                report = _run_checks(after, before, before_source, before_display, factory, dev, backend, timeit)
+                if project is not None:
+                    versions = _load_project_versions(project, before, before_ref)
+                else:
+                    versions = _load_file_versions(after, before, before_source, before_display, factory)
+                report = _run_checks(after, *versions, factory, dev, backend, timeit)
             finally:
                 deferred_error = _replay_deferred_output()
     finally:
@@ -239,14 +262,38 @@ def _replay_deferred_output() -> str:
     return ""
 
 
-def _run_checks(after, before, before_source, before_display, factory, dev, backend, timeit) -> VerifyReport:
+def _load_file_versions(after, before, before_source, before_display, factory):
+    """Both versions of the rewritten file, each calling its own factory."""
     if before is not None:
         before_v = load_version(Path(before), "before", factory)
     else:
         temp = write_temp_source(before_source, after.name, "before")
         before_v = load_version(temp, "before", factory, search_paths=[after.resolve().parent],
                                 display_path=before_display or "before (source)")
-    after_v = load_version(after, "after", factory)
+    return before_v, load_version(after, "after", factory)
+
+
+def _load_project_versions(project: FactorySpec, before, before_ref):
+    """Both versions of the project: the factory of each tree, importing that tree's modules.
+
+    The after tree is the current folder; the before tree is ``before`` (a
+    folder) or the git repository as committed at ``before_ref``.
+    """
+    here = Path.cwd().resolve()
+    if before_ref is not None:
+        into = Path(tempfile.mkdtemp(prefix="fixitem-verify-before-"))
+        atexit.register(shutil.rmtree, into, ignore_errors=True)
+        before_root = materialise_ref(here, before_ref, into)
+        before_display = f"{before_ref}:{project}"
+    else:
+        before_root = Path(before).resolve()
+        before_display = f"{display(before_root)}:{project}"
+    before_v = load_project_version(project, before_root, "before", before_display, hide=[here])
+    after_v = load_project_version(project, here, "after", str(project), hide=[before_root])
+    return before_v, after_v
+
+
+def _run_checks(after, before_v, after_v, factory, dev, backend, timeit) -> VerifyReport:
 
     b_rep = VersionReport("before", before_v.display_path)
     a_rep = VersionReport("after", after_v.display_path)
@@ -283,7 +330,8 @@ def _run_checks(after, before, before_source, before_display, factory, dev, back
     compiled_after, compiled_results = _compile_fullgraph(after_v.model, inputs, backend, a_rep, backward=True)
 
     # 4. numerics on the inputs and derived inputs; conditions seen.
-    results = _compare_on_inputs(before_v, after_v, compiled_after, compiled_results, inputs, report)
+    results = _compare_on_inputs(before_v, after_v, compiled_after, compiled_results, inputs, report,
+                                 watched=after)
     compared = [r for r in results if r.status != "skipped"]
     report.equivalent = bool(compared) and all(r.status == "equal" for r in compared)
 

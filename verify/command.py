@@ -45,8 +45,11 @@ def verify_command(
                      show_default=False),
     ] = None,
     factory: Annotated[
-        str, typer.Option("--factory", help="Function of the module returning (model, inputs); inputs is one "
-                                            "tuple of positional arguments or a list of them.")
+        str, typer.Option("--factory", help="Function returning (model, inputs): a function of the rewritten "
+                                            "file, or FILE.py:FUNCTION / MODULE:FUNCTION anywhere in the project "
+                                            "(then the before version is the whole tree: --before-ref REV or "
+                                            "--before DIR); inputs is one tuple of positional arguments or a list "
+                                            "of them.")
     ] = "make",
     device: Annotated[str, typer.Option("--device", help="auto (cuda when available), cpu or cuda.")] = "auto",
     backend: Annotated[

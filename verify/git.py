@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 from .errors import UsageError
@@ -19,6 +21,12 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         )
     except FileNotFoundError as exc:
         raise GitError("git is not installed (needed for --before-ref)") from exc
+
+
+def _check_revision(root: Path, ref: str) -> None:
+    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
+    if proc.returncode != 0:
+        raise GitError(f"unknown git revision {ref!r} in {root}")
 
 
 def repo_root(path: Path) -> Path:
@@ -52,10 +60,32 @@ def read_at_ref(path: Path, ref: str) -> str:
     path = Path(path).resolve()
     root = repo_root(path.parent)
     rel = repo_relative(path)
-    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
-    if proc.returncode != 0:
-        raise GitError(f"unknown git revision {ref!r} in {root}")
+    _check_revision(root, ref)
     proc = _git(["show", f"{ref}:{rel}"], root)
     if proc.returncode != 0:
         raise GitError(f"{rel} is not in {ref}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def materialise_ref(cwd: Path, ref: str, into: Path) -> Path:
+    """Write the git repository holding ``cwd`` as committed at ``ref`` into ``into``.
+
+    Returns the folder of ``into`` that corresponds to ``cwd``.
+    """
+    top = repo_root(cwd)
+    _check_revision(top, ref)
+    archive = into / "tree.tar"
+    with open(archive, "wb") as fh:
+        result = subprocess.run(["git", "archive", "--format=tar", ref], cwd=top, stdout=fh,
+                                stderr=subprocess.PIPE, check=False)
+    if result.returncode != 0:
+        raise GitError(f"git archive {ref} failed: {result.stderr.decode(errors='replace').strip()}")
+    tree = into / "tree"
+    tree.mkdir()
+    with tarfile.open(archive) as tar:
+        if sys.version_info >= (3, 12):
+            tar.extractall(tree, filter="data")
+        else:
+            tar.extractall(tree)
+    archive.unlink()
+    return tree / Path(cwd).resolve().relative_to(top)

@@ -64,15 +64,20 @@ def _is_under(file: str | None, folders: Sequence[Path]) -> bool:
 
 
 @contextlib.contextmanager
-def _isolated_imports(folders: Sequence[Path]) -> Iterator[None]:
-    """Put ``folders`` first on sys.path and keep their modules private."""
+def _isolated_imports(folders: Sequence[Path], hide: Sequence[Path] = ()) -> Iterator[None]:
+    """Put ``folders`` first on sys.path and keep their modules private.
+
+    Modules loaded from ``hide`` (the other version's tree) are set aside too,
+    so that ``import pkg`` finds this version's ``pkg``.
+    """
     folders = [f.resolve() for f in folders]
+    hidden = [*folders, *(f.resolve() for f in hide)]
     # Modules already loaded from these folders (a previous version, or the
     # user's own session) are set aside so this import gets fresh copies.
     set_aside = {
         name: mod
         for name, mod in list(sys.modules.items())
-        if not name.startswith(MODULE_PREFIX) and _is_under(getattr(mod, "__file__", None), folders)
+        if not name.startswith(MODULE_PREFIX) and _is_under(getattr(mod, "__file__", None), hidden)
     }
     for name in set_aside:
         del sys.modules[name]
@@ -158,6 +163,73 @@ def load_version(
         model=model,
         inputs=inputs,
     )
+
+
+@dataclass(frozen=True)
+class FactorySpec:
+    """A factory outside the rewritten file: ``path/to/file.py:function`` or ``package.module:function``."""
+
+    target: str
+    function: str
+
+    @property
+    def is_file(self) -> bool:
+        return self.target.endswith(".py") or "/" in self.target or os.sep in self.target
+
+    def __str__(self) -> str:
+        return f"{self.target}:{self.function}"
+
+
+def parse_factory(spec: str) -> FactorySpec | None:
+    """None for a function of the rewritten file (``make``); else where the factory lives."""
+    if ":" not in spec:
+        if not spec.isidentifier():
+            raise UsageError(f"--factory must be a function name, FILE.py:FUNCTION or MODULE:FUNCTION; got {spec!r}")
+        return None
+    target, _, function = spec.rpartition(":")
+    parsed = FactorySpec(target, function)
+    if not function.isidentifier() or not target or (
+        not parsed.is_file and not all(part.isidentifier() for part in target.split("."))
+    ):
+        raise UsageError(f"--factory must be a function name, FILE.py:FUNCTION or MODULE:FUNCTION; got {spec!r}")
+    return parsed
+
+
+def load_project_version(spec: FactorySpec, root: Path, label: str, display_path: str,
+                         hide: Sequence[Path] = ()) -> LoadedVersion:
+    """Import the factory of the project tree at ``root`` (this version's copy of it) and call it.
+
+    ``root`` is first on ``sys.path`` (and a factory file's own folder before
+    it) while the factory is imported and runs; modules of ``hide`` (the other
+    version's tree) are set aside, so every module of the project resolves to
+    this version.
+    """
+    root = Path(root).resolve()
+    if spec.is_file:
+        path = (root / spec.target).resolve()
+        if not path.is_file():
+            raise UsageError(f"factory file of the {label} version not found: {path}")
+        folders = [path.parent, root]
+    else:
+        folders = [root]
+    with _isolated_imports(folders, hide):
+        if spec.is_file:
+            module = _exec_module(path, label)
+        else:
+            try:
+                module = importlib.import_module(spec.target)
+            except BaseException as exc:  # noqa: BLE001 - user code may raise anything
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raise UsageError(f"importing {spec.target} for the {label} version raised "
+                                 f"{type(exc).__name__}: {exc}", _user_traceback(exc, [root / "-"])) from exc
+            path = Path(getattr(module, "__file__", None) or root)
+            if not _is_under(str(path), [root]):
+                raise UsageError(f"{spec.target} of the {label} version was imported from {path}, outside its "
+                                 f"tree {root} (run verify from the project's folder)")
+        model, inputs = call_factory(module, spec.function, label, path.resolve())
+    return LoadedVersion(label=label, path=path.resolve(), display_path=display_path, module=module,
+                         model=model, inputs=inputs)
 
 
 def write_temp_source(source: str, file_name: str, label: str) -> Path:

@@ -26,8 +26,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
-from .git import GitError, _git, repo_root
+from .git import materialise_ref, repo_root
 
 #: What differs between two runs of the same program: (name, pattern), replaced by ``<name>``.
 DEFAULT_MASKS: tuple[tuple[str, str], ...] = (
@@ -215,36 +213,6 @@ def _read_probe(run: CommandRun, files: Sequence[Path]) -> None:
             found.extend(GraphBreak(reason=summarise_reason(reason)) for _ in range(max(0, n - logged)))
     run.syncs = sorted(lines.values(), key=lambda s: (-s.count, s.file, s.line))
     run.breaks = _merge(found)
-
-
-# --------------------------------------------------------------------------
-# The before tree
-
-
-def materialise_ref(cwd: Path, ref: str, into: Path) -> Path:
-    """Write the git repository holding ``cwd`` as committed at ``ref`` into ``into``.
-
-    Returns the folder of ``into`` that corresponds to ``cwd``.
-    """
-    top = repo_root(cwd)
-    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
-    if proc.returncode != 0:
-        raise GitError(f"unknown git revision {ref!r} in {top}")
-    archive = into / "tree.tar"
-    with open(archive, "wb") as fh:
-        result = subprocess.run(["git", "archive", "--format=tar", ref], cwd=top, stdout=fh,
-                                stderr=subprocess.PIPE, check=False)
-    if result.returncode != 0:
-        raise GitError(f"git archive {ref} failed: {result.stderr.decode(errors='replace').strip()}")
-    tree = into / "tree"
-    tree.mkdir()
-    with tarfile.open(archive) as tar:
-        if sys.version_info >= (3, 12):
-            tar.extractall(tree, filter="data")
-        else:
-            tar.extractall(tree)
-    archive.unlink()
-    return tree / Path(cwd).resolve().relative_to(top)
 
 
 # --------------------------------------------------------------------------
