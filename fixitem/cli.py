@@ -214,8 +214,32 @@ def apply(
         help="Deferred logging: replay the recorded values every N records (written into the rewritten file).",
     ),
     no_cache: bool = NoCacheOpt,
+    verify_run: Optional[str] = typer.Option(
+        None, "--verify-run", show_default=False,
+        help="Run this shell command before and after the fixes; keep only the fixes under which it prints the "
+             "same and syncs no more (the others are found by bisection and reverted).",
+    ),
+    verify_cwd: Path = typer.Option(Path("."), "--verify-cwd", help="With --verify-run: the folder to run it in."),
+    verify_env: Optional[List[str]] = typer.Option(
+        None, "--verify-env", show_default=False, help="With --verify-run: KEY=VALUE for the command (repeatable)."
+    ),
+    verify_timeout: Optional[float] = typer.Option(
+        None, "--verify-timeout", show_default=False, help="With --verify-run: seconds each run may take."
+    ),
+    verify_mask: Optional[List[str]] = typer.Option(
+        None, "--verify-mask", show_default=False,
+        help="With --verify-run: a regular expression for text that may differ between runs (repeatable).",
+    ),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
+    if verify_run is not None:
+        if diff or interactive:
+            raise _usage_error("--verify-run writes the verified fixes: not with --diff or --interactive")
+        _apply_verified(
+            paths, verify_run, verify_cwd, verify_env or [], verify_timeout, verify_mask or [], quiet,
+            unsafe=unsafe, select=_split(select), ignore=_split(ignore), exclude=exclude, config=config,
+            isolated=isolated, flush_every=flush_every,
+        )
     result = _run(
         api.apply, paths, _progress(quiet, interactive), write=not diff, unsafe=unsafe,
         select=_split(select), ignore=_split(ignore), exclude=exclude, config=config, isolated=isolated,
@@ -237,6 +261,39 @@ def apply(
     if result.errors:
         raise typer.Exit(2)
     raise typer.Exit(1 if diff and result.changed else 0)
+
+
+def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) -> None:
+    """``apply --verify-run``: keep the fixes that keep the command's behaviour; always exits."""
+    from fixitem.verified import apply_verified
+    from fixitem.verify.errors import UsageError as VerifyUsageError
+    from fixitem.verify.run import parse_env
+
+    def log(line: str) -> None:
+        if not quiet:
+            err.print(line, markup=False, highlight=False)
+
+    try:
+        result = apply_verified(paths, command, cwd=cwd, env=parse_env(env), timeout=timeout, masks=masks,
+                                log=log, **options)
+    except (api.UsageError, VerifyUsageError) as exc:
+        raise _usage_error(str(exc))
+    out = Console(highlight=False, soft_wrap=True)
+    for path, finding in result.kept:
+        out.print(f"fixed: {output.finding_line(finding)}", markup=False)
+    for reverted in result.reverted:
+        out.print(f"reverted: {output.finding_line(reverted.finding)}", markup=False)
+        out.print(f"    {'; '.join(reverted.failures)}", markup=False)
+        if reverted.diff and not quiet:
+            out.print(reverted.diff, markup=False)
+    if result.gave_up:
+        out.print(f"every fix reverted: {result.gave_up}", markup=False)
+    if not quiet:
+        out.print(f"{len(result.kept)} fix(es) kept, verified by `{command}`; {len(result.reverted)} reverted; "
+                  f"{result.runs} run(s) of the command.", markup=False)
+    for message in result.errors:
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(2 if result.errors else 0)
 
 
 @app.command()
