@@ -22,7 +22,6 @@ the result is the same, in the same order, as with ``jobs=1``.
 from __future__ import annotations
 
 import difflib
-import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -38,6 +37,7 @@ from fixitem.codemods.rule import Report, Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
+from fixitem.errors import UsageError
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
 PARALLEL_MIN_FILES = 8
@@ -45,10 +45,6 @@ PARALLEL_MIN_FILES = 8
 CHUNK_SIZE = 4
 # The most fixes offered one by one in one file (a guard; the engine reaches a fixed point).
 MAX_INTERACTIVE_STEPS = 1000
-
-
-class UsageError(Exception):
-    """Bad input from the user: a missing path, an unknown rule code, bad configuration."""
 
 
 @dataclass
@@ -224,8 +220,6 @@ def _plan(
 # --------------------------------------------------------------------------- one file
 
 _RULES: dict[tuple[str, ...], list[Rule]] = {}
-# Whether the engine takes the deferred-logging option (it is being added alongside).
-_ENGINE_FLUSH_EVERY = "flush_every" in inspect.signature(process).parameters
 
 
 def rules_for(codes: Sequence[str]) -> list[Rule]:
@@ -237,7 +231,7 @@ def rules_for(codes: Sequence[str]) -> list[Rule]:
 
 
 def _engine_options(job: _Job) -> dict[str, Any]:
-    if job.flush_every is not None and _ENGINE_FLUSH_EVERY:
+    if job.flush_every is not None:
         return {"flush_every": job.flush_every}
     return {}
 

@@ -29,6 +29,22 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from fixitem import __version__
+
+        typer.echo(f"fixitem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print fixitem's version and exit."),
+) -> None:
+    """Find and rewrite the PyTorch code that makes torch.compile slow: host syncs and graph breaks."""
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -266,7 +282,6 @@ def apply(
 def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) -> None:
     """``apply --verify-run``: keep the fixes that keep the command's behaviour; always exits."""
     from fixitem.verified import apply_verified
-    from fixitem.verify.errors import UsageError as VerifyUsageError
     from fixitem.verify.run import parse_env
 
     def log(line: str) -> None:
@@ -276,7 +291,7 @@ def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) 
     try:
         result = apply_verified(paths, command, cwd=cwd, env=parse_env(env), timeout=timeout, masks=masks,
                                 log=log, **options)
-    except (api.UsageError, VerifyUsageError) as exc:
+    except api.UsageError as exc:
         raise _usage_error(str(exc))
     out = Console(highlight=False, soft_wrap=True)
     for path, finding in result.kept:
@@ -352,10 +367,8 @@ def demo(
 
 
 def _register_verify() -> None:
-    try:
-        from fixitem.verify.command import verify_command
-    except ImportError:  # pragma: no cover - the verify stage ships with fixitem
-        return
+    from fixitem.verify.command import verify_command
+
     app.command("verify")(verify_command)
 
 

@@ -11,6 +11,11 @@ The command-line layer is :func:`fixitem.verify.command.verify_command`.
 
 import importlib
 
+if __name__ != "fixitem.verify":  # imported by its folder name from the repository root
+    from fixitem._one_copy import alias_package
+
+    alias_package(__name__, "fixitem.verify")
+
 # Names are imported on first use: ``fixitem --help`` and ``fixitem scan``
 # must not pay for importing torch.
 _WHERE = {

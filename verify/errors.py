@@ -1,16 +1,7 @@
-"""Errors of the verify stage (no torch import: the CLI loads this at start-up)."""
+"""Errors of the verify stage: fixitem's one :class:`~fixitem.errors.UsageError` (re-exported)."""
 
 from __future__ import annotations
 
+from fixitem.errors import UsageError
 
-class UsageError(Exception):
-    """A problem with what the user asked for or gave us (exit status 2)."""
-
-    def __init__(self, message: str, details: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        #: Extra text shown below the message, e.g. the user's traceback.
-        self.details = details
-
-    def __str__(self) -> str:
-        return self.message if not self.details else f"{self.message}\n{self.details}"
+__all__ = ["UsageError"]

@@ -1,0 +1,45 @@
+"""Conventions of Python tooling: --version, one error class, one copy of each module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import fixitem
+from fixitem.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_version_flag():
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"fixitem {fixitem.__version__}"
+
+
+def test_one_usage_error_for_scan_apply_and_verify():
+    import fixitem.verify
+    from fixitem.verify.git import GitError
+
+    assert fixitem.UsageError is fixitem.verify.UsageError
+    assert issubclass(GitError, fixitem.UsageError)
+    error = fixitem.UsageError("factory not found", "Traceback ...")
+    assert error.message == "factory not found" and str(error) == "factory not found\nTraceback ..."
+
+
+def test_folder_names_import_the_installed_modules_not_copies():
+    # From the repository root, `codemods` and `verify` are importable by their folder names too.
+    code = (
+        "import codemods.rule, fixitem.codemods.rule, codemods.rules.where_if, fixitem.codemods.rules.where_if\n"
+        "import verify.run, fixitem.verify.run\n"
+        "assert codemods.rule.Rule is fixitem.codemods.rule.Rule\n"
+        "assert codemods.rules.where_if is fixitem.codemods.rules.where_if\n"
+        "assert verify.run.compare_runs is fixitem.verify.run.compare_runs\n"
+        "print('one copy')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "one copy"
