@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 SKIPPED_DIRS = frozenset(
@@ -69,17 +69,14 @@ def _load_gitignore(folder: Path) -> _GitIgnore | None:
         return None
 
 
-def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[Path]:
+def _walk(root: Path, exclude: Callable[[Path], bool]) -> Iterator[Path]:
     ignores: list[_GitIgnore] = []
     top = _load_gitignore(root)
     if top:
         ignores.append(top)
 
     def excluded(path: Path, is_dir: bool) -> bool:
-        rel = path.relative_to(root).as_posix()
-        if any(fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(path.name, pat) for pat in exclude):
-            return True
-        return any(ig.ignores(path, is_dir) for ig in ignores)
+        return exclude(path) or any(ig.ignores(path, is_dir) for ig in ignores)
 
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -101,12 +98,13 @@ def _walk(root: Path, exclude: tuple[str, ...]) -> Iterator[Path]:
                 yield here / name
 
 
-def discover(paths: Iterable[Path | str], exclude: Iterable[str] = ()) -> list[Path]:
+def discover(paths: Iterable[Path | str], exclude: Callable[[Path], bool] = lambda _path: False) -> list[Path]:
     """The Python files below ``paths``, sorted, each once.
 
-    Raises :class:`PathNotFound` for a path that does not exist.
+    ``exclude(path)`` says whether a file or folder found below a folder is
+    skipped (a folder with everything inside it). Raises :class:`PathNotFound`
+    for a path that does not exist.
     """
-    exclude = tuple(exclude)
     found: dict[Path, None] = {}
     for raw in paths:
         path = Path(raw)

@@ -157,11 +157,12 @@ def _codes(select: Iterable[str] | None, ignore: Iterable[str] | None) -> tuple[
         raise UsageError(str(exc)) from None
 
 
-def _files(paths: Sequence[Path | str], exclude: Iterable[str]) -> list[Path]:
+def _files(paths: Sequence[Path | str], excluded: Callable[[Path], bool]) -> list[Path]:
+    """The files below ``paths``; ``excluded`` files are skipped even when named (as pre-commit names them)."""
     if not paths:
         raise UsageError("no path given")
     try:
-        return discover(paths, exclude)
+        return [f for f in discover(paths, excluded) if not excluded(f)]
     except PathNotFound as exc:
         raise UsageError(f"path does not exist: {exc}") from None
 
@@ -194,16 +195,13 @@ def _plan(
     # An argument given replaces the configuration's value for that key.
     select = select if select is not None else cfg.select
     ignore = ignore if ignore is not None else (cfg.ignore or [])
-    # Excluded files are skipped even when named explicitly (as pre-commit names them).
+    # --exclude globs are relative to the current folder, as configured ones are to their file's folder;
+    # one matcher serves both.
     if exclude is not None:
         patterns, cwd = list(exclude), Path.cwd().resolve()
-        named = {Path(p) for p in paths if Path(p).is_file()}
-        files = [
-            f for f in _files(paths, patterns)
-            if f not in named or not any(glob_matches(f, pattern, cwd) for pattern in patterns)
-        ]
+        files = _files(paths, lambda f: any(glob_matches(f, pattern, cwd) for pattern in patterns))
     else:
-        files = [f for f in _files(paths, ()) if not cfg.excluded(f)]
+        files = _files(paths, cfg.excluded)
     rules = _codes(select, ignore)
     codes: dict[Path, tuple[str, ...]] = {}
     by_ignores: dict[tuple[str, ...], tuple[str, ...]] = {}

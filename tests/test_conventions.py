@@ -43,3 +43,19 @@ def test_folder_names_import_the_installed_modules_not_copies():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "one copy"
+
+
+def test_exclude_on_the_command_line_matches_like_the_configured_glob(tmp_path, monkeypatch):
+    for rel in ("src/model.py", "src/legacy/old.py", "src/legacy/deep/older.py"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("import torch\n\ndef f(x: torch.Tensor):\n    return x.sum().item()\n")
+    monkeypatch.chdir(tmp_path)
+    names = lambda result: sorted(r.path.as_posix() for r in result.files)  # noqa: E731
+    # A folder named relative to the current folder, walked from below it: the same answer as configured.
+    assert names(fixitem.scan(["src"], exclude=["src/legacy"], isolated=True, cache=False)) == ["src/model.py"]
+    assert names(fixitem.scan(["."], exclude=["legacy"], isolated=True, cache=False)) == ["src/model.py"]
+    (tmp_path / "pyproject.toml").write_text('[tool.fixitem]\nexclude = ["src/legacy"]\n')
+    assert names(fixitem.scan(["src"], cache=False)) == ["src/model.py"]
+    # Named explicitly (as pre-commit names files), an excluded file is still skipped.
+    assert names(fixitem.scan(["src/legacy/old.py"], exclude=["src/legacy"], isolated=True, cache=False)) == []

@@ -84,16 +84,13 @@ def test_cli_jobs_flag(copy_fixture):
 
 def test_flush_every_reaches_the_engine(monkeypatch, tmp_path):
     seen = []
-    real, supported = api.process, api._ENGINE_FLUSH_EVERY
+    real = api.process
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("flush_every"))
-        if not supported:
-            kwargs.pop("flush_every", None)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(api, "process", spy)
-    monkeypatch.setattr(api, "_ENGINE_FLUSH_EVERY", True)
     (tmp_path / "pyproject.toml").write_text("[tool.fixitem]\nflush-every = 9\n")
     (tmp_path / "m.py").write_text("import torch\nprint(torch.ones(1).item())\n")
     fixitem.apply([tmp_path], jobs=1, write=False)
