@@ -157,3 +157,14 @@ def test_json_stays_pure_when_the_model_defers_its_prints():
     assert data["passed"] is True
     assert "hidden mean" not in proc.stdout + proc.stderr
     assert any("printed" in note and "not shown" in note for note in data["notes"])
+
+
+def test_text_report_fits_80_columns_with_short_names_and_full_paths_once(app):
+    result = CliRunner().invoke(app, ["verify", str(FIXTURES / "good_after.py"), "--before", GOOD_BEFORE,
+                                      "--backend", "eager"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any("good_before.py:14:" in line for line in lines)  # a break's location, unwrapped
+    full = [line for line in lines if line.startswith("before: ")]
+    assert len(full) == 1 and full[0].endswith("good_before.py")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -130,10 +131,18 @@ class VerifyReport:
 # --- text rendering ----------------------------------------------------------------
 
 
+def _short(item) -> str:
+    """``name.py:LINE`` for a located item (break, scalar read): the table stays narrow; full paths are
+    printed once under it."""
+    if getattr(item, "file", None) is None:
+        return "unknown location"
+    return f"{Path(item.file).name}:{item.line}"
+
+
 def _breaks_cell(v: VersionReport) -> Text:
     text = Text(str(v.graph_breaks), style="green" if v.graph_breaks == 0 else "red")
     for b in v.breaks[:5]:
-        text.append(f"\n{b.location}: {b.reason[:120]}", style="dim")
+        text.append(f"\n{_short(b)}: {b.reason[:120]}", style="dim")
     if len(v.breaks) > 5:
         text.append(f"\n... {len(v.breaks) - 5} more", style="dim")
     if v.break_error:
@@ -157,7 +166,7 @@ def _scalar_reads_cell(v: VersionReport) -> Text:
         return Text("n/a (did not compile)", style="dim")
     text = Text(str(v.compiled_scalar_reads), style="green" if v.compiled_scalar_reads == 0 else "red")
     for s in v.scalar_reads[:5]:
-        text.append(f"\n{s.location}: {s.op}  {s.code[:60]}", style="dim")
+        text.append(f"\n{_short(s)}: {s.op}  {s.code[:60]}", style="dim")
     return text
 
 
@@ -173,8 +182,16 @@ def _data_dependent_cell(v: VersionReport) -> Text:
         return Text("n/a", style="dim")
     text = Text(str(len(v.data_dependent_ops)), style="green" if not v.data_dependent_ops else "yellow")
     for s in v.data_dependent_ops[:3]:
-        text.append(f"\n{s.location}: {s.op}", style="dim")
+        text.append(f"\n{_short(s)}: {s.op}", style="dim")
     return text
+
+
+def _short_path(path: str) -> str:
+    """The file name of a version (``HEAD:pkg/model.py`` keeps its revision: ``HEAD:model.py``)."""
+    ref, sep, rest = path.rpartition(":")
+    if sep and ref and not Path(path).exists() and "/" not in ref:
+        return f"{ref}:{Path(rest).name}"
+    return Path(path).name
 
 
 def render_text(report: VerifyReport, console: Console | None = None) -> None:
@@ -183,8 +200,8 @@ def render_text(report: VerifyReport, console: Console | None = None) -> None:
     b, a = report.before, report.after
     table = Table(title=f"fixitem verify  (device {report.device}, backend {report.backend}, factory {report.factory})")
     table.add_column("check")
-    table.add_column(f"before\n{b.path}", overflow="fold")
-    table.add_column(f"after\n{a.path}", overflow="fold")
+    table.add_column(f"before\n{_short_path(b.path)}", overflow="fold")
+    table.add_column(f"after\n{_short_path(a.path)}", overflow="fold")
     table.add_row("graph breaks", _breaks_cell(b), _breaks_cell(a))
     table.add_row("fullgraph=True compiles", _fullgraph_cell(b), _fullgraph_cell(a))
     table.add_row("scalar reads in compiled graph", _scalar_reads_cell(b), _scalar_reads_cell(a))
@@ -203,6 +220,8 @@ def render_text(report: VerifyReport, console: Console | None = None) -> None:
             speed = f"  ({b.median_ms / a.median_ms:.2f}x)"
         table.add_row("median step (compiled, warm)", ms(b.median_ms), ms(a.median_ms) + speed)
     console.print(table)
+    if _short_path(b.path) != b.path or _short_path(a.path) != a.path:
+        console.print(Text(f"before: {b.path}\nafter:  {a.path}", style="dim"), highlight=False)
 
     counts: dict[str, int] = {}
     for r in report.inputs:
