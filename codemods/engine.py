@@ -40,11 +40,21 @@ class Finding:
     note: str = ""  # why unsafe / why no fix / what to do by hand
     applied: bool = False
 
+    @property
+    def graph_breaks(self) -> tuple[str, ...]:
+        """PyTorch's codes for the graph break this finding costs (none when it costs no break)."""
+        if "graph-break" not in self.costs:
+            return ()
+        from .registry import rule_class
+
+        return rule_class(self.rule).graph_breaks
+
     def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path, "line": self.line, "col": self.col, "rule": self.rule,
             "name": self.name, "message": self.message, "fix": self.fix,
-            "costs": list(self.costs), "note": self.note, "applied": self.applied,
+            "costs": list(self.costs), "graph_breaks": list(self.graph_breaks), "note": self.note,
+            "applied": self.applied,
         }
 
 

@@ -7,6 +7,8 @@ A rule is one class in one module of ``codemods/rules``. It carries
 * its documentation as the class docstring, with the sections *What it
   does*, *Why is this bad?*, *Example*, *Use instead* and *Fix safety*;
   ``fixitem rule CODE`` prints it;
+* ``graph_breaks``: the codes PyTorch's graph-break registry gives the breaks
+  it finds (``GB0124``), see :mod:`~fixitem.codemods.graph_break_codes`;
 * ``examples``: :class:`Valid` code it must leave alone and :class:`Invalid`
   code it must report (and, with ``fixed=``, rewrite to exactly that text).
   The test suite runs every example of every rule;
@@ -25,6 +27,7 @@ from typing import ClassVar, Union
 import libcst as cst
 
 from .context import FileContext
+from .graph_break_codes import describe
 from .syncs import SyncSite
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
@@ -71,6 +74,7 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
+    graph_breaks: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[list[Valid | Invalid]] = []
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
@@ -79,7 +83,8 @@ class Rule:
     @classmethod
     def documentation(cls) -> str:
         doc = inspect.getdoc(cls) or ""
-        return f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n{doc}\n"
+        breaks = f"\n\n{describe(cls.graph_breaks)}" if cls.graph_breaks else ""
+        return f"# {cls.code} {cls.name}\n\n{cls.summary}\n\n{doc}{breaks}\n"
 
 
 def unclaimed(sites: Iterable[SyncSite], claimed: set[SyncSite], *kinds: str) -> Iterator[SyncSite]:

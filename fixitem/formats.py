@@ -9,6 +9,7 @@ from pathlib import Path, PurePath
 
 from fixitem import __version__
 from fixitem.api import RunResult
+from fixitem.codemods import graph_break_codes
 from fixitem.codemods.engine import Finding
 from fixitem.codemods.registry import rule_class
 from fixitem.output import COSTS
@@ -48,7 +49,7 @@ def _rule_descriptor(code: str) -> dict[str, object]:
     help_text = f"Run `fixitem rule {cls.code}` for the full documentation."
     if use_instead:
         help_text = f"Use instead:\n{use_instead}\n\n{help_text}"
-    return {
+    descriptor: dict[str, object] = {
         "id": cls.code,
         "name": cls.name,
         "shortDescription": {"text": cls.summary},
@@ -56,6 +57,11 @@ def _rule_descriptor(code: str) -> dict[str, object]:
         "help": {"text": help_text, "markdown": cls.documentation()},
         "defaultConfiguration": {"level": "warning"},
     }
+    if cls.graph_breaks:
+        # PyTorch's page of the break the rule removes; its codes, as TORCH_LOGS=graph_breaks names them.
+        descriptor["helpUri"] = graph_break_codes.url(cls.graph_breaks[0])
+        descriptor["properties"] = {"graphBreaks": list(cls.graph_breaks)}
+    return descriptor
 
 
 def sarif(result: RunResult) -> dict[str, object]:
@@ -88,7 +94,8 @@ def sarif(result: RunResult) -> dict[str, object]:
                         }
                     }
                 ],
-                "properties": {"fix": finding.fix, "costs": list(finding.costs)},
+                "properties": {"fix": finding.fix, "costs": list(finding.costs),
+                               "graphBreaks": list(finding.graph_breaks)},
             }
         )
     notifications = [{"level": "error", "message": {"text": message}} for message in result.errors]
