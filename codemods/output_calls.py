@@ -3,7 +3,7 @@
 An *output call* writes something the user reads or collects, and does
 nothing else a program depends on:
 
-* ``print(...)`` and ``tqdm.write(...)``                      (:attr:`OutputKind.PRINT`);
+* ``print(...)``, ``tqdm.write(...)``, ``sys.stdout.write(...)`` (:attr:`OutputKind.PRINT`);
 * ``logging.info(...)`` and the other functions of ``logging`` (:attr:`OutputKind.LOGGING`);
 * logger methods: ``logger.info(...)``, ``self.log.warning(...)``,
   ``logging.getLogger(__name__).debug(...)``, and Hugging Face's
@@ -83,7 +83,8 @@ class OutputCall:
 
 
 def is_logger_name(receiver: str) -> bool:
-    last = receiver.split(".")[-1].lower().lstrip("_")
+    """``logger``, ``log``, ``_LOGGER``, ``train_logger``, ``logger_`` (the last component)."""
+    last = receiver.split(".")[-1].lower().strip("_")
     return last.endswith("log") or last.endswith("logger")
 
 
@@ -141,7 +142,8 @@ def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
         if _is_logger(ctx, receiver):
             return OutputCall(OutputKind.LOGGER, callee, method)
         return None
-    if method == "write" and qualified in ("tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write"):
+    if method == "write" and qualified in ("tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write",
+                                           "sys.stdout.write", "sys.stderr.write"):
         return OutputCall(OutputKind.PRINT, callee, method)
     if method in METRIC_METHODS:
         return OutputCall(OutputKind.METRICS, callee, method)

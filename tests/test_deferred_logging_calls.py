@@ -33,11 +33,13 @@ def _kinds(body: str) -> dict[str, OutputKind | None]:
 @pytest.mark.parametrize(("code", "kind"), [
     ("print(1)", OutputKind.PRINT),
     ("tqdm.write('x')", OutputKind.PRINT),
+    ("sys.stderr.write('x')", OutputKind.PRINT),
     ("logging.info('x')", OutputKind.LOGGING),
     ("logger.info('x')", OutputKind.LOGGER),
     ("logger.warning_once('x')", OutputKind.LOGGER),
     ("logger.info_once('x')", OutputKind.LOGGER),
     ("self.log.warning('x')", OutputKind.LOGGER),
+    ("self.logger_.warning('x')", OutputKind.LOGGER),
     ("_LOGGER.debug('x')", OutputKind.LOGGER),
     ("logging.getLogger(__name__).error('x')", OutputKind.LOGGER),
     ("loguru_logger.info('x')", OutputKind.LOGGER),
@@ -230,3 +232,16 @@ def test_a_wrapper_with_a_clock_is_not_deferred():
         "def f(loss: torch.Tensor):\n    log(f'loss {loss.item()}')\n"
     )
     assert _fx201(code) == []
+
+
+def test_a_function_called_on_a_read_runs_at_replay_and_is_unsafe():
+    code = (
+        "import numpy as np\nimport torch\n"
+        "def fmt(x):\n    return f'{x:.3f}'\n"
+        "def f(loss: torch.Tensor):\n"
+        "    print(round(loss.item(), 3), np.round(loss.item(), 2))\n"
+        "    print(fmt(loss.item()))\n"
+    )
+    first, second = _fx201(code)
+    assert first.fix == "safe"
+    assert second.fix == "unsafe" and "`fmt(...)` is called at replay" in second.note

@@ -19,6 +19,13 @@ from ..tree import children_of, walk
 
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))
+PURE_BUILTINS = frozenset(
+    {
+        "str", "repr", "format", "ascii", "round", "abs", "int", "float", "bool", "complex", "min", "max",
+        "sum", "len", "divmod", "pow", "hex", "oct", "bin", "chr", "ord", "list", "tuple", "dict", "set",
+        "sorted", "zip", "range", "enumerate", "reversed", "any", "all",
+    }
+)
 LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString)
 
 
@@ -57,6 +64,7 @@ class _Collector:
         self.names: dict[str, list[tuple[cst.Name, str]]] = {}  # name -> (node, use)
         self.order: list[tuple[str, object]] = []  # ("name", str), ("read", node) or ("expr", node)
         self.problem = ""
+        self.replayed: list[cst.Call] = []  # calls left in the lambda that are not known to be pure
 
     def _use(self, name: cst.Name, use: str) -> None:
         if name.value not in self.names:
@@ -99,6 +107,8 @@ class _Collector:
             return
         if isinstance(node, cst.Call):
             func = node.func
+            if not self._pure_call(node):
+                self.replayed.append(node)
             self.walk(func.value if isinstance(func, cst.Attribute) else func, bound, nested, lazy)
             for arg in node.args:
                 self.walk(arg, bound, nested, lazy)
@@ -146,6 +156,19 @@ class _Collector:
             return
         for child in children_of(node):
             self.walk(child, bound, nested, lazy)
+
+    def _pure_call(self, call: cst.Call) -> bool:
+        """A call that gives the same result at replay: a builtin that builds a value
+        (``round``, ``str``, ``min``), ``math`` / ``numpy``, ``"...".format`` and ``" ".join``."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value in PURE_BUILTINS and self.ctx.provenance.scope_of(call).lookup(func.value) is None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("format", "join") and \
+                isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        local = (dotted_name(func) or "").split(".")[0]
+        qualified = self.ctx.provenance.imports.qualify(func) or ""
+        return local in self.aliases and qualified.split(".")[0] in ("math", "numpy")
 
     def _module_function(self, name: cst.Name) -> bool:
         """A function or class defined once at the module level: the same object at replay."""
@@ -317,7 +340,9 @@ class DeferredLogging(Rule):
     **Unsafe** when a name passed may be a mutable object (a dict, a list,
     `self`, a parameter of unknown type): it is passed by reference and
     formatted at replay, not now, so a later mutation shows; when a tensor
-    read is not known to be a tensor (`x.item()` of an untyped `x`); for
+    read is not known to be a tensor (`x.item()` of an untyped `x`); when a
+    function other than a builtin, `math` or `numpy` is called on a read
+    (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
     function, `<lambda>` at replay); and for a module formatted at replay.
@@ -645,6 +670,8 @@ class DeferredLogging(Rule):
         if others:
             plan.blocker = "it formats a tensor itself; only one-element values read with `.item()` can be deferred"
             return plan
+        for replayed in collector.replayed:
+            plan.unsafe.append(f"`{ctx.code(replayed.func)}(...)` is called at replay, not now")
         if found.kind is OutputKind.WARNING:
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
