@@ -245,3 +245,18 @@ def test_a_function_called_on_a_read_runs_at_replay_and_is_unsafe():
     first, second = _fx201(code)
     assert first.fix == "safe"
     assert second.fix == "unsafe" and "`fmt(...)` is called at replay" in second.note
+
+
+def test_an_attribute_of_a_module_that_fixitem_cannot_place_is_unsafe():
+    code = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.n = 3\n"
+        "    def forward(self, x):\n"
+        "        print(f'{self.n} {self.inherited} {self.config.hidden_size}')\n"
+        "        return x\n"
+    )
+    (finding,) = _fx201(code)
+    assert finding.fix == "unsafe"
+    assert "`self.inherited` may be a tensor" in finding.note
+    assert "self.n" not in finding.note and "config" not in finding.note

@@ -233,6 +233,20 @@ def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> boo
     return False
 
 
+def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """An attribute of an ``nn.Module`` itself (``self.scale`` in a module class,
+    ``self.fc.weight``): modules hold tensors, so one fixitem cannot place may be
+    a tensor. (``self.config.hidden_size`` is an attribute of the config.)"""
+    if not isinstance(expr, cst.Attribute):
+        return False
+    base = expr.value
+    if ctx.kind(base) is Kind.MODULE:
+        return True
+    cls = ctx.provenance.enclosing_class(expr)
+    return (isinstance(base, cst.Name) and base.value == "self" and cls is not None
+            and cls.name.value in ctx.provenance.module_classes)
+
+
 def _is_text(expr: cst.CSTNode) -> bool:
     return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
 
@@ -728,6 +742,8 @@ class DeferredLogging(Rule):
                     return plan
                 if kind is Kind.MODULE:
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
+                elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
+                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
                 param = fresh(expr)
                 params.append(param)
                 values.append(expr)
