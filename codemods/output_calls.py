@@ -4,7 +4,7 @@ An *output call* writes something the user reads or collects, and does
 nothing else a program depends on:
 
 * ``print(...)``, ``tqdm.write(...)``, ``sys.stdout.write(...)`` (:attr:`OutputKind.PRINT`);
-* ``logging.info(...)`` and the other functions of ``logging`` (:attr:`OutputKind.LOGGING`);
+* ``logging.info(...)`` and the other functions of ``logging`` (or absl's) (:attr:`OutputKind.LOGGING`);
 * logger methods: ``logger.info(...)``, ``self.log.warning(...)``,
   ``logging.getLogger(__name__).debug(...)``, and Hugging Face's
   ``logger.warning_once`` / ``logger.info_once``                (:attr:`OutputKind.LOGGER`);
@@ -40,6 +40,8 @@ LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical"
 LOG_ONCE_METHODS = frozenset({"warning_once", "info_once"})
 METRIC_METHODS = frozenset({"add_scalar", "add_scalars", "log_metrics"})
 PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str", "set_description_str"})
+# Modules whose functions log through a logger (``logging.info``, absl's ``logging.info``).
+LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 # Calls whose replay at another moment is not the same call: they read the live
 # exception or the caller's stack.
@@ -123,7 +125,7 @@ def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
         qualified = imports.qualify(func) or ""
         if qualified == "warnings.warn":
             return OutputCall(OutputKind.WARNING, func.value)
-        if qualified.startswith("logging.") and qualified.split(".")[-1] in LOG_METHODS:
+        if qualified.rpartition(".")[0] in LOGGING_MODULES and qualified.split(".")[-1] in LOG_METHODS:
             return OutputCall(OutputKind.LOGGING, func.value, qualified.split(".")[-1])
         return None
     if not isinstance(func, cst.Attribute):
@@ -135,7 +137,7 @@ def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
     if qualified == "warnings.warn":
         return OutputCall(OutputKind.WARNING, callee, method)
     if method in LOG_METHODS or method in LOG_ONCE_METHODS:
-        if qualified.startswith("logging.") and qualified.count(".") == 1:
+        if qualified.rpartition(".")[0] in LOGGING_MODULES:
             return OutputCall(OutputKind.LOGGING, callee, method)
         if qualified == "wandb.log":
             return OutputCall(OutputKind.METRICS, callee, method)

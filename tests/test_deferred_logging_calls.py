@@ -16,7 +16,7 @@ from fixitem.codemods.syncs import find_sync_sites
 
 HEADER = (
     "import logging\nimport warnings\nimport sys\nimport torch\nimport wandb\nfrom tqdm import tqdm\n"
-    "from loguru import logger as loguru_logger\n"
+    "from loguru import logger as loguru_logger\nfrom absl import logging as absl_logging\n"
     "logger = logging.getLogger(__name__)\n"
 )
 
@@ -35,6 +35,7 @@ def _kinds(body: str) -> dict[str, OutputKind | None]:
     ("tqdm.write('x')", OutputKind.PRINT),
     ("sys.stderr.write('x')", OutputKind.PRINT),
     ("logging.info('x')", OutputKind.LOGGING),
+    ("absl_logging.info('x')", OutputKind.LOGGING),
     ("logger.info('x')", OutputKind.LOGGER),
     ("logger.warning_once('x')", OutputKind.LOGGER),
     ("logger.info_once('x')", OutputKind.LOGGER),
@@ -202,9 +203,10 @@ def test_calls_that_read_the_live_exception_or_stack_are_left_alone():
 @pytest.mark.parametrize(("call", "why"), [
     ("warnings.warn(f'loss {loss.item()}')", "source"),
     ("loguru_logger.info('loss {}', loss.item())", "loguru"),
+    ("absl_logging.info('%d) loss = %0.3f', step, loss.item(), extra_argument_to_make_the_line_long)", "absl"),
 ])
 def test_unsafe_output_calls(call, why):
-    code = HEADER + f"def f(loss: torch.Tensor):\n    {call}\n"
+    code = HEADER + f"def f(loss: torch.Tensor, step: int, extra_argument_to_make_the_line_long: int):\n    {call}\n"
     (finding,) = _fx201(code)
     assert finding.fix == "unsafe" and why in finding.note
 

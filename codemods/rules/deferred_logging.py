@@ -775,6 +775,9 @@ class DeferredLogging(Rule):
         text = empty.code_for_node(record)
         if "\n" in text or indent + len(text) > LINE_LENGTH:
             record = one_argument_per_line(record)
+        if found.kind.logs and "\n" in empty.code_for_node(record) and \
+                (ctx.provenance.imports.qualify(call.func) or "").startswith("absl."):
+            plan.unsafe.append("absl's log format shows the calling line, which moves into `deferred.record(`")
         plan.new = record
         plan.unsafe = list(dict.fromkeys(plan.unsafe))
         return plan
