@@ -43,6 +43,8 @@ PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str
 # Modules whose functions log through a logger (``logging.info``, absl's ``logging.info``).
 LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
+_OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write"}
 # Calls whose replay at another moment is not the same call: they read the live
 # exception or the caller's stack.
 LIVE_METHODS = frozenset({"exception"})
@@ -131,26 +133,31 @@ def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
     if not isinstance(func, cst.Attribute):
         return None
     method = func.attr.value
-    receiver = func.value
-    callee = dotted_name(func) or ctx.code(func)
-    qualified = imports.qualify(func) or ""
+    kind = _method_kind(ctx, func)
+    if kind is None:
+        return None
+    return OutputCall(kind, dotted_name(func) or ctx.code(func), method)
+
+
+def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
+    method = func.attr.value
+    if method not in _OUTPUT_METHODS:
+        return None  # the common case, decided without qualifying the name
+    qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified == "warnings.warn":
-        return OutputCall(OutputKind.WARNING, callee, method)
+        return OutputKind.WARNING
     if method in LOG_METHODS or method in LOG_ONCE_METHODS:
         if qualified.rpartition(".")[0] in LOGGING_MODULES:
-            return OutputCall(OutputKind.LOGGING, callee, method)
+            return OutputKind.LOGGING
         if qualified == "wandb.log":
-            return OutputCall(OutputKind.METRICS, callee, method)
-        if _is_logger(ctx, receiver):
-            return OutputCall(OutputKind.LOGGER, callee, method)
-        return None
-    if method == "write" and qualified in ("tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write",
-                                           "sys.stdout.write", "sys.stderr.write"):
-        return OutputCall(OutputKind.PRINT, callee, method)
+            return OutputKind.METRICS
+        return OutputKind.LOGGER if _is_logger(ctx, func.value) else None
+    if method == "write":
+        return OutputKind.PRINT if qualified in WRITE_FUNCTIONS else None
     if method in METRIC_METHODS:
-        return OutputCall(OutputKind.METRICS, callee, method)
+        return OutputKind.METRICS
     if method in PROGRESS_METHODS:
-        return OutputCall(OutputKind.PROGRESS, callee, method)
+        return OutputKind.PROGRESS
     return None
 
 
