@@ -650,9 +650,10 @@ class DeferredLogging(Rule):
             if ctx.enclosing_function(stmt) in wrappers:
                 continue  # a wrapper's own output is deferred where the wrapper is called
             traced = ctx.in_traced_code(stmt)
-            plan = self._plan(ctx, stmt, call, found, sites, claimed)
-            if not plan.reads and not traced:
+            inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
+            if not traced and not any(s.kind in READ_KINDS for s in inner):
                 continue  # reads no tensor and breaks no graph: left as it is
+            plan = self._plan(ctx, stmt, call, found, inner)
             if not plan.reads and plan.new is None:
                 continue  # e.g. `print(x)` in forward: reported as a formatted tensor
             message = f"`{ctx.code(call.func)}(...)` " + (
@@ -666,9 +667,9 @@ class DeferredLogging(Rule):
                       "; ".join(plan.unsafe), imports=ctx.runtime_imports())
             yield Report(stmt, message, fix=fix, sites=plan.reads)
 
-    def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, found: OutputCall, sites: list[SyncSite],
-              claimed: set[SyncSite]) -> _Plan:
-        inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
+    def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, found: OutputCall,
+              inner: list[SyncSite]) -> _Plan:
+        """How to defer ``call``, given the unclaimed sync sites within it."""
         reads = {s.node: s for s in inner if s.kind in READ_KINDS and isinstance(s.node, cst.Call)}
         others = {s.node for s in inner if s.node not in reads}
         plan = _Plan(stmt, call, found, reads=[s for s in inner if s.node in reads])
