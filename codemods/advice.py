@@ -6,7 +6,7 @@ import libcst as cst
 
 from .context import FileContext
 from .provenance import Kind
-from .syncs import LOG_METHODS
+from .output_calls import output_call
 from .tree import nodes_within, walk
 
 SIZE_FUNCTIONS = frozenset(
@@ -27,9 +27,7 @@ def usage(ctx: FileContext, node: cst.CSTNode) -> str:
         if isinstance(parent, cst.Call):
             func = parent.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-            if name == "print" or (isinstance(func, cst.Attribute) and name in LOG_METHODS):
-                return "output"
-            if name in ("add_scalar", "add_scalars", "log", "set_postfix", "set_description", "log_metrics"):
+            if output_call(ctx, parent) is not None:
                 return "output"
             if name in SIZE_FUNCTIONS and child is not func:
                 return "size"

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .context import FileContext
+from .output_calls import LOG_METHODS, output_call  # noqa: F401  (LOG_METHODS: re-exported)
 from .provenance import Kind, dotted_name
-
-LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 
 
 @dataclass(eq=False)
@@ -78,7 +77,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(call, func.value if func.value != "complex" else "float", arg)
             elif func.value in ("range",) and ctx.is_tensor(arg):
                 add(arg, "size", arg)
-        if _is_output_call(ctx, call):
+        found = output_call(ctx, call)
+        if found is not None and found.kind.formats_text:
             for arg in call.args:
                 if ctx.is_tensor(arg.value) and not is_item_call(arg.value):
                     add(arg.value, "format", arg.value)
@@ -129,18 +129,6 @@ def _moves_to_cpu(call: cst.Call) -> bool:
             first = value.args[0].value if value.args else None
             if isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu":
                 return True
-    return False
-
-
-def _is_output_call(ctx: FileContext, call: cst.Call) -> bool:
-    """``print(...)`` or a logger method call."""
-    func = call.func
-    if isinstance(func, cst.Name):
-        return func.value == "print"
-    if isinstance(func, cst.Attribute) and func.attr.value in LOG_METHODS:
-        receiver = dotted_name(func.value) or ""
-        last = receiver.split(".")[-1].lower()
-        return "log" in last
     return False
 
 

@@ -3,46 +3,30 @@
 from __future__ import annotations
 
 import builtins
+import keyword
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ..context import FileContext
+from ..output_calls import OutputCall, OutputKind, live_context, output_call, output_wrappers
 from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import LOG_METHODS, SyncSite
+from ..syncs import SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
 from ..tree import children_of, walk
 
-LOG_LEVELS = LOG_METHODS - {"exception"}  # logger.exception needs the live exception
-OUTPUT_METHODS = frozenset({"add_scalar", "add_scalars", "set_postfix", "set_description", "log_metrics"})
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))
-
-
-def output_callee(call: cst.Call) -> str | None:
-    """The dotted callee when ``call`` is an output call this rule knows, else None."""
-    func = call.func
-    if isinstance(func, cst.Name):
-        return "print" if func.value == "print" else None
-    if not isinstance(func, cst.Attribute):
-        return None
-    method = func.attr.value
-    receiver = dotted_name(func.value)
-    if receiver is None:
-        # a receiver that is a call or subscript (`get_logger().info`) is not recognised
-        return None
-    if method in LOG_LEVELS:
-        last = receiver.split(".")[-1].lower()
-        if receiver == "logging" or last.endswith("log") or last.endswith("logger"):
-            return f"{receiver}.{method}"
-        if receiver == "wandb" and method == "log":
-            return "wandb.log"
-        return None
-    if method in OUTPUT_METHODS:
-        return f"{receiver}.{method}"
-    return None
+PURE_BUILTINS = frozenset(
+    {
+        "str", "repr", "format", "ascii", "round", "abs", "int", "float", "bool", "complex", "min", "max",
+        "sum", "len", "divmod", "pow", "hex", "oct", "bin", "chr", "ord", "list", "tuple", "dict", "set",
+        "sorted", "zip", "range", "enumerate", "reversed", "any", "all",
+    }
+)
+LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString)
 
 
 def _is_deferred_record(ctx: FileContext, call: cst.Call) -> bool:
@@ -53,18 +37,24 @@ def _is_deferred_record(ctx: FileContext, call: cst.Call) -> bool:
 class _Plan:
     stmt: cst.Expr
     call: cst.Call
+    found: OutputCall
     reads: list[SyncSite] = field(default_factory=list)
     blocker: str = ""  # why the call cannot be deferred
     unsafe: list[str] = field(default_factory=list)
     new: cst.Call | None = None
 
-    @property
-    def trigger(self) -> bool:
-        return bool(self.reads)
-
 
 class _Collector:
-    """Walks the arguments of an output call: captured names, reads, problems."""
+    """Walks the arguments of an output call: what is passed to ``record``, reads, problems.
+
+    Everything the original evaluates when it makes the call is evaluated at
+    record time too and passed in as a value: a computed expression
+    (``len(data)``, ``opt.param_groups[0]["lr"]``) or an attribute
+    (``trainer.iter_num``) is passed whole, a tensor read (``loss.item()``)
+    passes the tensor. Only plain names stay names; what is evaluated only
+    sometimes (a branch of ``a if c else b``, the right of ``and`` / ``or``) and
+    the bodies of lambdas and comprehensions are left as they are.
+    """
 
     def __init__(self, ctx: FileContext, reads: dict[cst.CSTNode, SyncSite], other_sites: set[cst.CSTNode]) -> None:
         self.ctx = ctx
@@ -72,80 +62,88 @@ class _Collector:
         self.other_sites = other_sites
         self.aliases = ctx.provenance.imports.aliases
         self.names: dict[str, list[tuple[cst.Name, str]]] = {}  # name -> (node, use)
-        self.order: list[tuple[str, object]] = []  # ("name", str) or ("read", node)
-        self.found_reads: list[cst.CSTNode] = []
+        self.order: list[tuple[str, object]] = []  # ("name", str), ("read", node) or ("expr", node)
         self.problem = ""
+        self.replayed: list[cst.Call] = []  # calls left in the lambda that are not known to be pure
 
     def _use(self, name: cst.Name, use: str) -> None:
         if name.value not in self.names:
             self.order.append(("name", name.value))
         self.names.setdefault(name.value, []).append((name, use))
 
-    def walk(self, node: cst.CSTNode, bound: frozenset[str], use: str, nested: bool) -> None:
+    def _fail(self, why: str) -> None:
+        self.problem = self.problem or why
+
+    def walk(self, node: cst.CSTNode, bound: frozenset[str] = frozenset(), nested: bool = False,
+             lazy: bool = False) -> None:
+        """``nested``: inside a lambda or comprehension of the call; ``lazy``: evaluated only sometimes."""
         if isinstance(node, (cst.Await, cst.Yield, cst.NamedExpr)):
-            self.problem = self.problem or "it contains `await`, `yield` or `:=`, which a lambda cannot hold"
+            self._fail("it contains `await`, `yield` or `:=`, which a lambda cannot hold")
             return
         if node in self.reads:
-            if nested:
-                self.problem = self.problem or "a tensor value is read inside a lambda or comprehension"
-                return
-            self.found_reads.append(node)
-            self.order.append(("read", node))
             value = self.reads[node].value
+            if nested:
+                self._fail("a tensor value is read inside a lambda or comprehension")
+                return
+            if lazy and not isinstance(value, cst.Name):
+                self._fail("a tensor value is read in a part of the call that is evaluated only sometimes")
+                return
+            self.order.append(("read", node))
             if any(n in self.reads or n in self.other_sites for n in walk(value)):
-                self.problem = self.problem or "a tensor value is read inside another read"
+                self._fail("a tensor value is read inside another read")
             if isinstance(value, cst.Name) and value.value not in bound:
                 self._use(value, "read")
             return
+        if isinstance(node, cst.BaseExpression) and not nested and not lazy and self.capturable(node):
+            self.order.append(("expr", node))
+            return
         if isinstance(node, cst.Name):
-            if node.value in bound or node.value in BUILTINS or node.value in self.aliases:
+            if node.value in bound or node.value in BUILTINS or node.value in self.aliases or self._module_function(node):
                 return
-            self._use(node, use)
+            self._use(node, "other")
             return
         if isinstance(node, cst.Attribute):
-            self.walk(node.value, bound, "other", nested)
+            self.walk(node.value, bound, nested, lazy)
+            return
+        if isinstance(node, cst.Call):
+            func = node.func
+            if not self._pure_call(node):
+                self.replayed.append(node)
+            self.walk(func.value if isinstance(func, cst.Attribute) else func, bound, nested, lazy)
+            for arg in node.args:
+                self.walk(arg, bound, nested, lazy)
             return
         if isinstance(node, cst.Arg):
-            if not node.star and self.capturable(node.value, bound, nested):
-                self.order.append(("expr", node.value))
+            if node.star and (any(n in self.reads or n in self.other_sites for n in walk(node.value))
+                              or self.ctx.kind(node.value) is Kind.TENSOR):
+                self._fail("a starred argument reads a tensor")
                 return
-            if node.star:
-                if any(n in self.reads or n in self.other_sites for n in walk(node.value)) or \
-                        self.ctx.kind(node.value) is Kind.TENSOR:
-                    self.problem = self.problem or "a starred argument reads a tensor"
-                    return
-            direct = "direct" if isinstance(node.value, cst.Name) and not node.star else "other"
-            self.walk(node.value, bound, direct, nested)
+            self.walk(node.value, bound, nested, lazy)
             return
         if isinstance(node, cst.FormattedStringExpression):
-            if self.capturable(node.expression, bound, nested):
-                self.order.append(("expr", node.expression))
-                if node.format_spec is not None:
-                    for part in node.format_spec:
-                        self.walk(part, bound, "other", nested)
+            if node.equal is not None and not isinstance(node.expression, cst.Name):
+                # f"{loss.item()=}" prints the expression's source: it must stay as written.
+                self._fail("an f-string `=` prints the source text of its expression")
                 return
-            inner = "format" if isinstance(node.expression, cst.Name) else "other"
-            self.walk(node.expression, bound, inner, nested)
-            if node.format_spec is not None:
-                for part in node.format_spec:
-                    self.walk(part, bound, "other", nested)
+            self.walk(node.expression, bound, nested, lazy)
+            for part in node.format_spec or ():
+                self.walk(part, bound, nested, lazy)
             return
-        if isinstance(node, (cst.DictElement, cst.Element)):
-            key = getattr(node, "key", None)
-            if key is not None:
-                self.walk(key, bound, "other", nested)
-            if self.capturable(node.value, bound, nested):
-                self.order.append(("expr", node.value))
-                return
-            direct = "direct" if isinstance(node.value, cst.Name) else "other"
-            self.walk(node.value, bound, direct, nested)
+        if isinstance(node, cst.IfExp):
+            self.walk(node.test, bound, nested, lazy)
+            self.walk(node.body, bound, nested, True)
+            self.walk(node.orelse, bound, nested, True)
+            return
+        if isinstance(node, cst.BooleanOperation):
+            self.walk(node.left, bound, nested, lazy)
+            self.walk(node.right, bound, nested, True)
             return
         if isinstance(node, cst.Lambda):
             params = frozenset(p.name.value for p in all_params(node.params))
             for p in all_params(node.params):
                 if p.default is not None:
-                    self.walk(p.default, bound, "other", nested)
-            self.walk(node.body, bound | params, "other", True)
+                    self.walk(p.default, bound, nested, lazy)
+            self.walk(node.body, bound | params, True, lazy)
             return
         if isinstance(node, COMPREHENSIONS):
             targets: set[str] = set()
@@ -154,63 +152,57 @@ class _Collector:
                 targets |= {n.value for n in walk(comp.target) if isinstance(n, cst.Name)}
                 comp = comp.inner_for_in
             for child in children_of(node):
-                self.walk(child, bound | targets, "other", True)
+                self.walk(child, bound | targets, True, lazy)
             return
         for child in children_of(node):
-            self.walk(child, bound, "other", nested)
+            self.walk(child, bound, nested, lazy)
 
+    def _pure_call(self, call: cst.Call) -> bool:
+        """A call that gives the same result at replay: a builtin that builds a value
+        (``round``, ``str``, ``min``), ``math`` / ``numpy``, ``"...".format`` and ``" ".join``."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            return func.value in PURE_BUILTINS and self.ctx.provenance.scope_of(call).lookup(func.value) is None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("format", "join") and \
+                isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        local = (dotted_name(func) or "").split(".")[0]
+        qualified = self.ctx.provenance.imports.qualify(func) or ""
+        return local in self.aliases and qualified.split(".")[0] in ("math", "numpy")
 
-    def capturable(self, node: cst.BaseExpression, bound: frozenset[str], nested: bool) -> bool:
-        """A value computed without tensor reads: evaluate it now, as the original did.
-
-        Plain names and literals stay in the lambda's body; anything else (a call,
-        arithmetic, a subscript) is passed in whole, so that ``len(loader)`` or
-        ``scheduler.get_last_lr()[0]`` is evaluated at record time, not at replay.
-        """
-        if nested or isinstance(node, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary,
-                                       cst.ConcatenatedString, cst.FormattedString, cst.Dict, cst.List,
-                                       cst.Tuple, cst.Set, cst.Lambda, *COMPREHENSIONS)):
+    def _module_function(self, name: cst.Name) -> bool:
+        """A function or class defined once at the module level: the same object at replay."""
+        provenance = self.ctx.provenance
+        module_scope = provenance.scopes[self.ctx.module]
+        if provenance.scope_of(name).lookup(name.value) is not module_scope:
             return False
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            return False  # ``args.lr``: keep it readable; its root name is captured
+        if module_scope.bindings.get(name.value) != [("opaque", None)]:
+            return False
+        return any(isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name.value for s in self.ctx.module.body)
+
+    def capturable(self, node: cst.BaseExpression) -> bool:
+        """A value the call computes without tensor reads: evaluate it at record time.
+
+        Plain names, literals, lambdas and containers written out (whose parts are
+        looked at one by one) are not; neither is an attribute of an imported
+        module (``sys.stderr``, ``logging.INFO``: looked up at replay) nor what
+        holds a tensor read.
+        """
+        if isinstance(node, (cst.Name, *LITERALS, cst.Dict, cst.List, cst.Tuple, cst.Set, cst.Lambda,
+                             cst.Ellipsis, cst.StarredElement)):
+            return False
+        if isinstance(node, cst.Attribute):
+            root = dotted_name(node)
+            if root is not None and root.split(".")[0] in self.aliases:
+                return False
         for sub in walk(node):
             if sub in self.reads or sub in self.other_sites:
                 return False
-            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda, *COMPREHENSIONS)):
+            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr)):
                 return False
-            if isinstance(sub, cst.Name) and sub.value in bound:
+            if isinstance(sub, cst.FormattedStringExpression) and sub.equal is not None:
                 return False
         return True
-
-
-def _callers_of(ctx: FileContext, deferring: set[cst.CSTNode | None]) -> set[cst.CSTNode | None]:
-    """``deferring`` and every function of the file that calls one of them, transitively.
-
-    Output of a caller comes after the callee's deferred output, so it must be
-    deferred too or it would overtake it (``main()`` printing "done" after
-    ``train()`` logged every step). ``None`` stands for the module level.
-    """
-    calls: dict[cst.CSTNode | None, set[str]] = {}
-    for call in ctx.nodes(cst.Call):
-        assert isinstance(call, cst.Call)
-        func = call.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            name = func.attr.value
-        elif isinstance(func, cst.Name):
-            name = func.value
-        else:
-            continue
-        calls.setdefault(ctx.enclosing_function(call), set()).add(name)
-    result = set(deferring)
-    changed = True
-    while changed:
-        changed = False
-        names = {f.name.value for f in result if isinstance(f, cst.FunctionDef)}
-        for caller, callees in calls.items():
-            if caller not in result and callees & names:
-                result.add(caller)
-                changed = True
-    return result
 
 
 def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
@@ -241,6 +233,20 @@ def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> boo
     return False
 
 
+def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """An attribute of an ``nn.Module`` itself (``self.scale`` in a module class,
+    ``self.fc.weight``): modules hold tensors, so one fixitem cannot place may be
+    a tensor. (``self.config.hidden_size`` is an attribute of the config.)"""
+    if not isinstance(expr, cst.Attribute):
+        return False
+    base = expr.value
+    if ctx.kind(base) is Kind.MODULE:
+        return True
+    cls = ctx.provenance.enclosing_class(expr)
+    return (isinstance(base, cst.Name) and base.value == "self" and cls is not None
+            and cls.name.value in ctx.provenance.module_classes)
+
+
 def _is_text(expr: cst.CSTNode) -> bool:
     return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
 
@@ -268,38 +274,40 @@ class _Rewrite(cst.CSTTransformer):
 
 class DeferredLogging(Rule):
     """## What it does
-    Finds output call statements - `print(...)`, `logger.info(...)` and the
-    other logger levels, `logging.info(...)`, `writer.add_scalar(...)` /
-    `add_scalars`, `wandb.log(...)`, `pbar.set_postfix(...)` /
-    `set_description(...)`, `log_metrics(...)` - whose arguments read tensor
-    values with `.item()`, `float(t)` or `int(t)`, and rewrites them into
+    Finds output call statements whose arguments read tensor values with
+    `.item()`, `float(t)` or `int(t)` (in f-strings, `%` formatting,
+    `str.format` or as arguments) and rewrites them into
     `deferred.record(lambda ...: <call>, ...)` using `fixitem.runtime`: the
-    tensors are recorded (detached, left on the device) and the call is
+    tensors are recorded (copied on the device, not read) and the call is
     replayed later with the Python numbers, printing exactly the same text.
-    Inside traced code (`forward` and what `torch.compile` reaches) every
-    `print` / logger call is deferred, even one that reads no tensor.
+    Output calls are those of `fixitem.codemods.output_calls`: `print(...)`,
+    `logger.info(...)` and the other levels, `logger.warning_once(...)` /
+    `info_once(...)`, `logging.info(...)`, `writer.add_scalar(...)` /
+    `add_scalars`, `wandb.log(...)`, `pbar.set_postfix(...)` /
+    `set_description(...)`, `log_metrics(...)`, `warnings.warn(...)`, and
+    functions of the same file that only write output
+    (`def print0(s): if master_process: print(s)`).
+    Inside traced code (`forward` and what `torch.compile` reaches) an output
+    call is deferred even when it reads no tensor, because it breaks the
+    graph there. Any other output call is left alone: a start-up
+    `print(f"Using device: {device}")` stays as it is.
 
     ## Why is this bad?
     Each `.item()` in a log line is a **host sync** every step: the host
     waits for the device to finish before it can format the number. Inside
-    compiled code `print` and logger calls are also **graph breaks**. The
-    runtime reads all pending values with one transfer per flush (every 100
-    records by default, on `flush()`, at exit and before a traceback).
-
-    Deferring only some output calls would reorder them against the calls
-    left immediate (a `print("epoch done")` would overtake the step losses
-    printed before it). So when a function (or the module level) has one
-    deferred output call, every other output call statement of that same
-    function is deferred as well, keeping their relative order; so are the
-    output calls of every function of the same file that calls such a
-    function (`main()` printing "done" after `train()` returns). Output of
-    other files, and anything written to stdout by other means, is not
-    ordered against the deferred output: call `deferred.flush()` before it.
+    compiled code `print`, logger calls and `warnings.warn` are also **graph
+    breaks** (Dynamo does not trace `logging.Logger` methods; the
+    `warning_once` calls in `forward` are the usual graph break of Hugging
+    Face models). The runtime reads all pending values with one transfer per
+    flush (every 100 records by default, on `flush()`, at exit and before a
+    traceback), and replays what is pending before anything else the process
+    writes, so the output keeps its order.
 
     ## Example
     ```python
     print(f"step {step} loss {loss.item():.4f}")
     logger.info("loss %.3f acc %d", loss.item(), correct.item())
+    print(f"iter {trainer.iter_num} seen {len(batch)} loss {loss.item():.4f}")
     ```
 
     ## Use instead
@@ -307,33 +315,58 @@ class DeferredLogging(Rule):
     from fixitem import runtime as deferred
     deferred.record(lambda step, loss: print(f"step {step} loss {loss:.4f}"), step, loss)
     deferred.record(lambda loss, correct: logger.info("loss %.3f acc %d", loss, correct), loss, correct)
+    deferred.record(
+        lambda iter_num, value, loss: print(f"iter {iter_num} seen {value} loss {loss:.4f}"),
+        trainer.iter_num,
+        len(batch),
+        loss,
+    )
     ```
-    The lambda takes every name the arguments read (not the callee: `print`,
-    `logger.info`, `writer.add_scalar` are looked up at replay), builtins and
-    imported modules excepted. A read of an expression (`out.loss.item()`)
-    gets a generated parameter (`value`, `value_1`, ...). `float(t)` and
-    `int(t)` stay `float(...)` / `int(...)` in the lambda, so the type is the
-    original's.
+    What the original evaluates when it makes the call is evaluated when the
+    call is recorded and passed in as a value: attributes
+    (`trainer.iter_num` is passed as `iter_num`), items and computed
+    expressions (`len(batch)`, `opt.param_groups[0]["lr"]`, passed as
+    `value`, `value_1`, ...), and the tensor of each read (`out.loss.item()`
+    passes `out.loss`). A tensor is passed only when it is read as a
+    one-element value; plain names stay names; the callee (`print`,
+    `logger.info`), builtins, imported modules and functions of the file
+    are looked up at replay. `float(t)` and `int(t)` stay `float(...)` /
+    `int(...)` in the lambda, so the type is the original's.
 
     ## Fix safety
-    **Safe** when every captured name is a tensor read with `.item()` /
+    **Safe** when every name passed is a tensor read with `.item()` /
     `float()` / `int()`, a number, a string, or a fresh result (bound from a
-    call or arithmetic, `mean, n = evaluate(...)`), and other values computed
-    in the call (`len(loader)`, `sched.get_last_lr()[0]`) are evaluated at
-    record time as before: the output is the same text,
-    replayed later (every N records, at exit, before a traceback). Logging
-    records keep their `lineno` (the call stays on one line when it fits)
-    but `funcName` becomes `<lambda>` and `created` is the replay time.
-    **Unsafe** when a captured name may be a mutable object (a dict, a list,
-    `self`): it is passed by reference and formatted at replay, not now, so a
-    later mutation shows; and when a tensor read is not known to be a tensor
-    (`x.item()` of an untyped `x`). It is also unsafe when an output call of
-    the same function cannot be deferred (its order against the deferred
-    ones changes).
+    call or arithmetic, `mean, n = evaluate(...)`): the output is the same
+    text, replayed later (every N records, at exit, before a traceback, and
+    before any other output of the process). Attributes and computed values
+    are read at record time, as the original read them; one that holds a
+    container the program changes in place before the replay would show the
+    change (log lines format numbers and strings, which cannot change).
+    Logging records keep their `lineno` (the call stays on one line when it
+    fits) but `funcName` becomes `<lambda>` and `created` is the replay time.
+    The logger checks its level when the call is replayed: a call whose level
+    is disabled printed nothing before and prints nothing after; a level or
+    handler change made after the call and before its replay applies to it
+    (scripts set up logging before they log tensor values; call
+    `deferred.flush()` before reconfiguring logging in mid-run).
+    `warning_once` keeps its once-per-message behaviour (it is called once
+    per replayed record, as before).
+    **Unsafe** when a name passed may be a mutable object (a dict, a list,
+    `self`, a parameter of unknown type): it is passed by reference and
+    formatted at replay, not now, so a later mutation shows; when a tensor
+    read is not known to be a tensor (`x.item()` of an untyped `x`); when a
+    function other than a builtin, `math` or `numpy` is called on a read
+    (`fmt(loss.item())`: it runs at replay, not now); for
+    `warnings.warn` (the warning shows the `deferred.record(...)` line as its
+    source line); for loguru loggers (their default format shows the
+    function, `<lambda>` at replay); and for a module formatted at replay.
     **No fix** when the call holds `await`, `yield` or `:=`, a tensor read
-    inside a lambda or comprehension, a starred argument that reads a tensor,
+    inside a lambda or comprehension or in a branch evaluated only sometimes,
+    a starred argument that reads a tensor, an f-string `=` around a read,
     or formats a tensor itself (`print(x)`: the runtime replays only
     one-element tensors as numbers, which would change the text).
+    `logger.exception` and calls with `exc_info=`, `stack_info=` or
+    `stacklevel=` are left alone: they read the live exception or stack.
     """
 
     code = "FX201"
@@ -394,7 +427,7 @@ class DeferredLogging(Rule):
                         loss,
                         correct,
                     )
-                    deferred.record(lambda: logger.debug("done"))
+                    logger.debug("done")
                 """
             ),
         ),
@@ -429,6 +462,7 @@ class DeferredLogging(Rule):
                 import torch
 
                 def train(data: torch.Tensor):
+                    print(f"Using device: {data.device}")
                     for step in range(10):
                         loss = data.sum() * step
                         print(step, loss.item())
@@ -441,10 +475,70 @@ class DeferredLogging(Rule):
                 from fixitem import runtime as deferred
 
                 def train(data: torch.Tensor):
+                    print(f"Using device: {data.device}")
                     for step in range(10):
                         loss = data.sum() * step
                         deferred.record(lambda step, loss: print(step, loss), step, loss)
-                    deferred.record(lambda: print("epoch done"))
+                    print("epoch done")
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def fit(trainer, model: torch.nn.Module, batch: torch.Tensor):
+                    loss = model(batch).sum()
+                    print("it %d n %d loss %.3f" % (trainer.iter_num, len(batch), loss.item()))
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                def fit(trainer, model: torch.nn.Module, batch: torch.Tensor):
+                    loss = model(batch).sum()
+                    deferred.record(
+                        lambda iter_num, value, loss: print("it %d n %d loss %.3f" % (iter_num, value, loss)),
+                        trainer.iter_num,
+                        len(batch),
+                        loss,
+                    )
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                master_process = True
+
+                def print0(s):
+                    if master_process:
+                        print(s)
+
+                def train(loss: torch.Tensor):
+                    print0("starting")
+                    print0("loss {:.3f}".format(loss.item()))
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                master_process = True
+
+                def print0(s):
+                    if master_process:
+                        print(s)
+
+                def train(loss: torch.Tensor):
+                    print0("starting")
+                    deferred.record(lambda loss: print0("loss {:.3f}".format(loss)), loss)
                 """
             ),
         ),
@@ -475,10 +569,14 @@ class DeferredLogging(Rule):
                 """
                 import torch
                 from torch import nn
+                from transformers.utils import logging
+
+                logger = logging.get_logger(__name__)
 
                 class Net(nn.Module):
-                    def forward(self, x: torch.Tensor):
-                        print("forward")
+                    def forward(self, x: torch.Tensor, use_cache: bool = False):
+                        if use_cache and self.training:
+                            logger.warning_once("`use_cache=True` is incompatible with training.")
                         return x * 2
                 """
             ),
@@ -486,11 +584,17 @@ class DeferredLogging(Rule):
                 """
                 import torch
                 from torch import nn
+                from transformers.utils import logging
                 from fixitem import runtime as deferred
 
+                logger = logging.get_logger(__name__)
+
                 class Net(nn.Module):
-                    def forward(self, x: torch.Tensor):
-                        deferred.record(lambda: print("forward"))
+                    def forward(self, x: torch.Tensor, use_cache: bool = False):
+                        if use_cache and self.training:
+                            deferred.record(
+                                lambda: logger.warning_once("`use_cache=True` is incompatible with training."),
+                            )
                         return x * 2
                 """
             ),
@@ -519,9 +623,14 @@ class DeferredLogging(Rule):
         Valid(
             dedent(
                 """
+                import logging
                 import torch
 
-                def f(n: int):
+                logger = logging.getLogger(__name__)
+
+                def main(device: torch.device, n: int):
+                    print(f"Using device: {device}")
+                    logger.warning("Nothing is fused.")
                     print("done", n)
                 """
             )
@@ -529,68 +638,59 @@ class DeferredLogging(Rule):
     ]
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
-        groups: dict[cst.CSTNode | None, list[_Plan]] = {}
-        deferred_already: set[cst.CSTNode | None] = set()
+        wrappers = set(output_wrappers(ctx).values())
         for stmt in ctx.nodes(cst.Expr):
             assert isinstance(stmt, cst.Expr)
             call = stmt.value
-            if not isinstance(call, cst.Call):
+            if not isinstance(call, cst.Call) or _is_deferred_record(ctx, call):
                 continue
-            func = ctx.enclosing_function(stmt)
-            if _is_deferred_record(ctx, call):
-                deferred_already.add(func)
+            found = output_call(ctx, call)
+            if found is None or live_context(found, call):
                 continue
-            callee = output_callee(call)
-            if callee is None:
+            if ctx.enclosing_function(stmt) in wrappers:
+                continue  # a wrapper's own output is deferred where the wrapper is called
+            traced = ctx.in_traced_code(stmt)
+            inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
+            if not traced and not any(s.kind in READ_KINDS for s in inner):
+                continue  # reads no tensor and breaks no graph: left as it is
+            plan = self._plan(ctx, stmt, call, found, inner)
+            if not plan.reads and plan.new is None:
+                continue  # e.g. `print(x)` in forward: reported as a formatted tensor
+            message = f"`{ctx.code(call.func)}(...)` " + (
+                "reads tensor values on the host" if plan.reads else "breaks the graph in traced code"
+            )
+            if plan.new is None:
+                yield Report(stmt, message, sites=plan.reads, note=f"no fix: {plan.blocker}")
                 continue
-            plan = self._plan(ctx, stmt, call, sites, claimed)
-            groups.setdefault(func, []).append(plan)
+            safety = Safety.UNSAFE if plan.unsafe else Safety.SAFE
+            fix = Fix({stmt: cst.Expr(plan.new, semicolon=stmt.semicolon)}, safety,
+                      "; ".join(plan.unsafe), imports=ctx.runtime_imports())
+            yield Report(stmt, message, fix=fix, sites=plan.reads)
 
-        deferring = _callers_of(ctx, {f for f, plans in groups.items() if any(p.trigger for p in plans)} | deferred_already)
-        for func, plans in groups.items():
-            traced = func is not None and func in ctx.traced
-            active = traced or func in deferring
-            if not active:
-                continue
-            immediate = [p for p in plans if p.new is None]
-            group_reasons: list[str] = []
-            if immediate and any(p.new is not None for p in plans):
-                lines = ", ".join(str(ctx.position(p.stmt)[0]) for p in immediate)
-                group_reasons.append(f"the output call(s) on line {lines} stay immediate and are reordered against it")
-            group_unsafe = sorted({r for p in plans for r in p.unsafe}) + group_reasons
-            for plan in plans:
-                if not plan.trigger and plan.new is None:
-                    continue  # an ordinary call that cannot be deferred: reported as the group's reason
-                message = f"`{ctx.code(plan.call.func)}(...)` " + (
-                    "reads tensor values on the host" if plan.reads else
-                    ("breaks the graph in traced code" if traced else "would be reordered against deferred output")
-                )
-                if plan.new is None:
-                    yield Report(plan.stmt, message, sites=plan.reads, note=f"no fix: {plan.blocker}")
-                    continue
-                safety = Safety.UNSAFE if group_unsafe else Safety.SAFE
-                fix = Fix({plan.stmt: cst.Expr(plan.new, semicolon=plan.stmt.semicolon)}, safety,
-                          "; ".join(group_unsafe), imports=ctx.runtime_imports())
-                yield Report(plan.stmt, message, fix=fix, sites=plan.reads)
-
-    def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, sites: list[SyncSite],
-              claimed: set[SyncSite]) -> _Plan:
-        inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
+    def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, found: OutputCall,
+              inner: list[SyncSite]) -> _Plan:
+        """How to defer ``call``, given the unclaimed sync sites within it."""
         reads = {s.node: s for s in inner if s.kind in READ_KINDS and isinstance(s.node, cst.Call)}
         others = {s.node for s in inner if s.node not in reads}
-        plan = _Plan(stmt, call, reads=[s for s in inner if s.node in reads])
+        plan = _Plan(stmt, call, found, reads=[s for s in inner if s.node in reads])
         if any(s.node in walk(call.func) for s in inner):
             plan.blocker = "the callee itself reads a tensor value"
             return plan
         collector = _Collector(ctx, reads, others)
         for arg in call.args:
-            collector.walk(arg, frozenset(), "other", False)
+            collector.walk(arg)
         if collector.problem:
             plan.blocker = collector.problem
             return plan
         if others:
             plan.blocker = "it formats a tensor itself; only one-element values read with `.item()` can be deferred"
             return plan
+        for replayed in collector.replayed:
+            plan.unsafe.append(f"`{ctx.code(replayed.func)}(...)` is called at replay, not now")
+        if found.kind is OutputKind.WARNING:
+            plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
+        if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
+            plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
 
         # Parameters, in order of first appearance.
         attributes = {n.attr for n in walk(call) if isinstance(n, cst.Attribute)}
@@ -602,61 +702,60 @@ class DeferredLogging(Rule):
 
         def fresh(hint: cst.CSTNode | None = None) -> str:
             nonlocal counter
-            # ``self.config.block_size`` is passed as ``block_size``: read as the original.
+            # ``trainer.iter_num`` is passed as ``iter_num``: read as the original.
+            # ``opt.param_groups[0]["lr"]`` as ``lr``.
+            name = ""
             if isinstance(hint, cst.Attribute):
                 name = hint.attr.value
-                if name.isidentifier() and name not in taken and name not in params and name not in BUILTINS:
-                    return name
+            elif isinstance(hint, cst.Subscript) and len(hint.slice) == 1 and isinstance(hint.slice[0].slice, cst.Index):
+                key = hint.slice[0].slice.value
+                if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+                    name = key.evaluated_value
+            if name.isidentifier() and not keyword.iskeyword(name) and name not in taken and name not in params \
+                    and name not in BUILTINS:
+                return name
             while True:
                 name = "value" if counter == 0 else f"value_{counter}"
                 counter += 1
                 if name not in taken and name not in params:
                     return name
 
-        read_names: dict[str, str] = {}
         for what, item in collector.order:
             if what == "name":
                 name = str(item)
                 uses = collector.names[name]
-                only_read = all(use == "read" for _, use in uses)
-                if only_read:
-                    read_names[name] = name
-                    params.append(name)
-                    values.append(cst.Name(name))
-                    continue
-                node = uses[0][0]
-                kind = ctx.kind(node)
-                if kind is Kind.TENSOR:
-                    plan.blocker = f"`{name}` is a tensor used other than through `.item()`"
-                    return plan
                 params.append(name)
                 values.append(cst.Name(name))
+                if all(use == "read" for _, use in uses):
+                    continue
+                node = uses[0][0]
+                if ctx.kind(node) is Kind.TENSOR:
+                    plan.blocker = f"`{name}` is a tensor used other than through `.item()`"
+                    return plan
                 if not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
             elif what == "expr":
                 expr = item
-                param = fresh(expr)
-                params.append(param)
-                values.append(expr)  # type: ignore[arg-type]
-                body_replacements[expr] = cst.Name(param)  # type: ignore[index]
-                kind = ctx.kind(expr)  # type: ignore[arg-type]
+                assert isinstance(expr, cst.BaseExpression)
+                kind = ctx.kind(expr)
                 if kind is Kind.TENSOR:
                     plan.blocker = f"`{ctx.code(expr)}` is a tensor used other than through `.item()`"
                     return plan
-                # A value computed in the call (a function's result, arithmetic) is
-                # fresh: nothing else holds it to mutate before the replay. Only
-                # containers and modules are suspicious.
-                if kind in (Kind.OTHER, Kind.MODULE) and not _is_text(expr):
-                    plan.unsafe.append(f"`{ctx.code(expr)}` is computed now but formatted at replay")
+                if kind is Kind.MODULE:
+                    plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
+                elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
+                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
+                param = fresh(expr)
+                params.append(param)
+                values.append(expr)
+                body_replacements[expr] = cst.Name(param)
             else:
                 site = reads[item]  # type: ignore[index]
                 value = site.value
                 if not site.certain:
                     plan.unsafe.append(f"`{ctx.code(value)}` is not known to be a tensor")
-                if isinstance(value, cst.Name) and collector.names.get(value.value) and all(
-                    use == "read" for _, use in collector.names[value.value]
-                ):
-                    param = value.value
+                if isinstance(value, cst.Name) and all(use == "read" for _, use in collector.names.get(value.value, [])):
+                    param = value.value  # passed once, as the name
                 else:
                     param = fresh()
                     params.append(param)
@@ -677,6 +776,9 @@ class DeferredLogging(Rule):
         text = empty.code_for_node(record)
         if "\n" in text or indent + len(text) > LINE_LENGTH:
             record = one_argument_per_line(record)
+        if found.kind.logs and "\n" in empty.code_for_node(record) and \
+                (ctx.provenance.imports.qualify(call.func) or "").startswith("absl."):
+            plan.unsafe.append("absl's log format shows the calling line, which moves into `deferred.record(`")
         plan.new = record
         plan.unsafe = list(dict.fromkeys(plan.unsafe))
         return plan

@@ -11,7 +11,8 @@ from ..advice import usage
 from ..context import FileContext
 from ..provenance import Kind, Scope, dotted_name, is_torch_function
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import LOG_METHODS, SyncSite, is_item_call
+from ..output_calls import output_call
+from ..syncs import SyncSite, is_item_call
 from ..tensor_values import method_call
 from ..tree import walk
 
@@ -694,8 +695,8 @@ class OneToList(Rule):
         qualified = ctx.provenance.imports.qualify(func) or ""
         if qualified.startswith("math."):
             return ""
-        if qualified.startswith("logging.") and qualified.split(".")[-1] in LOG_METHODS:
-            return ""
+        if output_call(ctx, call) is not None:
+            return ""  # output calls write no tensor
         if is_torch_function(qualified):
             name = qualified.split(".")[-1]
             if name.endswith("_") or any(a.keyword is not None and a.keyword.value in ("out", "inplace") for a in call.args):
@@ -710,10 +711,6 @@ class OneToList(Rule):
                 return ""
             if receiver is Kind.MODULE:
                 return unknown
-            if method in LOG_METHODS:
-                receiver_name = (dotted_name(func.value) or "").split(".")[-1].lower()
-                if "log" in receiver_name:
-                    return ""
             if method in CONTAINER_METHODS:
                 return ""
         return unknown

@@ -1,0 +1,327 @@
+"""What an output call is: the one definition every rule asks.
+
+An *output call* writes something the user reads or collects, and does
+nothing else a program depends on:
+
+* ``print(...)``, ``tqdm.write(...)``, ``sys.stdout.write(...)`` (:attr:`OutputKind.PRINT`);
+* ``logging.info(...)`` and the other functions of ``logging`` (or absl's) (:attr:`OutputKind.LOGGING`);
+* logger methods: ``logger.info(...)``, ``self.log.warning(...)``,
+  ``logging.getLogger(__name__).debug(...)``, and Hugging Face's
+  ``logger.warning_once`` / ``logger.info_once``                (:attr:`OutputKind.LOGGER`);
+* metric writers: ``writer.add_scalar(s)``, ``wandb.log``, ``log_metrics`` (:attr:`OutputKind.METRICS`);
+* progress bars: ``pbar.set_postfix(...)`` / ``set_description(...)`` (:attr:`OutputKind.PROGRESS`);
+* ``warnings.warn(...)``                                       (:attr:`OutputKind.WARNING`);
+* a function of the same file whose body only makes such calls, under
+  conditions on values that do not change while the program runs
+  (``def print0(s): if master_process: print(s)``)              (:attr:`OutputKind.WRAPPER`).
+
+A logger is recognised by the name it is bound to (``logger``, ``log``,
+``_LOGGER``, ``train_logger``: the last component ends in ``log`` or
+``logger``), by ``logging.getLogger(...)`` / ``get_logger(...)`` called on the
+spot, or by ``logging`` itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from .provenance import dotted_name
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# Hugging Face's helpers (``transformers.utils.logging``): log each distinct message once.
+LOG_ONCE_METHODS = frozenset({"warning_once", "info_once"})
+METRIC_METHODS = frozenset({"add_scalar", "add_scalars", "log_metrics"})
+PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str", "set_description_str"})
+# Modules whose functions log through a logger (``logging.info``, absl's ``logging.info``).
+LOGGING_MODULES = frozenset({"logging", "absl.logging"})
+LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
+_OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write"}
+# Calls whose replay at another moment is not the same call: they read the live
+# exception or the caller's stack.
+LIVE_METHODS = frozenset({"exception"})
+LIVE_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel"})
+
+
+class OutputKind(enum.Enum):
+    PRINT = "print"
+    LOGGING = "logging"
+    LOGGER = "logger"
+    METRICS = "metrics"
+    PROGRESS = "progress"
+    WARNING = "warning"
+    WRAPPER = "wrapper"
+
+    @property
+    def formats_text(self) -> bool:
+        """Does the call turn its arguments into text (so a tensor argument is formatted)?
+
+        Metric writers take numbers or tensors and read them themselves.
+        """
+        return self is not OutputKind.METRICS
+
+    @property
+    def logs(self) -> bool:
+        """A ``logging`` record: the logger decides at call time whether its level is enabled."""
+        return self in (OutputKind.LOGGING, OutputKind.LOGGER)
+
+
+@dataclass(frozen=True)
+class OutputCall:
+    kind: OutputKind
+    callee: str  # the callee as written: "print", "logger.info", "print0"
+    method: str | None = None  # "info", "warning_once", "add_scalar"; None for a plain function
+    wrapper: cst.FunctionDef | None = None  # the definition, for OutputKind.WRAPPER
+
+    @property
+    def once(self) -> bool:
+        return self.method in LOG_ONCE_METHODS
+
+
+def is_logger_name(receiver: str) -> bool:
+    """``logger``, ``log``, ``_LOGGER``, ``train_logger``, ``logger_`` (the last component)."""
+    last = receiver.split(".")[-1].lower().strip("_")
+    return last.endswith("log") or last.endswith("logger")
+
+
+def _is_logger(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+    if isinstance(receiver, cst.Call):
+        factory = dotted_name(receiver.func)
+        return factory is not None and factory.split(".")[-1] in LOGGER_FACTORIES
+    name = dotted_name(receiver)
+    if name is None:
+        return False
+    return ctx.provenance.imports.qualify(receiver) == "logging" or is_logger_name(name)
+
+
+def output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
+    """What kind of output call ``call`` is, or None when it is not one."""
+    found = _library_output_call(ctx, call)
+    if found is not None:
+        return found
+    func = call.func
+    if isinstance(func, cst.Name):
+        wrapper = output_wrappers(ctx).get(func.value)
+        if wrapper is not None and ctx.provenance.scope_of(call).lookup(func.value) is ctx.provenance.scopes[ctx.module]:
+            return OutputCall(OutputKind.WRAPPER, func.value, wrapper=wrapper)
+    return None
+
+
+def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
+    """An output call of Python or a library (not a wrapper of this file)."""
+    func = call.func
+    imports = ctx.provenance.imports
+    if isinstance(func, cst.Name):
+        if func.value == "print":
+            if ctx.provenance.scope_of(call).lookup("print") is None:
+                return OutputCall(OutputKind.PRINT, "print")
+            return None
+        qualified = imports.qualify(func) or ""
+        if qualified == "warnings.warn":
+            return OutputCall(OutputKind.WARNING, func.value)
+        if qualified.rpartition(".")[0] in LOGGING_MODULES and qualified.split(".")[-1] in LOG_METHODS:
+            return OutputCall(OutputKind.LOGGING, func.value, qualified.split(".")[-1])
+        return None
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    kind = _method_kind(ctx, func)
+    if kind is None:
+        return None
+    return OutputCall(kind, dotted_name(func) or ctx.code(func), method)
+
+
+def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
+    method = func.attr.value
+    if method not in _OUTPUT_METHODS:
+        return None  # the common case, decided without qualifying the name
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified == "warnings.warn":
+        return OutputKind.WARNING
+    if method in LOG_METHODS or method in LOG_ONCE_METHODS:
+        if qualified.rpartition(".")[0] in LOGGING_MODULES:
+            return OutputKind.LOGGING
+        if qualified == "wandb.log":
+            return OutputKind.METRICS
+        return OutputKind.LOGGER if _is_logger(ctx, func.value) else None
+    if method == "write":
+        return OutputKind.PRINT if qualified in WRITE_FUNCTIONS else None
+    if method in METRIC_METHODS:
+        return OutputKind.METRICS
+    if method in PROGRESS_METHODS:
+        return OutputKind.PROGRESS
+    return None
+
+
+def is_output_call(ctx: FileContext, call: cst.Call) -> bool:
+    return output_call(ctx, call) is not None
+
+
+def live_context(found: OutputCall, call: cst.Call) -> str:
+    """Why the call reads the moment it runs (the live exception, the caller's
+    stack), so that calling it later is not the same call; "" when it does not."""
+    if found.method in LIVE_METHODS and found.kind.logs:
+        return f"`{found.callee}` logs the exception being handled, which is gone at replay"
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in LIVE_KEYWORDS:
+            return f"`{arg.keyword.value}=` reads the caller's exception or stack, which differ at replay"
+    return ""
+
+
+# -- wrappers -------------------------------------------------------------------------------
+
+# Queries whose answer does not change while a program runs: a wrapper's condition
+# on them (``if dist.get_rank() == 0:``) gives the same answer at replay.
+PROCESS_CONSTANTS = frozenset(
+    {
+        "torch.distributed.get_rank", "torch.distributed.get_world_size", "torch.distributed.is_initialized",
+        "torch.distributed.is_available", "os.environ.get", "os.getenv",
+    }
+)
+# Builtins a wrapper may use to build its text: they give the same result later.
+TEXT_BUILTINS = frozenset({"str", "repr", "format", "len", "int", "float", "round", "abs"})
+
+# The wrappers of the last few modules (libcst modules take no weak references).
+_WRAPPERS: collections.OrderedDict[int, tuple[cst.Module, dict[str, cst.FunctionDef]]] = collections.OrderedDict()
+
+
+def output_wrappers(ctx: FileContext) -> dict[str, cst.FunctionDef]:
+    """Functions of the module level of this file that only write output.
+
+    The body may hold a docstring, ``pass``, a bare ``return``, output call
+    statements (calls of other such wrappers included) whose arguments are the
+    function's parameters, literals and text built from them, and ``if`` tests
+    of values that stay the same while the program runs: parameters, module-level
+    names that no function rebinds (``master_process``), ``dist.get_rank()``,
+    ``os.environ.get(...)``. Calling such a function later, with the same
+    arguments, writes the same output.
+    """
+    cached = _WRAPPERS.get(id(ctx.module))
+    if cached is not None and cached[0] is ctx.module:
+        return cached[1]
+    module_scope = ctx.provenance.scopes[ctx.module]
+    rebound = {item.name.value for node in ctx.nodes(cst.Global) for item in node.names}  # type: ignore[attr-defined]
+    candidates: dict[str, cst.FunctionDef] = {}
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef) and not stmt.decorators and stmt.asynchronous is None:
+            name = stmt.name.value
+            if len(module_scope.bindings.get(name, [])) == 1:
+                candidates[name] = stmt
+    stable_globals = {
+        name for name, bindings in module_scope.bindings.items()
+        if name not in rebound and name not in candidates and all(how in ("value", "import", "number") for how, _ in bindings)
+    }
+    found: dict[str, cst.FunctionDef] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, func in candidates.items():
+            if name in found:
+                continue
+            checker = _WrapperCheck(ctx, func, stable_globals, found)
+            if checker.body_ok(func.body.body, top=True) and checker.writes:
+                found[name] = func
+                changed = True
+    _WRAPPERS[id(ctx.module)] = (ctx.module, found)
+    while len(_WRAPPERS) > 8:
+        _WRAPPERS.popitem(last=False)
+    return found
+
+
+class _WrapperCheck:
+    def __init__(self, ctx: FileContext, func: cst.FunctionDef, stable: set[str], wrappers: dict[str, cst.FunctionDef]) -> None:
+        from .provenance import all_params
+
+        self.ctx = ctx
+        self.params = {p.name.value for p in all_params(func.params)}
+        self.stable = stable
+        self.wrappers = wrappers
+        self.writes = False
+
+    def body_ok(self, body, top: bool = False) -> bool:
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Pass) or (isinstance(small, cst.Return) and small.value is None):
+                        continue
+                    if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)) and top and i == 0:
+                        continue  # docstring
+                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and self.output_ok(small.value):
+                        self.writes = True
+                        continue
+                    return False
+            elif isinstance(stmt, cst.If):
+                if not self.value_ok(stmt.test) or not self.body_ok(stmt.body.body):
+                    return False
+                orelse = stmt.orelse
+                if isinstance(orelse, cst.If):
+                    if not self.body_ok([orelse]):
+                        return False
+                elif isinstance(orelse, cst.Else) and not self.body_ok(orelse.body.body):
+                    return False
+            else:
+                return False
+        return True
+
+    def output_ok(self, call: cst.Call) -> bool:
+        func = call.func
+        if not (isinstance(func, cst.Name) and func.value in self.wrappers):
+            found = _library_output_call(self.ctx, call)
+            if found is None or live_context(found, call):
+                return False
+            if isinstance(func, cst.Attribute) and not self.value_ok(func.value):
+                return False
+        return all(self.value_ok(arg.value) for arg in call.args)
+
+    def value_ok(self, node: cst.BaseExpression) -> bool:
+        """Gives the same value later as now: parameters, stable names, literals, text of them."""
+        if isinstance(node, cst.Name):
+            value = node.value
+            return value in self.params or value in self.stable or value in ("True", "False", "None")
+        if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
+            return True
+        if isinstance(node, cst.ConcatenatedString):
+            return self.value_ok(node.left) and self.value_ok(node.right)
+        if isinstance(node, cst.FormattedString):
+            return all(self.value_ok(part.expression) and all(
+                not isinstance(p, cst.FormattedStringExpression) or self.value_ok(p.expression) for p in (part.format_spec or ()))
+                for part in node.parts if isinstance(part, cst.FormattedStringExpression))
+        if isinstance(node, cst.Attribute):
+            # ``sys.stderr``, ``logging.INFO``, ``args.verbose`` of a stable name.
+            return self.value_ok(node.value)
+        if isinstance(node, cst.Subscript):
+            return self.value_ok(node.value) and all(
+                isinstance(e.slice, cst.Index) and self.value_ok(e.slice.value) for e in node.slice)
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return all(self.value_ok(e.value) for e in node.elements)
+        if isinstance(node, cst.BinaryOperation):
+            return self.value_ok(node.left) and self.value_ok(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return self.value_ok(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            return self.value_ok(node.left) and self.value_ok(node.right)
+        if isinstance(node, cst.Comparison):
+            return self.value_ok(node.left) and all(self.value_ok(c.comparator) for c in node.comparisons)
+        if isinstance(node, cst.Call):
+            func = node.func
+            qualified = self.ctx.provenance.imports.qualify(func) or ""
+            if isinstance(func, cst.Name) and func.value in TEXT_BUILTINS and \
+                    self.ctx.provenance.scope_of(node).lookup(func.value) is None:
+                pass
+            elif qualified in PROCESS_CONSTANTS:
+                pass
+            elif isinstance(func, cst.Attribute) and func.attr.value in ("format", "join") and \
+                    isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+                pass
+            else:
+                return False
+            return all(self.value_ok(a.value) for a in node.args)
+        return False
