@@ -283,8 +283,7 @@ class DeferredLogging(Rule):
     Output calls are those of `fixitem.codemods.output_calls`: `print(...)`,
     `logger.info(...)` and the other levels, `logger.warning_once(...)` /
     `info_once(...)`, `logging.info(...)`, `writer.add_scalar(...)` /
-    `add_scalars`, `wandb.log(...)`, `pbar.set_postfix(...)` /
-    `set_description(...)`, `log_metrics(...)`, `warnings.warn(...)`, and
+    `add_scalars`, `wandb.log(...)`, `log_metrics(...)`, `warnings.warn(...)`, and
     functions of the same file that only write output
     (`def print0(s): if master_process: print(s)`).
     Inside traced code (`forward` and what `torch.compile` reaches) an output
@@ -364,7 +363,10 @@ class DeferredLogging(Rule):
     inside a lambda or comprehension or in a branch evaluated only sometimes,
     a starred argument that reads a tensor, an f-string `=` around a read,
     or formats a tensor itself (`print(x)`: the runtime replays only
-    one-element tensors as numbers, which would change the text).
+    one-element tensors as numbers, which would change the text); and for
+    progress bars (`pbar.set_postfix(...)`, `set_description(...)`): the bar
+    draws its description at its next update, so set later it would label
+    steps it was not set for, and set after the bar closed it is never shown.
     `logger.exception` and calls with `exc_info=`, `stack_info=` or
     `stacklevel=` are left alone: they read the live exception or stack.
     """
@@ -609,6 +611,18 @@ class DeferredLogging(Rule):
                 """
             ),
         ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def train(data: torch.Tensor, bar):
+                    for step in bar:
+                        loss = (data * step).sum()
+                        bar.set_postfix(loss=loss.item())
+                """
+            ),
+        ),
         Valid(
             dedent(
                 """
@@ -684,6 +698,10 @@ class DeferredLogging(Rule):
             return plan
         if others:
             plan.blocker = "it formats a tensor itself; only one-element values read with `.item()` can be deferred"
+            return plan
+        if found.kind is OutputKind.PROGRESS:
+            plan.blocker = ("a progress bar draws its description at its next update: set at replay it would label "
+                            "later steps, or never show once the bar is closed; set it every N steps instead")
             return plan
         for replayed in collector.replayed:
             plan.unsafe.append(f"`{ctx.code(replayed.func)}(...)` is called at replay, not now")
