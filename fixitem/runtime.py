@@ -604,7 +604,7 @@ class _OrderedStream:
     """
 
     _fixitem_ordered = True
-    __slots__ = ("_fixitem_stream",)
+    __slots__ = ("_fixitem_stream", "__weakref__")
 
     def __init__(self, stream: Any) -> None:
         object.__setattr__(self, "_fixitem_stream", stream)
