@@ -173,6 +173,17 @@ def test_replay_error_during_a_write_is_reported_not_raised(monkeypatch):
     assert "ZeroDivisionError" in err.getvalue()
 
 
+@pytest.mark.parametrize("fixture", ["capsys", "capfd"])
+def test_a_stream_the_program_puts_in_place_keeps_working(fixture, request):
+    cap = request.getfixturevalue(fixture)
+    runtime.configure(flush_every=1000)
+    runtime.record(lambda v: print(f"value {v}"), torch.tensor(3))
+    print("direct")  # sys.stdout is the capture stream now: works, not hooked (documented)
+    assert runtime.pending() == 1
+    runtime.flush()
+    assert cap.readouterr().out == "direct\nvalue 3\n"
+
+
 def test_hooks_installed_at_import():
     code = (
         "import logging, signal, sys\n"
