@@ -573,14 +573,23 @@ def _recorders() -> list[Recorder]:
 
 
 def _flush_all(wait: float = -1) -> None:
-    """Flush every recorder; re-raise the first replay error after all."""
+    """Flush every recorder; re-raise the first replay error after all.
+
+    ``wait``: seconds to wait for a replay running in another thread (-1:
+    as long as it takes); after that, nothing is flushed.
+    """
+    if _tls.replaying or not _REPLAY_LOCK.acquire(timeout=wait):
+        return
     first_error: BaseException | None = None
-    for rec in _recorders():
-        try:
-            rec._flush(wait)
-        except BaseException as exc:  # noqa: BLE001
-            if first_error is None:
-                first_error = exc
+    try:
+        for rec in _recorders():
+            try:
+                rec._flush(-1)  # re-enters _REPLAY_LOCK, held here
+            except BaseException as exc:  # noqa: BLE001
+                if first_error is None:
+                    first_error = exc
+    finally:
+        _REPLAY_LOCK.release()
     if first_error is not None:
         raise first_error
 
@@ -642,8 +651,9 @@ def configure(*, flush_every: int | None = None) -> None:
 # --------------------------------------------------------------------------
 # Output order: whatever is written while records are pending comes after them
 
-# How long a write waits for another thread's replay before it goes out
-# anyway (a bound against a lock cycle with the other thread's replayed call).
+# How long a write or log record waits for another thread's replay before it
+# goes out anyway: a bound against a lock cycle (this thread holds a lock that
+# the other thread's replayed call needs).
 _WRITE_WAIT_S = 5.0
 
 
@@ -731,8 +741,8 @@ def _install_logging_hooks() -> None:
     @functools.wraps(original)
     def callHandlers(self, record):  # noqa: N802  (logging's name)
         tls = _tls
-        if _order.dirty:
-            _before_output(-1)
+        if _order.dirty and not tls.in_logging:  # a handler logging: flushed by the outer call
+            _before_output(_WRITE_WAIT_S)
         tls.in_logging += 1
         try:
             return original(self, record)

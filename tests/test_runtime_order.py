@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -171,6 +172,32 @@ def test_replay_error_during_a_write_is_reported_not_raised(monkeypatch):
     stream.write("direct\n")
     assert sink.getvalue() == "kept 1\ndirect\n"
     assert "ZeroDivisionError" in err.getvalue()
+
+
+def test_a_write_does_not_deadlock_with_a_replay_in_another_thread(monkeypatch):
+    # Thread A replays a call that needs a lock held by this thread, which
+    # writes: the write waits for A's replay a bounded time, then goes out.
+    monkeypatch.setattr(runtime, "_WRITE_WAIT_S", 0.2)
+    sink = io.StringIO()
+    stream = runtime._OrderedStream(sink)
+    lock = threading.Lock()
+    started = threading.Event()
+
+    def needs_lock(v):
+        started.set()
+        with lock:
+            sink.write(f"replayed {v}\n")
+
+    rec = Recorder(flush_every=1000)
+    rec.record(needs_lock, torch.tensor(1))
+    with lock:
+        replayer = threading.Thread(target=rec.flush)
+        replayer.start()
+        assert started.wait(30)
+        stream.write("written while holding the lock\n")
+    replayer.join(30)
+    assert not replayer.is_alive()
+    assert sink.getvalue() == "written while holding the lock\nreplayed 1\n"
 
 
 @pytest.mark.parametrize("fixture", ["capsys", "capfd"])
