@@ -588,6 +588,11 @@ def _flush_all(wait: float = -1) -> None:
             except BaseException as exc:  # noqa: BLE001
                 if first_error is None:
                     first_error = exc
+        with _LOCK:  # no replay runs now: recount (a recorder dropped with records counts no more)
+            live = _recorders()
+            if not _COMPILED_INBOX and not any(r._pending or r._batches for r in live):
+                _order.count = 0
+                _order.dirty = False
     finally:
         _REPLAY_LOCK.release()
     if first_error is not None:

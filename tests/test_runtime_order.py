@@ -355,3 +355,15 @@ def test_sigterm_during_a_replay_waits_for_it_then_dies_of_the_signal():
     out, rc = _run(["deferred", "sigreplay"], unbuffered=True)
     assert rc == -signal.SIGTERM
     assert out == "first 1\nsame call\nafter 0\nafter 1\nafter 2\n"
+
+
+def test_a_recorder_dropped_with_records_does_not_keep_writes_flushing():
+    import gc
+
+    rec = Recorder(flush_every=1000)
+    rec.record(print, torch.tensor(1))
+    del rec
+    gc.collect()
+    assert runtime._order.dirty
+    runtime._OrderedStream(io.StringIO()).write("x")
+    assert not runtime._order.dirty and runtime._order.count == 0
