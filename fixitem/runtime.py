@@ -51,7 +51,7 @@ Ordering guarantee (by construction)
       everything else to the original stream (``isatty``, ``fileno``,
       ``encoding``, ``buffer``, ``flush``, attributes; ``isinstance`` sees
       the original's class). When nothing is pending a write costs one
-      attribute check more (about 0.1-0.2 us).
+      attribute check more (about 0.1 us on CPU).
     * ``logging.Logger.callHandlers``: every LogRecord a logger hands to its
       handlers, whatever their stream (also handlers created before this
       import, which hold the original stream objects, and file handlers).
@@ -435,9 +435,16 @@ class Recorder:
         if max_outstanding < 1:
             raise ValueError("max_outstanding must be >= 1")
         self.max_outstanding = max_outstanding
-        with _LOCK:
-            _RECORDERS[:] = [r for r in _RECORDERS if r() is not None]
-            _RECORDERS.append(weakref.ref(self))
+        tls = _tls
+        tls.depth += 1  # a SIGTERM handled now must not wait for _LOCK held here
+        try:
+            with _LOCK:
+                _RECORDERS[:] = [r for r in _RECORDERS if r() is not None]
+                _RECORDERS.append(weakref.ref(self))
+        finally:
+            tls.depth -= 1
+            if not tls.depth and _Signals.deferred is not None:
+                _leave()
 
     # -- configuration ----------------------------------------------------
     def set_flush_every(self, n: int) -> None:
@@ -578,8 +585,20 @@ def _flush_all(wait: float = -1) -> None:
     ``wait``: seconds to wait for a replay running in another thread (-1:
     as long as it takes); after that, nothing is flushed.
     """
-    if _tls.replaying or not _REPLAY_LOCK.acquire(timeout=wait):
+    tls = _tls
+    if tls.replaying:
         return
+    tls.depth += 1
+    try:
+        if _REPLAY_LOCK.acquire(timeout=wait):
+            _flush_all_locked()
+    finally:
+        tls.depth -= 1
+        if not tls.depth and _Signals.deferred is not None:
+            _leave()
+
+
+def _flush_all_locked() -> None:
     first_error: BaseException | None = None
     try:
         for rec in _recorders():
