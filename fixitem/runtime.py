@@ -10,17 +10,24 @@ and ``total += loss.item()`` into ``total = deferred.Accumulator(0.0)`` ...
 ``total += loss``. This module imports only torch and the standard library.
 
 record(fn, /, *args, **kwargs)
-    Captures the arguments now (no late binding). Every tensor among them,
-    also inside list / tuple / dict values, is ``detach()``-ed and kept on its
-    device: nothing is read at record time. A recorded tensor must hold exactly
-    one element (what ``.item()`` accepts); others raise ``TypeError`` at once:
-    multi-element tensors are not supported. Other arguments pass through
-    unchanged (they are not copied: a list mutated after ``record`` is seen
-    mutated at replay). At replay each tensor is replaced by exactly the Python
-    value ``.item()`` would have returned (``int`` for integer dtypes, ``bool``
-    for ``torch.bool``, ``float`` for floating dtypes, ``complex`` for complex),
-    then ``fn(*args, **kwargs)`` is called, so the text printed or logged is
-    byte-for-byte the original's.
+    Captures the arguments now, by value. Every tensor among them, also inside
+    list / tuple / dict values, is snapshotted: ``clone()``-d (and detached)
+    on its device, a copy queued on the current stream, with no host sync, so
+    an in-place update after ``record`` (``step.add_(1)``, ``total += x``, an
+    optimizer step) does not change what is replayed. A recorded tensor must
+    hold exactly one element (what ``.item()`` accepts); others raise
+    ``TypeError`` at once, since only scalars are deferred values (pass
+    ``len(x)`` or ``x.shape[0]``, computed at record time, instead). Lists,
+    tuples and dicts among the arguments are copied (nested ones too, not
+    their other items); other arguments pass through unchanged, by reference: an object whose
+    attribute changes after ``record`` is seen changed at replay, so pass
+    ``trainer.iter_num``, not ``trainer`` (the codemod does). At replay each
+    tensor is replaced by exactly the Python value ``.item()`` would have
+    returned (``int`` for integer dtypes, ``bool`` for ``torch.bool``,
+    ``float`` for floating dtypes, ``complex`` for complex), then
+    ``fn(*args, **kwargs)`` is called, so the text printed or logged is byte
+    for byte the original's. Cost on CPU: about 1 us per recorded tensor for
+    the copy, on top of the bookkeeping.
 
 One host transfer per flush
     A flush stacks the pending tensors per (device, kind) - integers as int64,
@@ -32,17 +39,49 @@ One host transfer per flush
     blocks only on ``flush()``, at exit, or when more than ``max_outstanding``
     (default 4) batches are in flight.
 
-Ordering guarantee
-    Records are replayed strictly in recording order (one global order for the
-    whole process, across threads: a lock guards the buffer and a second,
-    separate lock makes replays never interleave). A record made by ``fn``
-    itself during a replay is queued after everything already recorded. If a
-    replayed ``fn`` raises, the remaining records are still emitted and then
-    the first exception is re-raised from the ``record``/``flush`` call that
-    triggered the replay (at exit it is printed to stderr instead).
-    Calls that were left immediate (not deferred) are not ordered against
-    deferred ones: the codemod defers every output call of a loop that has a
-    deferred one for that reason.
+Ordering guarantee (by construction)
+    Whatever the process writes while records are pending comes after them:
+    the runtime replays the pending records first. Importing this module
+    installs the hooks that see every such write:
+
+    * ``sys.stdout`` and ``sys.stderr`` are wrapped, so ``print``, progress
+      bars, ``warnings.warn`` (which writes to ``sys.stderr``), tracebacks,
+      the message of ``sys.exit("msg")`` and libraries writing to them
+      replay pending records before their text. The wrapper forwards
+      everything else to the original stream (``isatty``, ``fileno``,
+      ``encoding``, ``buffer``, ``flush``, attributes; ``isinstance`` sees
+      the original's class). When nothing is pending a write costs one
+      attribute check more (about 0.1 us on CPU).
+    * ``logging.Logger.callHandlers``: every LogRecord a logger hands to its
+      handlers, whatever their stream (also handlers created before this
+      import, which hold the original stream objects, and file handlers).
+    * ``os.fork``: pending records are replayed (and the Python stream
+      buffers flushed) before the fork, so a child's output comes after
+      what the parent printed before starting it.
+
+    Replaying costs the one host read that keeps the order, paid only when
+    something else is written while records are pending. Records are
+    replayed strictly in recording order (one order per recorder, across
+    threads: a lock guards the buffers and a second, separate lock makes
+    replays never interleave). Output of a replayed ``fn`` is not hooked again,
+    and a record made by ``fn`` itself during a replay is queued after
+    everything already recorded. If a replayed ``fn`` raises, the remaining
+    records are still emitted and then the first exception is re-raised from
+    the ``record``/``flush`` call that triggered the replay; when an unrelated
+    write or log record triggered it, the exception is printed to stderr
+    instead (at exit likewise). A write waits at most 5 s for a replay in
+    another thread (a bound against a lock cycle with that thread's call).
+
+    Not ordered against pending records: writes to file descriptors directly
+    (``os.write(1, ...)``, C extensions writing to fd 1 / 2,
+    ``sys.stdout.buffer``), the output of child processes (``subprocess``,
+    and the workers' output beyond what is said above), and a stream the
+    program put in place of ``sys.stdout`` / ``sys.stderr`` after this import
+    (``sys.stdout = open(...)``, ``contextlib.redirect_stdout``, pytest's
+    ``capsys``): writes to the replaced stream are not hooked (they work as
+    usual), and a record replayed while it is in place writes to it. Call
+    ``flush()`` before those when their order matters. A logger class that
+    overrides ``callHandlers`` is not hooked either.
 
 Flush triggers
     * automatically once ``flush_every`` records are pending; the default is
@@ -53,24 +92,49 @@ Flush triggers
       ``--flush-every N``) or the environment variable ``FIXITEM_FLUSH_EVERY``
       (read at import; it wins over ``configure`` so that a run can be switched
       to immediate output, ``FIXITEM_FLUSH_EVERY=1``, without editing code);
+    * any other output (see the ordering guarantee);
     * ``flush()``, on demand (blocks until everything is emitted);
+    * never inside a ``torch.compile`` region (``torch.compiler.is_compiling()``).
+
+Nothing is lost
     * an uncaught exception or ``KeyboardInterrupt``: ``sys.excepthook`` and
       ``threading.excepthook`` are chained so that pending records appear
       BEFORE the traceback;
-    * interpreter exit (``atexit``), including ``sys.exit(n)``. A message of
-      ``sys.exit("msg")`` is printed by Python before atexit handlers run, so
-      it comes before the last records. atexit handlers run last-registered
-      first: import this module after the libraries whose own atexit handler
-      must still be open when records are replayed (``logging`` is imported
-      here first for that reason; wandb / tensorboard writers likewise).
-    * never inside a ``torch.compile`` region (``torch.compiler.is_compiling()``).
+    * interpreter exit (``atexit``), including ``sys.exit(n)`` and records
+      made in threads (daemon threads too). atexit handlers run
+      last-registered first: import this module after the libraries whose
+      own atexit handler must still be open when records are replayed
+      (``logging`` is imported here first for that reason; wandb /
+      tensorboard writers likewise);
+    * ``logging.shutdown()`` called by the program: records are replayed
+      first (``from logging import shutdown`` done before this import is not
+      covered);
+    * SIGTERM: if the program's handler at import is the default one or a
+      Python function, a handler is installed (main thread only) that
+      replays pending records, then chains to the program's handler, or,
+      under the default handling, flushes the Python streams, restores the
+      default and re-delivers the signal, so the exit status is the one
+      without fixitem (-15, 143 in a shell). A SIGTERM that arrives while the
+      main thread is inside the runtime (a replay) is handled when it leaves
+      it. A handler the program installs after this import replaces ours:
+      it runs, and if it exits with ``sys.exit`` the atexit flush covers it.
+      ``signal.getsignal(SIGTERM)`` returns our handler; an ignored SIGTERM
+      or one handled in C is left alone. Other signals are not handled;
+    * ``fork``: the child starts with an empty buffer (the records belong to
+      the parent) and flushes its own: at exit as above, and a
+      ``multiprocessing`` child (``Process``, ``Pool`` and ``DataLoader``
+      workers, any start method), which ends with ``os._exit`` (no atexit)
+      under fork and forkserver, through a ``multiprocessing.util.Finalize``
+      run when its ``run()`` returns. A child of a bare ``os.fork()`` that
+      ends with ``os._exit`` must call ``flush()`` itself.
 
 Compiled regions
     ``record`` inside a function compiled with ``torch.compile(fullgraph=True)``
-    causes no graph break and no host sync: Dynamo traces the append of the
-    detached tensors to a plain list (``Recorder._compiled_inbox``) as a side
-    effect and replays it after every call of the compiled function, with the
-    values of that call. Limitation (torch 2.13): Dynamo guards on the length
+    causes no graph break and no host sync: Dynamo traces the snapshot of the
+    tensors and their append to a plain list (``_COMPILED_INBOX``) as a side
+    effect, and replays it after every call of the compiled function, with
+    the values of that call (a write after the call replays them first, like
+    any other record). Limitation (torch 2.13): Dynamo guards on the length
     of that list, so the compiled function is recompiled whenever it is
     entered with compiled records still in the inbox. Any ``record``/``flush``
     /``pending`` outside compiled code empties the inbox, so a loop that
@@ -81,31 +145,35 @@ Compiled regions
     regions from several threads at once is not supported.
 
 What is not deferred
-    ``fn`` itself (its side effects happen at replay time), non-tensor
-    arguments (captured by reference), and multi-element tensors (rejected).
-    Logging: a replayed ``logger.info`` produces the same message text, but
-    the LogRecord's ``lineno`` is the lambda's (the same line if the codemod
-    kept the call on one line), ``funcName`` is ``"<lambda>"``, and
-    ``created`` / ``threadName`` are those of the flush. Checking the logger
-    level at record time is the codemod's job.
+    ``fn`` itself (its side effects happen at replay time) and the objects
+    passed to it other than tensors and their containers (captured by
+    reference); multi-element tensors are rejected. Logging: a replayed
+    ``logger.info`` produces the same message text, but the LogRecord's
+    ``lineno`` is the lambda's (the same line if the codemod kept the call on
+    one line), ``funcName`` is ``"<lambda>"``, and ``created`` /
+    ``threadName`` are those of the flush. Checking the logger level at
+    record time is the codemod's job.
 
 Thread safety
     ``record``/``flush`` may be called from any thread (a DataLoader worker
-    thread, a logging thread). After ``fork`` the child starts with an empty
-    buffer (the records belong to the parent). ``Accumulator`` is not
-    thread-safe.
+    thread, a logging thread). ``Accumulator`` is not thread-safe.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
-import logging  # noqa: F401  (imported first so that its atexit shutdown runs after our flush)
+import functools
+import io
+import logging  # imported first so that its atexit shutdown runs after our flush
 import math
+import multiprocessing.util
 import os
+import signal
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -143,29 +211,35 @@ def _env_flush_every() -> int | None:
 # Capturing arguments
 
 
-def _detach_tree(value: Any) -> Any:
-    """Copy the containers of ``value`` with every tensor detached.
+def _snapshot_tree(value: Any) -> Any:
+    """Copy the containers of ``value`` with every tensor snapshotted.
 
-    Written so that Dynamo can trace it (used inside compiled regions too).
+    A tensor becomes ``detach().clone()``: a copy on its device, made by a
+    kernel queued on the current stream (no host sync), so an in-place update
+    after ``record`` (``step.add_(1)``, an optimizer step) does not change the
+    value replayed. Written so that Dynamo can trace it (used inside compiled
+    regions too).
     """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise TypeError(
-                "fixitem.runtime.record: only one-element tensors can be recorded "
-                f"(what .item() accepts); got a tensor of shape {tuple(value.shape)}"
+                "fixitem.runtime.record: only one-element tensors can be deferred values "
+                f"(what .item() accepts); got a tensor of shape {tuple(value.shape)}. "
+                "Pass what the call needs from it instead (len(x), x.shape[0], ...), "
+                "evaluated at record time"
             )
-        return value.detach()
+        return value.detach().clone() if value.requires_grad else value.clone()
     if isinstance(value, list):
-        return [_detach_tree(v) for v in value]
+        return [_snapshot_tree(v) for v in value]
     if isinstance(value, tuple):
-        items = [_detach_tree(v) for v in value]
+        items = [_snapshot_tree(v) for v in value]
         if type(value) is tuple:
             return tuple(items)
         if hasattr(value, "_fields"):  # namedtuple
             return type(value)(*items)
         return type(value)(items)
     if isinstance(value, dict):
-        return {k: _detach_tree(v) for k, v in value.items()}
+        return {k: _snapshot_tree(v) for k, v in value.items()}
     return value
 
 
@@ -286,6 +360,62 @@ def _start_cuda_copy(indices: list[int], stacked: torch.Tensor, device: torch.de
 
 
 # --------------------------------------------------------------------------
+# Shared state: one lock for the buffers of every recorder, one replay at a
+# time, and the flag the output hooks check.
+
+
+class _ThreadState(threading.local):
+    depth = 0  # > 0 while this thread runs runtime code (holds _LOCK or replays)
+    replaying = False  # this thread is replaying records
+    in_logging = 0  # > 0 inside Logger.callHandlers (already flushed there)
+
+
+class _OrderState:
+    """``dirty`` is the one attribute the output hooks read on every write:
+    True while records (or compiled-region records) may be pending."""
+
+    __slots__ = ("dirty", "count")
+
+    def __init__(self) -> None:
+        self.dirty = False
+        self.count = 0  # records not yet replayed, all recorders (under _LOCK)
+
+
+_LOCK = threading.Lock()  # guards every recorder's _pending / _batches, _COMPILED_INBOX, _order.count
+_REPLAY_LOCK = threading.RLock()  # one replay at a time, process-wide
+_tls = _ThreadState()
+_order = _OrderState()
+# Appended to only inside torch.compile regions (traced by Dynamo as a side
+# effect): (recorder, fn, args, kwargs); moved to the recorders' buffers by
+# the next eager call of the runtime.
+_COMPILED_INBOX: list[tuple[Any, Callable[..., Any], tuple, dict]] = []
+_RECORDERS: list[weakref.ref] = []  # every Recorder, in creation order
+_MAIN_IDENT = threading.main_thread().ident
+
+
+class _Signals:
+    """A SIGTERM that arrived while the main thread was inside the runtime."""
+
+    deferred: tuple[int, Any] | None = None
+
+
+def _leave() -> None:
+    """Run a SIGTERM handling postponed while this (main) thread was busy."""
+    if _Signals.deferred is not None and threading.get_ident() == _MAIN_IDENT:
+        signum, frame = _Signals.deferred
+        _Signals.deferred = None
+        _handle_sigterm(signum, frame)
+
+
+def _drain_inbox_locked() -> None:
+    items = _COMPILED_INBOX[:]
+    _COMPILED_INBOX.clear()
+    for rec, fn, args, kwargs in items:
+        rec._pending.append(_Record(fn, args, kwargs))
+    _order.count += len(items)
+
+
+# --------------------------------------------------------------------------
 # Recorder
 
 
@@ -298,19 +428,23 @@ class Recorder:
     """
 
     def __init__(self, flush_every: int = DEFAULT_FLUSH_EVERY, max_outstanding: int = 4) -> None:
-        self._lock = threading.Lock()  # guards _pending, _batches, _compiled_inbox
-        self._replay_lock = threading.RLock()  # one replay at a time
-        self._replaying: int | None = None  # ident of the thread replaying
         self._pending: list[_Record] = []
         self._batches: collections.deque[_Batch] = collections.deque()
-        # Appended to only inside torch.compile regions (traced by Dynamo as a
-        # side effect); moved into _pending by the next eager call.
-        self._compiled_inbox: list[tuple[Callable[..., Any], tuple, dict]] = []
         self.flush_every = DEFAULT_FLUSH_EVERY
         self.set_flush_every(flush_every)
         if max_outstanding < 1:
             raise ValueError("max_outstanding must be >= 1")
         self.max_outstanding = max_outstanding
+        tls = _tls
+        tls.depth += 1  # a SIGTERM handled now must not wait for _LOCK held here
+        try:
+            with _LOCK:
+                _RECORDERS[:] = [r for r in _RECORDERS if r() is not None]
+                _RECORDERS.append(weakref.ref(self))
+        finally:
+            tls.depth -= 1
+            if not tls.depth and _Signals.deferred is not None:
+                _leave()
 
     # -- configuration ----------------------------------------------------
     def set_flush_every(self, n: int) -> None:
@@ -321,29 +455,48 @@ class Recorder:
 
     # -- recording --------------------------------------------------------
     def record(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
-        """Defer ``fn(*args, **kwargs)``; tensors in the arguments are read at flush."""
+        """Defer ``fn(*args, **kwargs)``; tensors in the arguments are snapshotted now, read at flush."""
         if torch.compiler.is_compiling():
             # Traced by Dynamo: no lock (not traceable), no flush, no sync.
-            self._compiled_inbox.append((fn, _detach_tree(args), _detach_tree(kwargs)))
+            _COMPILED_INBOX.append((self, fn, _snapshot_tree(args), _snapshot_tree(kwargs)))
+            _order.dirty = True
             return
         if not callable(fn):
             raise TypeError(f"fixitem.runtime.record: fn must be callable, got {fn!r}")
-        rec = _Record(fn, _detach_tree(args), _detach_tree(kwargs))
-        with self._lock:
-            self._drain_inbox_locked()
-            self._pending.append(rec)
-            full = len(self._pending) >= self.flush_every
-            if full:
-                self._start_batch_locked()
-            outstanding = len(self._batches)
-        if outstanding:
-            self._emit(block=False, keep=self.max_outstanding if full else None)
+        rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs))
+        tls = _tls
+        tls.depth += 1
+        try:
+            with _LOCK:
+                if _COMPILED_INBOX:
+                    _drain_inbox_locked()
+                self._pending.append(rec)
+                _order.count += 1
+                _order.dirty = True
+                full = len(self._pending) >= self.flush_every
+                if full:
+                    self._start_batch_locked()
+                outstanding = len(self._batches)
+            if outstanding:
+                self._emit(block=False, keep=self.max_outstanding if full else None)
+        finally:
+            tls.depth -= 1
+            if not tls.depth and _Signals.deferred is not None:
+                _leave()
 
     def pending(self) -> int:
         """Number of records not yet emitted."""
-        with self._lock:
-            self._drain_inbox_locked()
-            return len(self._pending) + sum(len(b.records) for b in self._batches)
+        tls = _tls
+        tls.depth += 1
+        try:
+            with _LOCK:
+                if _COMPILED_INBOX:
+                    _drain_inbox_locked()
+                return len(self._pending) + sum(len(b.records) for b in self._batches)
+        finally:
+            tls.depth -= 1
+            if not tls.depth and _Signals.deferred is not None:
+                _leave()
 
     def flush(self) -> None:
         """Emit every pending record, blocking on device transfers as needed.
@@ -353,45 +506,52 @@ class Recorder:
         """
         if torch.compiler.is_compiling():
             return
-        with self._lock:
-            self._drain_inbox_locked()
-            self._start_batch_locked()
-        self._emit(block=True)
+        self._flush(wait=-1)
+
+    def _flush(self, wait: float) -> None:
+        """``flush``; ``wait``: seconds to wait for another thread's replay (-1: forever)."""
+        tls = _tls
+        tls.depth += 1
+        try:
+            with _LOCK:
+                if _COMPILED_INBOX:
+                    _drain_inbox_locked()
+                self._start_batch_locked()
+            self._emit(block=True, wait=wait)
+        finally:
+            tls.depth -= 1
+            if not tls.depth and _Signals.deferred is not None:
+                _leave()
 
     # -- internals --------------------------------------------------------
-    def _drain_inbox_locked(self) -> None:
-        if self._compiled_inbox:
-            items = self._compiled_inbox[:]
-            self._compiled_inbox.clear()
-            self._pending.extend(_Record(fn, args, kwargs) for fn, args, kwargs in items)
-
     def _start_batch_locked(self) -> None:
         if self._pending:
             records, self._pending = self._pending, []
             self._batches.append(_Batch(records))
 
-    def _emit(self, block: bool, keep: int | None = None) -> None:
+    def _emit(self, block: bool, keep: int | None = None, wait: float = -1) -> None:
         """Replay finished batches in order.
 
         ``block``: wait for every batch. Otherwise emit the ready prefix, and
         if ``keep`` is given also wait until at most ``keep`` batches remain.
         """
-        me = threading.get_ident()
-        if self._replaying == me:
+        if _tls.replaying:
             return  # a replayed fn recorded or flushed: it stays queued, in order
+        if not _REPLAY_LOCK.acquire(timeout=wait):
+            return
         first_error: BaseException | None = None
-        with self._replay_lock:
-            self._replaying = me
-            try:
-                while True:
-                    with self._lock:
-                        if not self._batches:
-                            break
-                        batch = self._batches[0]
-                        must_wait = block or (keep is not None and len(self._batches) > keep)
-                        if not must_wait and not batch.ready():
-                            break
-                        self._batches.popleft()
+        try:
+            _tls.replaying = True
+            while True:
+                with _LOCK:
+                    if not self._batches:
+                        break
+                    batch = self._batches[0]
+                    must_wait = block or (keep is not None and len(self._batches) > keep)
+                    if not must_wait and not batch.ready():
+                        break
+                    self._batches.popleft()
+                try:
                     numbers = batch.values()
                     start = 0
                     for rec in batch.records:
@@ -402,18 +562,76 @@ class Recorder:
                             if first_error is None:
                                 first_error = exc
                         start += n
-            finally:
-                self._replaying = None
+                finally:
+                    with _LOCK:
+                        _order.count -= len(batch.records)
+                        if _order.count <= 0 and not _COMPILED_INBOX:
+                            _order.count = 0
+                            _order.dirty = False
+        finally:
+            _tls.replaying = False
+            _REPLAY_LOCK.release()
         if first_error is not None:
             raise first_error
 
-    def _reset_after_fork(self) -> None:
-        self._lock = threading.Lock()
-        self._replay_lock = threading.RLock()
-        self._replaying = None
-        self._pending = []
-        self._batches = collections.deque()
-        self._compiled_inbox.clear()
+
+def _recorders() -> list[Recorder]:
+    return [r for r in (ref() for ref in list(_RECORDERS)) if r is not None]
+
+
+def _flush_all(wait: float = -1) -> None:
+    """Flush every recorder; re-raise the first replay error after all.
+
+    ``wait``: seconds to wait for a replay running in another thread (-1:
+    as long as it takes); after that, nothing is flushed.
+    """
+    tls = _tls
+    if tls.replaying:
+        return
+    tls.depth += 1
+    try:
+        if _REPLAY_LOCK.acquire(timeout=wait):
+            _flush_all_locked()
+    finally:
+        tls.depth -= 1
+        if not tls.depth and _Signals.deferred is not None:
+            _leave()
+
+
+def _flush_all_locked() -> None:
+    first_error: BaseException | None = None
+    try:
+        for rec in _recorders():
+            try:
+                rec._flush(-1)  # re-enters _REPLAY_LOCK, held here
+            except BaseException as exc:  # noqa: BLE001
+                if first_error is None:
+                    first_error = exc
+        with _LOCK:  # no replay runs now: recount (a recorder dropped with records counts no more)
+            live = _recorders()
+            if not _COMPILED_INBOX and not any(r._pending or r._batches for r in live):
+                _order.count = 0
+                _order.dirty = False
+    finally:
+        _REPLAY_LOCK.release()
+    if first_error is not None:
+        raise first_error
+
+
+def _report(exc: BaseException) -> None:
+    try:
+        print("Exception in a deferred call replayed by fixitem.runtime:", file=sys.stderr)
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+def _flush_reporting_errors() -> None:
+    """Flush for exit paths: never raises; a replay error is printed to stderr."""
+    try:
+        _flush_all()
+    except BaseException as exc:  # noqa: BLE001
+        _report(exc)
 
 
 # --------------------------------------------------------------------------
@@ -454,17 +672,124 @@ def configure(*, flush_every: int | None = None) -> None:
         _default.set_flush_every(env if env is not None else flush_every)
 
 
-def _flush_reporting_errors() -> None:
-    """Flush for exit paths: never raises; a replay error is printed to stderr."""
-    try:
-        _default.flush()
-    except BaseException as exc:  # noqa: BLE001
-        try:
-            print("Exception in a deferred call replayed by fixitem.runtime:", file=sys.stderr)
-            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-        except BaseException:  # noqa: BLE001
-            pass
+# --------------------------------------------------------------------------
+# Output order: whatever is written while records are pending comes after them
 
+# How long a write or log record waits for another thread's replay before it
+# goes out anyway: a bound against a lock cycle (this thread holds a lock that
+# the other thread's replayed call needs).
+_WRITE_WAIT_S = 5.0
+
+
+def _before_output(wait: float) -> None:
+    """Replay everything pending before an unrelated write or log record."""
+    if _tls.depth or torch.compiler.is_compiling():
+        return  # the runtime's own output (a replay), a write from inside the runtime, or traced code
+    try:
+        _flush_all(wait)
+    except Exception as exc:  # a replayed call failed: report it, do not fail the write
+        _report(exc)
+
+
+class _OrderedStream:
+    """``sys.stdout`` / ``sys.stderr`` as seen by the program: the original
+    stream, whose writes first replay pending records.
+
+    Everything but ``write`` / ``writelines`` is forwarded (``isatty``,
+    ``fileno``, ``encoding``, ``buffer``, ``flush``, attributes), and
+    ``isinstance`` sees the original's class.
+    """
+
+    _fixitem_ordered = True
+    __slots__ = ("_fixitem_stream", "__weakref__")
+
+    def __init__(self, stream: Any) -> None:
+        object.__setattr__(self, "_fixitem_stream", stream)
+
+    def write(self, s):
+        if _order.dirty and not _tls.in_logging:
+            _before_output(_WRITE_WAIT_S)
+        return self._fixitem_stream.write(s)
+
+    def writelines(self, lines):
+        if _order.dirty and not _tls.in_logging:
+            _before_output(_WRITE_WAIT_S)
+        return self._fixitem_stream.writelines(lines)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fixitem_stream, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._fixitem_stream, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._fixitem_stream, name)
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance(sys.stdout, io.TextIOWrapper) stays True
+        return type(self._fixitem_stream)
+
+    def __dir__(self):
+        return dir(self._fixitem_stream)
+
+    def __repr__(self) -> str:
+        return repr(self._fixitem_stream)
+
+    def __iter__(self):
+        return iter(self._fixitem_stream)
+
+    def __next__(self):
+        return next(self._fixitem_stream)
+
+    def __enter__(self):
+        self._fixitem_stream.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._fixitem_stream.__exit__(*exc)
+
+
+def _install_stream_hooks() -> None:
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is None or getattr(type(stream), "_fixitem_ordered", False):
+            continue
+        setattr(sys, name, _OrderedStream(stream))
+
+
+def _install_logging_hooks() -> None:
+    original = logging.Logger.callHandlers
+    if getattr(original, "_fixitem_ordered", False):
+        return
+
+    @functools.wraps(original)
+    def callHandlers(self, record):  # noqa: N802  (logging's name)
+        tls = _tls
+        if _order.dirty and not tls.in_logging:  # a handler logging: flushed by the outer call
+            _before_output(_WRITE_WAIT_S)
+        tls.in_logging += 1
+        try:
+            return original(self, record)
+        finally:
+            tls.in_logging -= 1
+
+    callHandlers._fixitem_ordered = True  # type: ignore[attr-defined]
+    logging.Logger.callHandlers = callHandlers  # type: ignore[method-assign]
+
+    original_shutdown = logging.shutdown
+    if not getattr(original_shutdown, "_fixitem_ordered", False):
+
+        @functools.wraps(original_shutdown)
+        def shutdown(*args, **kwargs):
+            _flush_reporting_errors()
+            return original_shutdown(*args, **kwargs)
+
+        shutdown._fixitem_ordered = True  # type: ignore[attr-defined]
+        logging.shutdown = shutdown
+
+
+# --------------------------------------------------------------------------
+# Exit paths: nothing is lost
 
 _previous_excepthook = sys.excepthook
 _previous_threading_excepthook = threading.excepthook
@@ -480,11 +805,94 @@ def _threading_excepthook(args) -> None:
     _previous_threading_excepthook(args)
 
 
+_previous_sigterm: Any = None
+
+
+def _flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+def _handle_sigterm(signum: int, frame: Any) -> None:
+    _flush_reporting_errors()
+    previous = _previous_sigterm
+    if callable(previous):
+        previous(signum, frame)
+        return
+    # SIG_DFL: die of the signal, as the program would have (exit status -15).
+    _flush_std_streams()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _tls.depth:  # the main thread was interrupted inside the runtime: finish first
+        _Signals.deferred = (signum, frame)
+        return
+    _handle_sigterm(signum, frame)
+
+
+def _install_sigterm_handler() -> None:
+    global _previous_sigterm
+    if not hasattr(signal, "SIGTERM") or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (ValueError, OSError):
+        return
+    if previous is _on_sigterm or previous is None or previous == signal.SIG_IGN:
+        return  # ours already, a handler set from C, or ignored: leave it alone
+    _previous_sigterm = previous
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _before_fork() -> None:
+    """Before ``fork``: what the parent recorded comes before the child's output.
+
+    The child would otherwise start with a copy of the parent's unwritten
+    text: replayed text is pushed out of the Python stream buffers too.
+    """
+    if _order.dirty and not _tls.depth:
+        _before_output(-1)
+        _flush_std_streams()
+
+
+def _reset_after_fork() -> None:
+    """In a forked child: empty buffers (the records belong to the parent)."""
+    global _LOCK, _REPLAY_LOCK, _tls, _MAIN_IDENT
+    _LOCK = threading.Lock()
+    _REPLAY_LOCK = threading.RLock()
+    _tls = _ThreadState()
+    _MAIN_IDENT = threading.get_ident()
+    _Signals.deferred = None
+    _COMPILED_INBOX.clear()
+    for rec in _recorders():
+        rec._pending = []
+        rec._batches = collections.deque()
+    _order.count = 0
+    _order.dirty = False
+
+
+def _register_child_flush(_recorder: Recorder) -> None:
+    """In a multiprocessing child (ends with os._exit: no atexit): flush at its exit."""
+    multiprocessing.util.Finalize(None, _flush_reporting_errors, exitpriority=100)
+
+
 sys.excepthook = _excepthook
 threading.excepthook = _threading_excepthook
 atexit.register(_flush_reporting_errors)
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_default._reset_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_child=_reset_after_fork)
+multiprocessing.util.register_after_fork(_default, _register_child_flush)
+if multiprocessing.parent_process() is not None:  # imported inside a started child
+    _register_child_flush(_default)
+_install_stream_hooks()
+_install_logging_hooks()
+_install_sigterm_handler()
 
 
 # --------------------------------------------------------------------------

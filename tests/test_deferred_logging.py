@@ -33,7 +33,6 @@ def _count(path: Path):
     return syncs, out.getvalue()
 
 
-ORDER = pytest.mark.xfail(strict=True, reason="needs the runtime's ordering by construction")
 
 
 def _rewrite_train_loop(copy_fixture):
@@ -61,7 +60,6 @@ def test_training_script_defers_the_step_lines_only_with_fewer_syncs(copy_fixtur
     assert sorted(after_out.splitlines()) == sorted(before_out.splitlines())
 
 
-@ORDER
 def test_training_script_prints_the_same_in_the_same_order(copy_fixture):
     original, rewritten, _ = _rewrite_train_loop(copy_fixture)
     before_out = _run(original)
@@ -215,7 +213,6 @@ def test_callers_output_is_left_alone(tmp_path):
     assert '    print("bye")\n' in text
 
 
-@ORDER
 def test_callers_output_keeps_its_place_after_the_deferred_lines(tmp_path):
     original, rewritten = _rewrite_caller_script(tmp_path)
     before, after = _run(original), _run(rewritten)

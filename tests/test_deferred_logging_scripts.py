@@ -21,7 +21,6 @@ import fixitem
 from conftest import load_module
 from fixitem import runtime
 
-ORDER = pytest.mark.xfail(strict=True, reason="needs the runtime's ordering by construction")
 
 
 def _run(*paths: Path) -> list[str]:
@@ -63,7 +62,6 @@ def test_startup_and_evaluation_output_is_not_deferred(copy_fixture):
     assert "        len(inputs),\n" in text
 
 
-@ORDER
 def test_startup_and_sibling_output_keeps_its_order(copy_fixture):
     original, rewritten, _ = _rewrite(copy_fixture, "startup_and_sibling", unsafe=True)
     before, after = _run(original, rewritten)

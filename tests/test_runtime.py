@@ -83,10 +83,13 @@ def test_arguments_captured_at_record_time_no_late_binding():
         rec.record(lambda step, loss: got.append((step, loss)), step, loss)
     acc = torch.zeros(())
     rec.record(got.append, acc)
-    acc.add_(5)  # in-place after record: detach() shares storage, like the tensor itself
+    acc.add_(5)  # in-place after record: the value at record time is replayed
+    rec.record(got.append, acc)
+    acc += 1
     rec.flush()
     assert got[:3] == [(0, 1.0), (1, 2.0), (2, 3.0)]
-    assert got[3] == 5.0
+    assert got[3:] == [0.0, 5.0]
+    assert acc.item() == 6.0
 
 
 def test_nested_containers_and_kwargs():
