@@ -35,6 +35,10 @@ def usage(ctx: FileContext, node: cst.CSTNode) -> str:
                 return "size"
         if isinstance(parent, (cst.FormattedString, cst.FormattedStringExpression)):
             return "output"
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) and isinstance(
+            parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        ):
+            return "output"  # ``"%.3f" % loss``
         if isinstance(parent, cst.AugAssign):
             return "accumulate"
         if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation)):
@@ -93,6 +97,23 @@ ADVICE = {
         "`scaler.step(optimizer)` skips the update without a host check; `torch.where` / `nan_to_num` "
         "can neutralise a bad value; or check every N steps"
     ),
+    "per_element": (
+        "the loop reads one element of a tensor per iteration, one host sync each. Read the tensor once "
+        "(`values = t.tolist()`, one sync) and loop over the Python values, or keep the work in tensor ops"
+    ),
+    "synchronize": (
+        "remove it unless it brackets a time measurement: PyTorch already orders the work of a stream, and "
+        "a value read waits where it is needed. To time, record `torch.cuda.Event(enable_timing=True)` "
+        "events instead of waiting every step"
+    ),
+    "synchronize_timing": (
+        "it brackets a time measurement (the function reads a clock), where a wait is what makes the time "
+        "right: keep it there, but only in the timed runs (or time with `torch.cuda.Event(enable_timing=True)`)"
+    ),
+    "on_host": (
+        "the tensor lives in host memory, so the read waits for no device; inside compiled code it is "
+        "still a graph break. Read it outside the traced function, or pass the value in as a Python number"
+    ),
     "leaves": (
         "the value leaves the program as a Python number (JSON, a checkpoint, a type check), so one read "
         "is needed: do it once, where the value is written (after the loop or every N steps), and keep "
@@ -104,8 +125,37 @@ NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "i
 SERIALIZERS = frozenset({"dump", "dumps", "save", "safe_dump", "write_json", "to_json", "isinstance"})
 
 
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
+                    "time.monotonic_ns", "timeit.default_timer"})
+
+
 def advice(ctx: FileContext, node: cst.CSTNode) -> str:
     return ADVICE[detailed_usage(ctx, node)]
+
+
+def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+    """``torch.cuda.synchronize()``: keep it where the same function reads a clock."""
+    function = ctx.enclosing_function(node)
+    scope = function if function is not None else ctx.module
+    for call in nodes_within(scope, cst.Call):
+        q = ctx.provenance.imports.qualify(call.func) or ""
+        if q in CLOCKS or q.endswith(".elapsed_time"):
+            return ADVICE["synchronize_timing"]
+    return ADVICE["synchronize"]
+
+
+def per_element(ctx: FileContext, value: cst.CSTNode) -> bool:
+    """Is ``value`` the variable of a loop or comprehension over a tensor (``int(i) for i in idx``)?"""
+    if not isinstance(value, cst.Name):
+        return False
+    scope = ctx.provenance.scope_of(value).lookup(value.value)
+    if scope is None:
+        return False
+    bindings = scope.bindings.get(value.value, [])
+    return bool(bindings) and all(
+        how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR
+        for how, node in bindings
+    )
 
 
 def size_advice(ctx: FileContext, node: cst.CSTNode) -> str:
