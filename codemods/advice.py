@@ -144,18 +144,28 @@ def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
     return ADVICE["synchronize"]
 
 
-def per_element(ctx: FileContext, value: cst.CSTNode) -> bool:
-    """Is ``value`` the variable of a loop or comprehension over a tensor (``int(i) for i in idx``)?"""
+def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | None:
+    """The tensor a loop or comprehension iterates when ``value`` is its variable
+    (``int(i) for i in idx`` gives ``idx``), else None."""
     if not isinstance(value, cst.Name):
-        return False
+        return None
     scope = ctx.provenance.scope_of(value).lookup(value.value)
     if scope is None:
-        return False
+        return None
     bindings = scope.bindings.get(value.value, [])
-    return bool(bindings) and all(
-        how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR
-        for how, node in bindings
-    )
+    if len(bindings) != 1:
+        return None
+    how, node = bindings[0]
+    if how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR:
+        return node
+    return None
+
+
+def per_element_advice(ctx: FileContext, iterable: cst.BaseExpression) -> str:
+    code = ctx.code(iterable)
+    if not isinstance(iterable, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        code = f"({code})"
+    return ADVICE["per_element"].replace("`values = t.tolist()`", f"`values = {code}.tolist()`")
 
 
 def size_advice(ctx: FileContext, node: cst.CSTNode) -> str:

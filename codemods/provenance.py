@@ -790,7 +790,8 @@ class Provenance:
                     return Kind.OTHER
                 if param.star in ("*", "**"):
                     return Kind.UNKNOWN
-                return Kind.TENSOR if name in scope.evidence else Kind.UNKNOWN
+                used = name in scope.evidence or self._used_as_tensor(scope, name, by_syntax_only=True)
+                return Kind.TENSOR if used else Kind.UNKNOWN
         if isinstance(func, cst.FunctionDef) and func.name.value == "forward":
             cls = self.enclosing_class(func)
             if cls is not None and name not in ("self", "cls"):
@@ -881,10 +882,11 @@ class Provenance:
             return True  # not a tensor at all: nothing to doubt here
         return param.name.value in scope.evidence or self._used_as_tensor(scope, param.name.value)
 
-    def _used_as_tensor(self, scope: Scope, name: str) -> bool:
+    def _used_as_tensor(self, scope: Scope, name: str, by_syntax_only: bool = False) -> bool:
         """Is the name used the way only tensors (and arrays) are: ``x.shape``,
-        ``x.item()``, ``self.fc(x)``, ``torch.relu(x)``, ``x @ w``?"""
-        key = (id(scope), name)
+        ``x.item()``, ``self.fc(x)``, ``torch.relu(x)``, ``x @ w``? ``by_syntax_only``
+        leaves out module calls, whose kind may still be being worked out."""
+        key = (id(scope), name + ("#syntax" if by_syntax_only else ""))
         cached = self._tensor_use_cache.get(key)
         if cached is not None:
             return cached
@@ -901,8 +903,8 @@ class Provenance:
                 call = self.parents.get(parent)
                 if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
                     q = self.imports.qualify(call.func)
-                    if self.kind(call.func) is Kind.MODULE or (
-                        is_torch_function(q) and q is not None and q.split(".")[-1] not in CREATION_FUNCTIONS
+                    if (is_torch_function(q) and q is not None and q.split(".")[-1] not in CREATION_FUNCTIONS) or (
+                        not by_syntax_only and self.kind(call.func) is Kind.MODULE
                     ):
                         found = True
             if found:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from .advice import ADVICE, advice, per_element
+from .advice import ADVICE, advice, per_element, per_element_advice
 from .context import FileContext
 from .rule import Report, Rule, unclaimed
 from .syncs import SyncSite
@@ -28,8 +28,8 @@ class SiteRule(Rule):
             if self.wants(ctx, site):
                 if site.on_host:
                     note = ADVICE["on_host"]
-                elif site.kind in ("item", "float", "int", "bool") and per_element(ctx, site.value):
-                    note = ADVICE["per_element"]
+                elif site.kind in ("item", "float", "int", "bool") and (iterable := per_element(ctx, site.value)):
+                    note = per_element_advice(ctx, iterable)
                 else:
                     note = self.note(ctx, site)
                 if not site.certain:
