@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .context import FileContext
-from .provenance import Kind
+from .provenance import Kind, dotted_name
 from .syncs import LOG_METHODS
 from .tree import nodes_within, walk
 
@@ -107,7 +107,8 @@ ADVICE = {
         "events instead of waiting every step"
     ),
     "synchronize_timing": (
-        "it brackets a time measurement (the function reads a clock), where a wait is what makes the time "
+        "it brackets a time measurement (this function, or one of this file that calls it, reads a clock), "
+        "where a wait is what makes the time "
         "right: keep it there, but only in the timed runs (or time with `torch.cuda.Event(enable_timing=True)`)"
     ),
     "on_host": (
@@ -134,13 +135,24 @@ def advice(ctx: FileContext, node: cst.CSTNode) -> str:
 
 
 def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
-    """``torch.cuda.synchronize()``: keep it where the same function reads a clock."""
+    """``torch.cuda.synchronize()``: keep it where the same function reads a clock, or,
+    for a helper (``def sync(device): torch.cuda.synchronize(device)``), where a
+    function of the file that calls the helper does."""
     function = ctx.enclosing_function(node)
-    scope = function if function is not None else ctx.module
-    for call in nodes_within(scope, cst.Call):
-        q = ctx.provenance.imports.qualify(call.func) or ""
-        if q in CLOCKS or q.endswith(".elapsed_time"):
-            return ADVICE["synchronize_timing"]
+    scopes: list[cst.CSTNode] = [function if function is not None else ctx.module]
+    if function is not None:
+        name = function.name.value
+        for caller in ctx.nodes(cst.FunctionDef):
+            if caller is not function and any(
+                isinstance(c.func, (cst.Name, cst.Attribute)) and (dotted_name(c.func) or "").split(".")[-1] == name
+                for c in nodes_within(caller, cst.Call)
+            ):
+                scopes.append(caller)
+    for scope in scopes:
+        for call in nodes_within(scope, cst.Call):
+            q = ctx.provenance.imports.qualify(call.func) or ""
+            if q in CLOCKS or q.endswith(".elapsed_time"):
+                return ADVICE["synchronize_timing"]
     return ADVICE["synchronize"]
 
 

@@ -151,3 +151,12 @@ def test_percent_and_str_format_of_tensors_are_tensor_format(expression):
 def test_percent_formatting_of_numbers_is_not_reported():
     code = "import torch\n\ndef f(loss: torch.Tensor, step: int):\n    return '%d %.3f' % (step, loss.item() * 2), '{}'.format(step)\n"
     assert [f.rule for f in scan(code)] == ["FX001"]
+
+
+def test_a_synchronize_helper_called_by_timing_code_is_advised_to_stay():
+    code = (
+        "import time\nimport torch\n\n"
+        "def sync(device):\n    torch.cuda.synchronize(device)\n\n"
+        "def timed(fn, device):\n    t0 = time.perf_counter()\n    fn()\n    sync(device)\n    return time.perf_counter() - t0\n"
+    )
+    assert only(code).note.startswith("it brackets a time measurement")
