@@ -1012,8 +1012,9 @@ class Provenance:
             if name in CREATION_FUNCTIONS:
                 # ``torch.zeros(n)`` follows the default device, which code elsewhere may set.
                 return False
+            # ``torch.dot(a, b)`` of host tensors; an argument of unknown kind may be a device tensor.
             tensors = [a.value for a in call.args if self.kind(a.value) is Kind.TENSOR]
-            return bool(tensors) and all(self._cpu(t, seen) for t in tensors)
+            return bool(tensors) and all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
         if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
             method = func.attr.value
             if method == "cpu":

@@ -262,10 +262,14 @@ def test_the_copy_to_the_host_syncs_but_reading_the_copy_does_not():
 
 @pytest.mark.parametrize(
     "source",
-    ["torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3)", "x.cuda()", "x.float()", "torch.tensor([1, 2]).to(x.device)"],
+    [
+        "torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3)", "x.cuda()", "x.float()",
+        "torch.tensor([1, 2]).to(x.device)", "torch.stack([torch.tensor([1.0]), unknown])",
+        "torch.add(torch.tensor([1.0]), self_weights)",
+    ],
 )
 def test_tensors_that_may_live_on_a_device_still_sync(source):
-    code = f"import torch\n\ndef f(x: torch.Tensor):\n    header = {source}\n    return int(header[2])\n"
+    code = f"import torch\n\ndef f(x: torch.Tensor, unknown, self_weights):\n    header = {source}\n    return int(header[2])\n"
     ctx = context(code)
     assert not ctx.on_cpu(expression(ctx, "header[2]"))
     assert [f.costs for f in scan(code)] == [("host-sync",)]
