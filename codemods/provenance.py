@@ -34,6 +34,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from .effects import REDUCTIONS
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
 
@@ -166,10 +167,9 @@ TENSOR_ONLY_NAMES = frozenset(
 )
 # Attributes and methods whose use on a ``forward`` parameter shows it is a
 # tensor (numpy arrays have some of them too, but do not reach ``forward``).
-TENSOR_USES = TENSOR_ONLY_NAMES | frozenset(NON_TENSOR_METHODS) | frozenset(NON_TENSOR_ATTRIBUTES) | frozenset(
-    {"to", "float", "half", "double", "bfloat16", "int", "bool", "sum", "mean", "max", "min", "abs", "cpu", "cuda",
-     "reshape", "transpose", "flatten", "squeeze", "exp", "log", "pow", "sqrt", "norm", "matmul", "T", "mT",
-     "argmax", "argmin", "any", "all", "masked_fill", "float", "clone", "repeat", "size"}
+TENSOR_USES = TENSOR_ONLY_NAMES | frozenset(NON_TENSOR_METHODS) | frozenset(NON_TENSOR_ATTRIBUTES) | REDUCTIONS | frozenset(
+    {"to", "float", "half", "double", "bfloat16", "int", "bool", "abs", "cpu", "cuda", "reshape", "transpose",
+     "flatten", "squeeze", "exp", "log", "pow", "sqrt", "matmul", "T", "mT", "masked_fill", "clone", "repeat", "size"}
 )
 # Attributes (not called) that only tensors have.
 TENSOR_ONLY_ATTRIBUTES = frozenset({"grad", "requires_grad", "grad_fn", "is_cuda", "is_leaf"})
@@ -311,6 +311,26 @@ class Scope:
         # Names used as Python sizes (``x.view(B, H, W)``, ``range(n)``, ``x[:, :n]``,
         # ``L == H * W`` against a shape): evidence of an int, not of a tensor.
         self.size_uses: set[str] = set()
+        self.size_comparisons: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []  # ``a == b``
+
+    def shape_derived(self, expr: cst.BaseExpression) -> bool:
+        """``x.shape[1]``, ``x.size(1)``, ``len(x)``, or a name unpacked from ``x.shape``
+        (``B, L, C = x.shape``): a size read from a tensor's header."""
+        if _is_shape_query(expr):
+            return True
+        if isinstance(expr, cst.Name) and expr.value in self.bindings:
+            bindings = self.bindings[expr.value]
+            return all(how in ("unpack", "value") and isinstance(node, cst.BaseExpression) and _is_shape_query(node)
+                       for how, node in bindings)
+        return False
+
+    def settle_size_uses(self) -> None:
+        """``assert L == H * W`` with ``B, L, C = x.shape``: H and W are sizes."""
+        for left, right in self.size_comparisons:
+            if self.shape_derived(left):
+                self.size_uses.update(_size_names(right))
+            elif self.shape_derived(right):
+                self.size_uses.update(_size_names(left))
 
     def bind(self, name: str, how: str, node: cst.CSTNode | None) -> None:
         self.bindings.setdefault(name, []).append((how, node))
@@ -395,6 +415,8 @@ class Provenance:
         root = Scope(self.module, None)
         self.scopes[self.module] = root
         self._fill_scope(root, self.module.body)
+        for scope in self.scopes.values():
+            scope.settle_size_uses()
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
@@ -463,11 +485,7 @@ class Provenance:
                         scope.size_uses.update(_size_names(bound))
             elif isinstance(node, cst.Comparison):
                 if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
-                    left, right = node.left, node.comparisons[0].comparator
-                    if _is_shape_query(left):
-                        scope.size_uses.update(_size_names(right))
-                    elif _is_shape_query(right):
-                        scope.size_uses.update(_size_names(left))
+                    scope.size_comparisons.append((node.left, node.comparisons[0].comparator))
             elif isinstance(node, cst.Attribute):
                 if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
                     if node.value.value not in ("self", "cls"):

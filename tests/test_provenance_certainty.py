@@ -289,3 +289,18 @@ def test_string_formatting_gives_a_string():
     code = "import torch\n\ndef f(loss: torch.Tensor):\n    s = '%.3f' % loss\n    t = '{}'.format(loss)\n    return s, t\n"
     assert kind(code, "s", 1) is Kind.OTHER
     assert kind(code, "t", 1) is Kind.OTHER
+
+
+def test_a_forward_parameter_compared_with_a_shape_is_a_size():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Merge(nn.Module):\n"
+        "    def forward(self, x, H, W):\n"
+        "        B, L, C = x.shape\n"
+        "        assert L == H * W, 'wrong size'\n"
+        "        if H % 2 == 1:\n"
+        "            x = x + 1\n"
+        "        return x\n"
+    )
+    assert kind(code, "H", 1) is Kind.UNKNOWN
+    assert scan(code) == []
