@@ -154,6 +154,8 @@ def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
     qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified.startswith("math."):
         return CallEffect(Effect.NONE)
+    if _writes_output(ctx, func, qualified):
+        return CallEffect(Effect.OUTPUT, f"`{code}` writes output")
     name = qualified.rsplit(".", 1)[-1]
     if qualified.startswith("torch.") and is_module_class(qualified, set()):
         return CallEffect(Effect.NONE)  # building a module: a new object, nothing else
@@ -198,6 +200,21 @@ def _module_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
     if module_class is not None and module_class.startswith("torch.nn."):
         return CallEffect(Effect.NONE)
     return CallEffect(Effect.UNKNOWN, f"`{code}` calls module `{short}`, whose forward fixitem has not checked for side effects")
+
+
+def _writes_output(ctx: FileContext, func: cst.BaseExpression, qualified: str) -> bool:
+    """``logging.info(...)``, ``logger.warning(...)``, ``warnings.warn(...)``."""
+    from .provenance import dotted_name  # noqa: PLC0415
+    from .syncs import LOG_METHODS  # noqa: PLC0415
+
+    if qualified in ("warnings.warn", "warnings.warn_explicit") or (
+        qualified.startswith("logging.") and qualified.rsplit(".", 1)[-1] in LOG_METHODS
+    ):
+        return True
+    if isinstance(func, cst.Attribute) and func.attr.value in LOG_METHODS:
+        receiver = (dotted_name(func.value) or "").split(".")[-1].lower()
+        return "log" in receiver
+    return False
 
 
 def _describe(effect: Effect, code: str) -> str:

@@ -13,7 +13,8 @@ from fixitem.codemods.effects import Effect, call_effect
 from fixitem.codemods.tree import walk
 
 MODEL = (
-    "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+    "import logging\nimport warnings\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+    "logger = logging.getLogger(__name__)\n\n"
     "def helper(t):\n    return t\n\n"
     "class M(nn.Module):\n"
     "    def __init__(self):\n"
@@ -36,6 +37,9 @@ MODEL = (
         ("self.fc(x)", Effect.NONE),
         ("items.count(1)", Effect.NONE),
         ("print(x)", Effect.OUTPUT),
+        ("logger.info(x)", Effect.OUTPUT),
+        ("logging.warning(x)", Effect.OUTPUT),
+        ("warnings.warn('slow')", Effect.OUTPUT),
         ("torch.randn(3)", Effect.RANDOM),
         ("x.bernoulli()", Effect.RANDOM),
         ("self.drop(x)", Effect.RANDOM),
