@@ -148,11 +148,19 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                     add(value, "format", value)
 
     for comparison in ctx.nodes(cst.Comparison):
-        # ``x in t`` runs ``Tensor.__contains__``: ``(t == x).any().item()``.
+        # ``x in t`` runs ``Tensor.__contains__``: ``(t == x).any().item()``. Only on a
+        # certain tensor and for an element that can be one: ``"loss" in outputs`` is a dict's.
         assert isinstance(comparison, cst.Comparison)
+        element = comparison.left
         for target in comparison.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and ctx.is_tensor(target.comparator):
+            if (
+                isinstance(target.operator, (cst.In, cst.NotIn))
+                and ctx.certainly_tensor(target.comparator)
+                and ctx.kind(element) in (Kind.NUMBER, Kind.TENSOR, Kind.UNKNOWN)
+                and not _is_text(ctx, element)
+            ):
                 add(comparison, "contains", target.comparator)
+            element = target.comparator
 
     for test in _truth_tests(ctx):
         if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):

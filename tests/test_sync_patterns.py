@@ -44,6 +44,22 @@ def test_membership_in_containers_is_not_reported():
     assert scan(code) == []
 
 
+def test_a_key_looked_up_in_a_forward_parameter_is_a_dict_lookup():
+    # A loss module's ``forward(self, outputs, targets)`` gets a dict of outputs.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Loss(nn.Module):\n"
+        "    def forward(self, outputs, targets):\n"
+        "        loss = outputs['logits'].sum()\n"
+        "        if 'aux' in outputs:\n"
+        "            loss = loss + outputs['aux'].sum()\n"
+        "        if isinstance(outputs, dict) and 'loss' not in outputs:\n"
+        "            raise ValueError('no loss')\n"
+        "        return loss\n"
+    )
+    assert scan(code) == []
+
+
 def test_explicit_synchronize_is_reported_as_what_it_is():
     code = (
         "import torch\n\n"
