@@ -176,3 +176,34 @@ def test_a_synchronize_helper_called_by_timing_code_is_advised_to_stay():
         "def timed(fn, device):\n    t0 = time.perf_counter()\n    fn()\n    sync(device)\n    return time.perf_counter() - t0\n"
     )
     assert only(code).note.startswith("it brackets a time measurement")
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "advice" / "sync_patterns.py"
+
+
+def test_the_evaluation_script_fixture():
+    text = FIXTURE.read_text()
+    lines = text.splitlines()
+    findings = process(FIXTURE, text, all_rules()).findings
+
+    def at(marker: str) -> list:
+        line = next(n for n, code in enumerate(lines, 1) if marker in code)
+        return [f for f in findings if f.line == line]
+
+    for marker in ("# ints", "# a metadata query", "# a host tensor outside", "# numpy"):
+        assert at(marker) == [], marker
+    [host] = at("# a host tensor in traced code")
+    assert host.costs == ("graph-break",) and "host memory" in host.note
+    [copy] = at("# a module's output")
+    assert copy.rule == "FX003" and copy.note.startswith("(if `model(x)` is a tensor)")
+    [member] = at("# membership")
+    assert member.rule in ("FX101", "FX004") and member.costs == ("host-sync",)
+    assert [f.rule for f in at("# % formatting")] == ["FX005"]
+    assert [f.rule for f in at("# str.format")] == ["FX005"]
+    [per_element] = at("# one read per element")
+    assert per_element.rule == "FX303" and "per element" in per_element.message
+    [sync] = at("# an explicit sync, not timing")
+    assert sync.rule == "FX007" and sync.note.startswith("remove it")
+    timing = at("# an explicit sync around a timing")
+    assert [f.rule for f in timing] == ["FX007"] and timing[0].note.startswith("it brackets a time measurement")
+    assert len(findings) == 9
