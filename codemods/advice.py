@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .context import FileContext
-from .provenance import Kind
 from .output_calls import output_call
+from .provenance import Kind, dotted_name
 from .tree import nodes_within, walk
 
 SIZE_FUNCTIONS = frozenset(
@@ -33,6 +33,10 @@ def usage(ctx: FileContext, node: cst.CSTNode) -> str:
                 return "size"
         if isinstance(parent, (cst.FormattedString, cst.FormattedStringExpression)):
             return "output"
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) and isinstance(
+            parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        ):
+            return "output"  # ``"%.3f" % loss``
         if isinstance(parent, cst.AugAssign):
             return "accumulate"
         if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation)):
@@ -91,6 +95,24 @@ ADVICE = {
         "`scaler.step(optimizer)` skips the update without a host check; `torch.where` / `nan_to_num` "
         "can neutralise a bad value; or check every N steps"
     ),
+    "per_element": (
+        "the loop reads one element of a tensor per iteration, one host sync each. Read the tensor once "
+        "(`values = t.tolist()`, one sync) and loop over the Python values, or keep the work in tensor ops"
+    ),
+    "synchronize": (
+        "remove it unless it brackets a time measurement: PyTorch already orders the work of a stream, and "
+        "a value read waits where it is needed. To time, record `torch.cuda.Event(enable_timing=True)` "
+        "events instead of waiting every step"
+    ),
+    "synchronize_timing": (
+        "it brackets a time measurement (this function, or one of this file that calls it, reads a clock), "
+        "where a wait is what makes the time "
+        "right: keep it there, but only in the timed runs (or time with `torch.cuda.Event(enable_timing=True)`)"
+    ),
+    "on_host": (
+        "the tensor lives in host memory, so the read waits for no device; inside compiled code it is "
+        "still a graph break. Read it outside the traced function, or pass the value in as a Python number"
+    ),
     "leaves": (
         "the value leaves the program as a Python number (JSON, a checkpoint, a type check), so one read "
         "is needed: do it once, where the value is written (after the loop or every N steps), and keep "
@@ -102,8 +124,58 @@ NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "i
 SERIALIZERS = frozenset({"dump", "dumps", "save", "safe_dump", "write_json", "to_json", "isinstance"})
 
 
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
+                    "time.monotonic_ns", "timeit.default_timer"})
+
+
 def advice(ctx: FileContext, node: cst.CSTNode) -> str:
     return ADVICE[detailed_usage(ctx, node)]
+
+
+def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+    """``torch.cuda.synchronize()``: keep it where the same function reads a clock, or,
+    for a helper (``def sync(device): torch.cuda.synchronize(device)``), where a
+    function of the file that calls the helper does."""
+    function = ctx.enclosing_function(node)
+    scopes: list[cst.CSTNode] = [function if function is not None else ctx.module]
+    if function is not None:
+        name = function.name.value
+        for caller in ctx.nodes(cst.FunctionDef):
+            if caller is not function and any(
+                isinstance(c.func, (cst.Name, cst.Attribute)) and (dotted_name(c.func) or "").split(".")[-1] == name
+                for c in nodes_within(caller, cst.Call)
+            ):
+                scopes.append(caller)
+    for scope in scopes:
+        for call in nodes_within(scope, cst.Call):
+            q = ctx.provenance.imports.qualify(call.func) or ""
+            if q in CLOCKS or q.endswith(".elapsed_time"):
+                return ADVICE["synchronize_timing"]
+    return ADVICE["synchronize"]
+
+
+def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | None:
+    """The tensor a loop or comprehension iterates when ``value`` is its variable
+    (``int(i) for i in idx`` gives ``idx``), else None."""
+    if not isinstance(value, cst.Name):
+        return None
+    scope = ctx.provenance.scope_of(value).lookup(value.value)
+    if scope is None:
+        return None
+    bindings = scope.bindings.get(value.value, [])
+    if len(bindings) != 1:
+        return None
+    how, node = bindings[0]
+    if how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR:
+        return node
+    return None
+
+
+def per_element_advice(ctx: FileContext, iterable: cst.BaseExpression) -> str:
+    code = ctx.code(iterable)
+    if not isinstance(iterable, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        code = f"({code})"
+    return ADVICE["per_element"].replace("`values = t.tolist()`", f"`values = {code}.tolist()`")
 
 
 def size_advice(ctx: FileContext, node: cst.CSTNode) -> str:

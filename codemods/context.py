@@ -8,7 +8,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from .provenance import Kind, Provenance
+from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
 from .tree import Positions, index, walk
@@ -106,6 +106,20 @@ class FileContext:
 
     def is_tensor(self, expr: cst.CSTNode) -> bool:
         return self.provenance.is_tensor(expr)
+
+    def certainty(self, expr: cst.CSTNode) -> Certainty:
+        """:attr:`Certainty.TENSOR` where the code proves ``expr`` is a tensor (what a
+        rewrite needs), :attr:`Certainty.POSSIBLY` where only a heuristic or nothing
+        says so (a report then says "if `x` is a tensor"), :attr:`Certainty.NOT_TENSOR`."""
+        return self.provenance.certainty(expr)
+
+    def certainly_tensor(self, expr: cst.CSTNode) -> bool:
+        return self.provenance.certainty(expr) is Certainty.TENSOR
+
+    def on_cpu(self, expr: cst.CSTNode) -> bool:
+        """Does the tensor ``expr`` certainly live in host memory? Reading it is no
+        device sync (but still a graph break in traced code)."""
+        return self.provenance.on_cpu(expr)
 
     def runtime_imports(self) -> tuple[str, ...]:
         """What code using ``fixitem.runtime`` needs at the top of the file."""

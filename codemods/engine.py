@@ -109,7 +109,9 @@ def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: 
     # A graph break where torch.compile traces the code; a host sync where a
     # tensor value is read. (An output call deferred only to keep its order
     # among deferred ones outside traced code costs neither.)
-    costs = (("graph-break",) if ctx.in_traced_code(report.node) else ()) + (("host-sync",) if report.sites else ())
+    # A read of a tensor in host memory is no sync; an explicit synchronize is traced into the graph.
+    breaks = ctx.in_traced_code(report.node) and (not report.sites or any(s.graph_break for s in report.sites))
+    costs = (("graph-break",) if breaks else ()) + (("host-sync",) if any(s.host_sync for s in report.sites) else ())
     fix = report.fix
     safety = fix.safety.value if fix is not None else Safety.NONE.value
     note = report.note or (fix.reason if fix is not None else "")

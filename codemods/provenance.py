@@ -18,6 +18,13 @@ fixitem decides from the code alone, without running it:
 
 Anything else is ``UNKNOWN``: fixitem reports it when the call itself is a
 sync (``x.item()``) but never rewrites it.
+
+Beside the kind, :meth:`Provenance.certainty` says how sure that answer is
+(:class:`Certainty`): a ``forward`` parameter is only *possibly* a tensor
+until the function uses it as one, and so is anything derived from it.
+:meth:`Provenance.on_cpu` says whether a tensor certainly lives in host
+memory (``torch.from_numpy``, ``torch.tensor([...])`` without a device):
+reading it costs a graph break in traced code but no device sync.
 """
 
 from __future__ import annotations
@@ -27,7 +34,16 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from .effects import REDUCTIONS
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
+
+
+class Certainty(enum.Enum):
+    """How sure provenance is that a value is a tensor."""
+
+    TENSOR = "certainly a tensor"
+    POSSIBLY = "possibly a tensor"  # unknown, or a tensor only by a heuristic (a bare ``forward`` parameter)
+    NOT_TENSOR = "certainly not a tensor"
 
 
 class Kind(enum.Enum):
@@ -56,7 +72,44 @@ NON_TENSOR_TORCH = frozenset(
         "promote_types", "result_type", "can_cast", "typename", "get_device_module", "xpu", "mps", "npu",
         "accelerator", "amp", "random", "version", "hub", "package", "sparse", "quantization", "ao",
         "deterministic_algorithms_warn_only", "vmap", "func", "futures", "masked", "nested", "signal",
+        "storage",
     }
+)
+# torch callables whose result is known and is not a tensor (a loaded
+# checkpoint is a dict, a scripted or compiled model is a module or a function).
+NON_TENSOR_RESULTS = {
+    "torch.load": "other", "torch.jit.load": "other", "torch.hub.load": "other",
+    "torch.hub.load_state_dict_from_url": "other", "torch.hub.list": "other", "torch.hub.help": "other",
+    "torch.finfo": "other", "torch.iinfo": "other", "torch.device": "other", "torch.Size": "other",
+    "torch.cuda.get_device_properties": "other", "torch.cuda.memory_allocated": "number",
+    "torch.cuda.max_memory_allocated": "number", "torch.cuda.memory_reserved": "number",
+    "torch.cuda.device_count": "number", "torch.cuda.is_available": "number",
+    "torch.distributed.get_rank": "number", "torch.distributed.get_world_size": "number",
+}
+# Calls that wrap a module (or a function) into one that runs the same way:
+# the result is a module when the argument is one, else a callable.
+WRAPPING_CALLS = frozenset(
+    {"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.trace_module", "torch.jit.freeze",
+     "torch.jit.optimize_for_inference", "torch.compiler.compile", "torch.nn.DataParallel",
+     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.DataParallel"}
+)
+# Creation functions: they build on the default device unless given ``device=``.
+CREATION_FUNCTIONS = frozenset(
+    {"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
+     "rand", "randn", "randint", "randperm", "range", "zeros_like", "ones_like", "empty_like", "full_like",
+     "rand_like", "randn_like", "randint_like", "from_numpy", "from_file", "frombuffer", "empty_strided",
+     "scalar_tensor", "asarray"}
+)
+# Of those, the ones that keep their input's device (``*_like``) and the ones
+# that always build on the host.
+DEVICE_OF_INPUT = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
+ALWAYS_ON_HOST = frozenset({"from_numpy", "from_file", "frombuffer"})
+# Tensor methods that may move a tensor to another device.
+DEVICE_MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "type", "copy_", "set_", "type_as", "to_device"})
+DTYPES = frozenset(
+    {"float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32",
+     "int64", "uint8", "uint16", "uint32", "uint64", "long", "short", "bool", "complex64", "complex128",
+     "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "qint8", "quint8"}
 )
 # torch.<prefix>... functions answer questions about the runtime, not tensors:
 # is_autocast_enabled, are_deterministic_algorithms_enabled, get_float32_matmul_precision,
@@ -73,11 +126,33 @@ NON_TENSOR_METHODS = {
     "untyped_storage": Kind.OTHER, "type": Kind.OTHER, "split": Kind.OTHER, "chunk": Kind.OTHER,
     "unbind": Kind.OTHER, "tensor_split": Kind.OTHER, "equal": Kind.NUMBER, "allclose": Kind.NUMBER,
     "is_nonzero": Kind.NUMBER, "__len__": Kind.NUMBER,
+    # Metadata queries: answered from the tensor's header, no read of its values.
+    "is_complex": Kind.NUMBER, "is_signed": Kind.NUMBER, "is_pinned": Kind.NUMBER, "is_shared": Kind.NUMBER,
+    "is_inference": Kind.NUMBER, "is_conj": Kind.NUMBER, "is_neg": Kind.NUMBER, "is_set_to": Kind.NUMBER,
+    "has_names": Kind.NUMBER, "dim_order": Kind.OTHER, "nbytes": Kind.NUMBER,
+    "state_dict": Kind.OTHER,
+}
+# Methods whose result is never a tensor, whatever the receiver (a module's
+# ``state_dict()`` is a dict of tensors, ``parameters()`` an iterator).
+NON_TENSOR_ANY_METHODS = {
+    "state_dict": Kind.OTHER, "load_state_dict": Kind.OTHER, "parameters": Kind.OTHER,
+    "named_parameters": Kind.OTHER, "buffers": Kind.OTHER, "named_buffers": Kind.OTHER,
+    "modules": Kind.OTHER, "named_modules": Kind.OTHER, "children": Kind.OTHER,
+    "named_children": Kind.OTHER, "register_buffer": Kind.OTHER, "register_parameter": Kind.OTHER,
+    "register_forward_hook": Kind.OTHER, "register_forward_pre_hook": Kind.OTHER,
 }
 NON_TENSOR_ATTRIBUTES = {
     "shape": Kind.OTHER, "dtype": Kind.OTHER, "device": Kind.OTHER, "ndim": Kind.NUMBER,
     "requires_grad": Kind.NUMBER, "is_cuda": Kind.NUMBER, "is_leaf": Kind.NUMBER,
     "grad_fn": Kind.OTHER, "layout": Kind.OTHER, "names": Kind.OTHER,
+    "is_sparse": Kind.NUMBER, "is_quantized": Kind.NUMBER, "is_meta": Kind.NUMBER, "is_mps": Kind.NUMBER,
+    "is_xpu": Kind.NUMBER, "is_cpu": Kind.NUMBER, "is_nested": Kind.NUMBER, "is_mkldnn": Kind.NUMBER,
+    "is_complex": Kind.NUMBER, "nbytes": Kind.NUMBER, "itemsize": Kind.NUMBER,
+}
+# Attributes of a numpy value that are not numpy values.
+NUMPY_METADATA = {
+    "shape": Kind.OTHER, "dtype": Kind.OTHER, "ndim": Kind.NUMBER, "size": Kind.NUMBER,
+    "nbytes": Kind.NUMBER, "itemsize": Kind.NUMBER, "strides": Kind.OTHER, "flags": Kind.OTHER,
 }
 # Methods and attributes that tensors have and numpy arrays do not: using one
 # on a value is evidence that it is a tensor.
@@ -90,8 +165,22 @@ TENSOR_ONLY_NAMES = frozenset(
         "data_ptr", "pin_memory", "isnan", "isinf", "isfinite", "logical_not",
     }
 )
+# Attributes and methods whose use on a ``forward`` parameter shows it is a
+# tensor (numpy arrays have some of them too, but do not reach ``forward``).
+TENSOR_USES = TENSOR_ONLY_NAMES | frozenset(NON_TENSOR_METHODS) | frozenset(NON_TENSOR_ATTRIBUTES) | REDUCTIONS | frozenset(
+    {"to", "float", "half", "double", "bfloat16", "int", "bool", "abs", "cpu", "cuda", "reshape", "transpose",
+     "flatten", "squeeze", "exp", "log", "pow", "sqrt", "matmul", "T", "mT", "masked_fill", "clone", "repeat", "size"}
+)
 # Attributes (not called) that only tensors have.
 TENSOR_ONLY_ATTRIBUTES = frozenset({"grad", "requires_grad", "grad_fn", "is_cuda", "is_leaf"})
+
+# Base classes of custom autograd functions: their ``forward(ctx, ...)`` and
+# ``backward(ctx, ...)`` take tensors and plain Python arguments alike.
+AUTOGRAD_FUNCTIONS = frozenset(
+    {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
+     "torch.autograd.InplaceFunction"}
+)
+AUTOGRAD_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
 
 # Names of the ``nn`` classes whose instances are modules (anything in torch.nn
 # starting with an upper-case letter, except these).
@@ -219,6 +308,29 @@ class Scope:
         # How a name was bound: ("value", expr), ("iter", expr), ("param", Param),
         # ("opaque", None) for bindings fixitem cannot see through.
         self.evidence: set[str] = set()
+        # Names used as Python sizes (``x.view(B, H, W)``, ``range(n)``, ``x[:, :n]``,
+        # ``L == H * W`` against a shape): evidence of an int, not of a tensor.
+        self.size_uses: set[str] = set()
+        self.size_comparisons: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []  # ``a == b``
+
+    def shape_derived(self, expr: cst.BaseExpression) -> bool:
+        """``x.shape[1]``, ``x.size(1)``, ``len(x)``, or a name unpacked from ``x.shape``
+        (``B, L, C = x.shape``): a size read from a tensor's header."""
+        if _is_shape_query(expr):
+            return True
+        if isinstance(expr, cst.Name) and expr.value in self.bindings:
+            bindings = self.bindings[expr.value]
+            return all(how in ("unpack", "value") and isinstance(node, cst.BaseExpression) and _is_shape_query(node)
+                       for how, node in bindings)
+        return False
+
+    def settle_size_uses(self) -> None:
+        """``assert L == H * W`` with ``B, L, C = x.shape``: H and W are sizes."""
+        for left, right in self.size_comparisons:
+            if self.shape_derived(left):
+                self.size_uses.update(_size_names(right))
+            elif self.shape_derived(right):
+                self.size_uses.update(_size_names(left))
 
     def bind(self, name: str, how: str, node: cst.CSTNode | None) -> None:
         self.bindings.setdefault(name, []).append((how, node))
@@ -241,6 +353,7 @@ class Provenance:
         self.imports = Imports(module)
         self.scopes: dict[cst.CSTNode, Scope] = {}
         self.module_classes: set[str] = set()  # nn.Module subclasses defined here
+        self.autograd_classes: set[str] = set()  # torch.autograd.Function subclasses defined here
         self.class_attrs: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
         self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
         self._cache: dict[cst.CSTNode, Kind] = {}
@@ -248,6 +361,10 @@ class Provenance:
         self._solving = False
         self._pending_reads = 0
         self._scope_cache: dict[cst.CSTNode, Scope] = {}
+        self._certain_cache: dict[cst.CSTNode, bool] = {}
+        self._tensor_use_cache: dict[tuple[int, str], bool] = {}
+        self._cpu_cache: dict[cst.CSTNode, bool] = {}
+        self._default_device: bool | None = None  # does the file change the default device?
         self._collect_classes()
         self._collect_scopes()
 
@@ -268,6 +385,9 @@ class Provenance:
                         self.module_classes.add(name)
                         changed = True
                         break
+                    if name not in self.autograd_classes and (q in AUTOGRAD_FUNCTIONS or q in self.autograd_classes):
+                        self.autograd_classes.add(name)
+                        changed = True
         for cls in classes:
             attrs: dict[str, list[cst.BaseExpression]] = {}
             for node in nodes_within(cls, cst.Assign, cst.AnnAssign, cst.Call):
@@ -295,6 +415,8 @@ class Provenance:
         root = Scope(self.module, None)
         self.scopes[self.module] = root
         self._fill_scope(root, self.module.body)
+        for scope in self.scopes.values():
+            scope.settle_size_uses()
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
@@ -345,11 +467,25 @@ class Provenance:
             elif isinstance(node, (cst.Global, cst.Nonlocal)):
                 for item in node.names:
                     scope.bind(item.name.value, "opaque", None)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                receiver = node.func.value
-                if isinstance(receiver, cst.Name) and node.func.attr.value in TENSOR_ONLY_NAMES:
-                    if receiver.value not in ("self", "cls"):
-                        scope.evidence.add(receiver.value)
+            elif isinstance(node, cst.Call):
+                scope.size_uses.update(_size_names_of_call(node, self.imports))
+                if isinstance(node.func, cst.Attribute):
+                    receiver = node.func.value
+                    if isinstance(receiver, cst.Name) and node.func.attr.value in TENSOR_ONLY_NAMES:
+                        if receiver.value not in ("self", "cls"):
+                            scope.evidence.add(receiver.value)
+                    elif node.func.attr.value == "save_for_backward":
+                        # ``ctx.save_for_backward`` takes tensors only.
+                        for arg in node.args:
+                            if isinstance(arg.value, cst.Name):
+                                scope.evidence.add(arg.value.value)
+            elif isinstance(node, cst.Slice):
+                for bound in (node.lower, node.upper, node.step):
+                    if bound is not None:
+                        scope.size_uses.update(_size_names(bound))
+            elif isinstance(node, cst.Comparison):
+                if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+                    scope.size_comparisons.append((node.left, node.comparisons[0].comparator))
             elif isinstance(node, cst.Attribute):
                 if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
                     if node.value.value not in ("self", "cls"):
@@ -563,6 +699,8 @@ class Provenance:
                 return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
             return self.kind(expr.expression)
         if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, cst.Modulo) and _is_text(expr.left):
+                return Kind.OTHER  # ``"%.3f" % loss``: a string
             left, right = self.kind(expr.left), self.kind(expr.right)
             if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.PENDING
@@ -580,7 +718,8 @@ class Provenance:
                 return Kind.NUMBER
             if Kind.TENSOR in kinds and len(expr.comparisons) == 1:
                 return Kind.TENSOR
-            if all(k is Kind.NUMBER for k in kinds):
+            if all(k in (Kind.NUMBER, Kind.OTHER, Kind.MODULE) for k in kinds):
+                # ``t.dtype == torch.float16``, ``x.shape == y.shape``: a Python bool
                 return Kind.NUMBER
             return Kind.UNKNOWN
         if isinstance(expr, cst.BooleanOperation):
@@ -659,13 +798,261 @@ class Provenance:
             # the ``forward`` heuristic below.
             return self._annotation_kind(param.annotation.annotation)
         func = scope.node
+        name = param.name.value
+        if isinstance(func, cst.FunctionDef) and func.name.value in AUTOGRAD_METHODS:
+            cls = self.enclosing_class(func)
+            if cls is not None and cls.name.value in self.autograd_classes:
+                # ``forward(ctx, bias, tp_degree, dtype)``: ``ctx`` is the context object;
+                # the others are tensors only where the function uses them as tensors.
+                if _first_param(func) is param:
+                    return Kind.OTHER
+                if param.star in ("*", "**"):
+                    return Kind.UNKNOWN
+                used = name in scope.evidence or self._used_as_tensor(scope, name, by_syntax_only=True)
+                return Kind.TENSOR if used else Kind.UNKNOWN
         if isinstance(func, cst.FunctionDef) and func.name.value == "forward":
             cls = self.enclosing_class(func)
-            if cls is not None and param.name.value not in ("self", "cls"):
+            if cls is not None and name not in ("self", "cls"):
                 if param.star in ("*", "**") or param.default is not None:
+                    return Kind.UNKNOWN
+                if name in scope.size_uses and name not in scope.evidence:
+                    # ``forward(self, x, H, W)`` with ``x.view(B, H, W, C)``: sizes, not tensors.
                     return Kind.UNKNOWN
                 return Kind.TENSOR
         return Kind.UNKNOWN
+
+    # -- certainty ----------------------------------------------------------------------------
+
+    def certainty(self, expr: cst.CSTNode) -> Certainty:
+        """How sure it is that ``expr`` is a tensor: :attr:`Certainty.TENSOR` where
+        the code proves it, :attr:`Certainty.POSSIBLY` where only a heuristic (a bare
+        ``forward`` parameter) or nothing says so, :attr:`Certainty.NOT_TENSOR` where
+        the value is known to be something else (numpy, a number, a module, ...)."""
+        kind = self.kind(expr)
+        if kind in (Kind.NUMPY, Kind.NUMBER, Kind.MODULE, Kind.OTHER):
+            return Certainty.NOT_TENSOR
+        if kind is not Kind.TENSOR:
+            return Certainty.POSSIBLY
+        return Certainty.TENSOR if self._certain(expr, frozenset()) else Certainty.POSSIBLY
+
+    def _certain(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+        """For an expression of kind TENSOR: does that rest on proof rather than on
+        the ``forward`` parameter heuristic?"""
+        cached = self._certain_cache.get(expr)
+        if cached is not None:
+            return cached
+        result = self._certain_uncached(expr, seen)
+        self._certain_cache[expr] = result
+        return result
+
+    def _certain_tensor_part(self, expr: cst.BaseExpression, seen: frozenset[tuple[int, str]]) -> bool:
+        return self.kind(expr) is not Kind.TENSOR or self._certain(expr, seen)
+
+    def _certain_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+        if isinstance(expr, cst.Name):
+            scope = self.scope_of(expr).lookup(expr.value)
+            if scope is None:
+                return True
+            key = (id(scope), expr.value)
+            if key in seen or expr.value in scope.evidence:
+                return True
+            for how, node in scope.bindings.get(expr.value, []):
+                if how == "param" and isinstance(node, cst.Param):
+                    if not self._param_certain(scope, node):
+                        return False
+                elif how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
+                    if not self._certain_tensor_part(node, seen | {key}):
+                        return False
+                elif how == "aug" and isinstance(node, cst.AugAssign):
+                    if not self._certain_tensor_part(node.value, seen | {key}):
+                        return False
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
+                if func.attr.value in TENSOR_ONLY_NAMES:
+                    return True  # it would fail on anything but a tensor
+                return self._certain(func.value, seen)
+            return True
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            return self._certain_tensor_part(expr.value, seen)
+        if isinstance(expr, cst.BinaryOperation):
+            sides = [side for side in (expr.left, expr.right) if self.kind(side) is Kind.TENSOR]
+            return any(self._certain(side, seen) for side in sides) if sides else True
+        if isinstance(expr, cst.Comparison):
+            sides = [expr.left] + [c.comparator for c in expr.comparisons]
+            sides = [side for side in sides if self.kind(side) is Kind.TENSOR]
+            return any(self._certain(side, seen) for side in sides) if sides else True
+        if isinstance(expr, cst.UnaryOperation):
+            return self._certain_tensor_part(expr.expression, seen)
+        if isinstance(expr, cst.IfExp):
+            return self._certain_tensor_part(expr.body, seen) and self._certain_tensor_part(expr.orelse, seen)
+        if isinstance(expr, cst.NamedExpr):
+            return self._certain_tensor_part(expr.value, seen)
+        return True
+
+    def _param_certain(self, scope: Scope, param: cst.Param) -> bool:
+        """A tensor parameter by its annotation, or a ``forward`` parameter that the
+        function uses as a tensor."""
+        if param.annotation is not None or param.default is not None:
+            return True
+        if self._param_kind(scope, param) is not Kind.TENSOR:
+            return True  # not a tensor at all: nothing to doubt here
+        return param.name.value in scope.evidence or self._used_as_tensor(scope, param.name.value)
+
+    def _used_as_tensor(self, scope: Scope, name: str, by_syntax_only: bool = False) -> bool:
+        """Is the name used the way only tensors (and arrays) are: ``x.shape``,
+        ``x.item()``, ``self.fc(x)``, ``torch.relu(x)``, ``x @ w``? ``by_syntax_only``
+        leaves out module calls, whose kind may still be being worked out."""
+        key = (id(scope), name + ("#syntax" if by_syntax_only else ""))
+        cached = self._tensor_use_cache.get(key)
+        if cached is not None:
+            return cached
+        found = False
+        for node in nodes_within(scope.node, cst.Name):
+            if node.value != name or self.scope_of(node).lookup(name) is not scope:
+                continue
+            parent = self.parents.get(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in TENSOR_USES:
+                found = True
+            elif isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
+                found = True
+            elif isinstance(parent, cst.Arg) and parent.keyword is None:
+                call = self.parents.get(parent)
+                if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
+                    q = self.imports.qualify(call.func)
+                    if (is_torch_function(q) and q is not None and q.split(".")[-1] not in CREATION_FUNCTIONS) or (
+                        not by_syntax_only and self.kind(call.func) is Kind.MODULE
+                    ):
+                        found = True
+            if found:
+                break
+        self._tensor_use_cache[key] = found
+        return found
+
+    # -- device -------------------------------------------------------------------------------
+
+    def on_cpu(self, expr: cst.CSTNode) -> bool:
+        """Does the tensor ``expr`` certainly live in host memory (``torch.from_numpy``,
+        ``torch.tensor([...])`` or ``torch.zeros(n)`` without a device, ``t.cpu()``)?
+        Reading it waits for no device; in traced code it still breaks the graph."""
+        if self.kind(expr) is not Kind.TENSOR:
+            return False
+        return self._cpu(expr, frozenset())
+
+    def _default_device_changed(self) -> bool:
+        if self._default_device is None:
+            self._default_device = False
+            for call in nodes_within(self.module, cst.Call):
+                q = self.imports.qualify(call.func) or ""
+                if q in ("torch.set_default_device", "torch.set_default_tensor_type"):
+                    self._default_device = True
+                    break
+                if q == "torch.device" and isinstance(self.parents.get(call), cst.WithItem):
+                    self._default_device = True  # ``with torch.device("cuda"):``
+                    break
+        return self._default_device
+
+    def _cpu(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+        cached = self._cpu_cache.get(expr)
+        if cached is None:
+            cached = self._cpu_cache[expr] = self._cpu_uncached(expr, seen)
+        return cached
+
+    def _cpu_or_not_tensor(self, expr: cst.BaseExpression, seen: frozenset[tuple[int, str]]) -> bool:
+        kind = self.kind(expr)
+        if kind is Kind.TENSOR:
+            return self._cpu(expr, seen)
+        return kind in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
+
+    def _cpu_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+        if isinstance(expr, cst.Call):
+            return self._cpu_call(expr, seen)
+        if isinstance(expr, cst.Name):
+            scope = self.scope_of(expr).lookup(expr.value)
+            if scope is None:
+                return False
+            key = (id(scope), expr.value)
+            if key in seen:
+                return True  # ``x = x + 1``: as the other bindings say
+            bindings = scope.bindings.get(expr.value, [])
+            if not bindings:
+                return False
+            for how, node in bindings:
+                if how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
+                    if not self._cpu(node, seen | {key}):
+                        return False
+                elif how == "aug" and isinstance(node, cst.AugAssign):
+                    if not self._cpu_or_not_tensor(node.value, seen | {key}):
+                        return False
+                else:
+                    return False
+            return True
+        if isinstance(expr, cst.Subscript):
+            return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in ("T", "mT", "H", "mH", "data", "real", "imag", "grad"):
+                return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            sides = [expr.left, expr.right]
+            return any(self.kind(s) is Kind.TENSOR for s in sides) and all(self._cpu_or_not_tensor(s, seen) for s in sides)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._cpu_or_not_tensor(expr.expression, seen) and self.kind(expr.expression) is Kind.TENSOR
+        if isinstance(expr, cst.IfExp):
+            return self._cpu(expr.body, seen) and self._cpu(expr.orelse, seen)
+        if isinstance(expr, cst.Comparison):
+            sides = [expr.left] + [c.comparator for c in expr.comparisons]
+            return any(self.kind(s) is Kind.TENSOR for s in sides) and all(self._cpu_or_not_tensor(s, seen) for s in sides)
+        return False
+
+    def _cpu_call(self, call: cst.Call, seen: frozenset[tuple[int, str]]) -> bool:
+        func = call.func
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+        q = self.imports.qualify(func) or ""
+        if q.startswith("torch.") and q.count(".") == 1:
+            name = q.split(".")[1]
+            if name in ALWAYS_ON_HOST:
+                return True
+            if device is not None:
+                return _names_cpu(device)
+            if name in DEVICE_OF_INPUT:
+                return bool(positional) and self._cpu_or_not_tensor(positional[0], seen) and self.kind(positional[0]) is Kind.TENSOR
+            if name in ("tensor", "as_tensor", "asarray"):
+                # ``torch.tensor([...])`` of Python values or numpy builds on the host (unless the
+                # file changes the default device); of a tensor it keeps that tensor's device.
+                if self._default_device_changed() or not positional:
+                    return False
+                return self.kind(positional[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or (
+                    self.kind(positional[0]) is Kind.TENSOR and self._cpu(positional[0], seen)
+                )
+            if name in CREATION_FUNCTIONS:
+                # ``torch.zeros(n)`` follows the default device, which code elsewhere may set.
+                return False
+            # ``torch.dot(a, b)`` of host tensors; an argument of unknown kind may be a device tensor.
+            tensors = [a.value for a in call.args if self.kind(a.value) is Kind.TENSOR]
+            return bool(tensors) and all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
+        if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
+            method = func.attr.value
+            if method == "cpu":
+                return True
+            if method == "to":
+                if any(_names_cpu(a.value) for a in call.args if a.keyword is None or a.keyword.value == "device"):
+                    return True
+                only_dtypes = all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy")
+                                  or self._is_dtype(a.value) for a in call.args)
+                return only_dtypes and self._cpu(func.value, seen)
+            if method in DEVICE_MOVES:
+                return False
+            if not self._cpu(func.value, seen):
+                return False
+            return all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
+        return False
+
+    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+        q = self.imports.qualify(expr) or ""
+        return q.count(".") == 1 and q.startswith("torch.") and q.split(".")[1] in DTYPES
 
     def presumed_tensor(self, expr: cst.CSTNode) -> bool:
         """Is ``expr`` a tensor only by the ``forward`` parameter heuristic: a bare,
@@ -699,10 +1086,15 @@ class Provenance:
                 return Kind.TENSOR
             return Kind.UNKNOWN
         if base_kind is Kind.NUMPY:
-            return Kind.NUMPY if attr in ("T", "real", "imag") else Kind.UNKNOWN
+            # ``np.finfo(np.float32).eps``, ``arr.T``: numpy values, whatever the origin.
+            return NUMPY_METADATA.get(attr, Kind.NUMPY)
+        if isinstance(expr.value, cst.Call) and self.imports.qualify(expr.value.func) in ("torch.finfo", "torch.iinfo"):
+            return Kind.NUMBER if attr not in ("dtype",) else Kind.OTHER
         q = self.imports.qualify(expr)
         if q and q.startswith("torch.") and q.split(".")[-1] in ("pi", "e", "inf", "nan"):
             return Kind.NUMBER
+        if q and q.count(".") == 1 and q.startswith("torch.") and q.split(".")[1] in DTYPES:
+            return Kind.OTHER  # ``torch.float16``: a dtype
         if q and q.startswith("math."):
             return Kind.NUMBER
         return Kind.UNKNOWN
@@ -724,6 +1116,13 @@ class Provenance:
             root = q.split(".")[0]
             if root == "numpy":
                 return Kind.NUMPY
+            if q in NON_TENSOR_RESULTS:
+                return Kind.NUMBER if NON_TENSOR_RESULTS[q] == "number" else Kind.OTHER
+            if q in WRAPPING_CALLS:
+                wrapped = self.kind(call.args[0].value) if call.args else Kind.UNKNOWN
+                return Kind.MODULE if wrapped is Kind.MODULE else Kind.OTHER
+            if q.startswith("torch.jit."):
+                return Kind.OTHER
             if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.tensor", "torch.as_tensor", "torch.from_numpy"):
                 return Kind.TENSOR
             if is_torch_function(q):
@@ -748,7 +1147,13 @@ class Provenance:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.kind(func.value)
+            if method in NON_TENSOR_ANY_METHODS:
+                return NON_TENSOR_ANY_METHODS[method]
+            if method == "format" and receiver is Kind.OTHER:
+                return Kind.OTHER  # ``"{}".format(t)``: a string
             if receiver is Kind.TENSOR:
+                if method == "size" and call.args:
+                    return Kind.NUMBER  # ``t.size(0)``
                 if method in NON_TENSOR_METHODS:
                     return NON_TENSOR_METHODS[method]
                 if method in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (call.args and method not in ("sort", "topk", "kthvalue")):
@@ -776,6 +1181,50 @@ class Provenance:
         return Kind.UNKNOWN
 
 
+def _names_cpu(expr: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value == "cpu"
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "device" and expr.args:
+        first = expr.args[0].value
+        return isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu"
+    return False
+
+
+def module_class_of(provenance: Provenance, func: cst.BaseExpression) -> str | None:
+    """The class a called module was built from (``self.fc`` -> ``torch.nn.Linear``),
+    or the module's own dotted name when fixitem cannot tell."""
+    if provenance.kind(func) is not Kind.MODULE:
+        return None
+    values: list[cst.BaseExpression] = []
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = provenance.enclosing_class(func)
+        if cls is not None:
+            values = provenance.class_attrs.get(cls, {}).get(func.attr.value, [])
+    elif isinstance(func, cst.Name):
+        scope = provenance.scope_of(func).lookup(func.value)
+        if scope is not None:
+            values = [node for how, node in scope.bindings.get(func.value, []) if how == "value" and isinstance(node, cst.BaseExpression)]
+    classes = set()
+    for value in values:
+        if isinstance(value, cst.Call):
+            q = provenance.imports.qualify(value.func)
+            if is_module_class(q, provenance.module_classes):
+                classes.add(q)
+    if len(classes) == 1:
+        return classes.pop()
+    return dotted_name(func)
+
+
+def _is_text(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
+def _first_param(func: cst.FunctionDef) -> cst.Param | None:
+    params = list(func.params.posonly_params) + list(func.params.params)
+    return params[0] if params else None
+
+
 def all_params(params: cst.Parameters) -> list[cst.Param]:
     found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     if isinstance(params.star_arg, cst.Param):
@@ -790,8 +1239,77 @@ def all_params(params: cst.Parameters) -> list[cst.Param]:
 _BINDING_NODES = frozenset({
     cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS, cst.Assign, cst.AnnAssign, cst.AugAssign,
     cst.NamedExpr, cst.For, cst.WithItem, cst.Import, cst.ImportFrom, cst.ExceptHandler, cst.Global,
-    cst.Nonlocal, cst.Call, cst.Attribute,
+    cst.Nonlocal, cst.Call, cst.Attribute, cst.Slice, cst.Comparison,
 })
+
+# Tensor methods whose arguments are all Python sizes or dimensions.
+SIZE_METHODS = frozenset(
+    {"view", "reshape", "expand", "repeat", "narrow", "new_zeros", "new_ones", "new_empty", "unflatten", "tile",
+     "permute", "transpose", "split", "chunk", "topk", "roll", "unfold", "movedim", "flatten", "size",
+     "tensor_split", "kthvalue"}
+)
+# torch functions whose arguments after the tensor are sizes, and creation
+# functions whose positional arguments all are.
+SIZE_AFTER_FIRST = frozenset({"split", "chunk", "narrow", "roll", "tile", "topk", "unflatten", "reshape", "movedim"})
+SIZE_ALL = frozenset({"zeros", "ones", "empty", "rand", "randn", "eye", "randperm", "arange"})
+SIZE_KEYWORDS = frozenset({"size", "shape", "dim", "output_size", "kernel_size", "stride", "padding", "sizes", "split_size_or_sections"})
+
+
+def _size_names(expr: cst.BaseExpression) -> set[str]:
+    """The names an expression used as a size is computed from (``H * W`` -> H, W)."""
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.BinaryOperation):
+        return _size_names(expr.left) | _size_names(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _size_names(expr.expression)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        found: set[str] = set()
+        for element in expr.elements:
+            if not isinstance(element, cst.StarredElement):
+                found |= _size_names(element.value)
+        return found
+    return set()
+
+
+def _size_names_of_call(call: cst.Call, imports: Imports) -> set[str]:
+    found: set[str] = set()
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in SIZE_KEYWORDS:
+            found |= _size_names(arg.value)
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    func = call.func
+    q = imports.qualify(func) or ""
+    if q == "range":
+        sizes = positional
+    elif q.startswith("torch.") and q.count(".") == 1:
+        name = q.split(".")[1]
+        sizes = positional[1:] if name in SIZE_AFTER_FIRST else positional if name in SIZE_ALL else []
+        if name == "full" and positional:
+            sizes = positional[:1]
+    elif isinstance(func, cst.Attribute) and func.attr.value in SIZE_METHODS and not (
+        isinstance(func.value, cst.Name) and (func.value.value in ("self", "cls") or func.value.value in imports.aliases)
+    ):
+        sizes = positional
+    else:
+        sizes = []
+    for value in sizes:
+        found |= _size_names(value)
+    return found
+
+
+def _is_shape_query(expr: cst.BaseExpression) -> bool:
+    """``x.shape[1]``, ``x.size(1)``, ``len(x)``, ``x.numel()``: a size read from a tensor's header."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("shape", "ndim")
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            return func.attr.value in ("size", "numel", "dim")
+        return isinstance(func, cst.Name) and func.value == "len"
+    return False
 _NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 

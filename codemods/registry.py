@@ -12,6 +12,7 @@ from .rules.deferred_logging import DeferredLogging
 from .rules.detach_not_item import DetachNotItem
 from .rules.device_accumulation import DeviceAccumulation
 from .rules.device_to_host import DeviceToHost
+from .rules.explicit_sync import ExplicitSync
 from .rules.item_read import ItemRead
 from .rules.keep_scalar_tensor import KeepScalarTensor
 from .rules.one_tolist import OneToList
@@ -37,6 +38,7 @@ RULE_CLASSES: list[type[Rule]] = [
     ItemRead,
     ToList,
     DeviceToHost,
+    ExplicitSync,
 ]
 
 

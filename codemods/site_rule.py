@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from .advice import advice
+from .advice import ADVICE, advice, per_element, per_element_advice
 from .context import FileContext
 from .rule import Report, Rule, unclaimed
 from .syncs import SyncSite
@@ -26,7 +26,12 @@ class SiteRule(Rule):
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         for site in unclaimed(sites, claimed, *self.kinds):
             if self.wants(ctx, site):
-                note = self.note(ctx, site)
+                if site.on_host:
+                    note = ADVICE["on_host"]
+                elif site.kind in ("item", "float", "int", "bool") and (iterable := per_element(ctx, site.value)):
+                    note = per_element_advice(ctx, iterable)
+                else:
+                    note = self.note(ctx, site)
                 if not site.certain:
                     note = f"(if `{ctx.code(site.value)}` is a tensor) {note}"
                 yield Report(site.node, self.message(ctx, site), sites=[site], note=note)

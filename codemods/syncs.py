@@ -4,8 +4,16 @@ A *sync site* is one expression that makes Python wait for the device:
 ``t.item()``, ``t.tolist()``, ``float(t)`` / ``int(t)`` / ``bool(t)``, a
 tensor used as a truth value (``if t:``, ``while``, ``assert``, ``and`` /
 ``or`` / ``not``), a tensor formatted into text (f-strings, ``print``,
-logging), ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")``, and tensors used as
-Python sizes and slice bounds (``range(n)``, ``x[:n]``).
+logging), ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")`` (also of a module's output,
+``model(x).cpu()``, as *possibly* a tensor), tensors used as Python sizes and
+slice bounds (``range(n)``, ``x[:n]``), membership tests (``x in t`` calls
+``Tensor.__contains__``), ``%`` and ``str.format`` formatting of tensors, and
+explicit device syncs (``torch.cuda.synchronize()``).
+
+Each site says how sure provenance is that the value is a tensor
+(:class:`Certainty`; rewrites require :attr:`Certainty.TENSOR`), and whether
+the tensor certainly lives in host memory (``on_host``): such a read waits for
+no device, so it is only a site in traced code, where it breaks the graph.
 
 Rules look the sites up here and *claim* the ones they report, so that a
 site is reported once, by the most specific rule.
@@ -19,15 +27,37 @@ import libcst as cst
 
 from .context import FileContext
 from .output_calls import LOG_METHODS, output_call  # noqa: F401  (LOG_METHODS: re-exported)
-from .provenance import Kind, dotted_name
+from .provenance import Certainty, Kind, dotted_name
+
+
+# Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
+SYNCHRONIZE_CALLS = frozenset(
+    {"torch.cuda.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize", "torch.npu.synchronize",
+     "torch.accelerator.synchronize", "torch.cuda.current_stream.synchronize"}
+)
 
 
 @dataclass(eq=False)
 class SyncSite:
     node: cst.CSTNode  # the expression that syncs
-    kind: str  # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size"
+    # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
+    # "contains" (``x in t``), "synchronize" (``torch.cuda.synchronize()``)
+    kind: str
     value: cst.BaseExpression  # the tensor expression that is read
-    certain: bool  # provenance proved the value is a tensor
+    certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
+    certainty: Certainty = Certainty.TENSOR
+    on_host: bool = False  # the tensor certainly lives in host memory: a graph break, no device sync
+
+    @property
+    def host_sync(self) -> bool:
+        """Does the read make the host wait for a device?"""
+        return not self.on_host
+
+    @property
+    def graph_break(self) -> bool:
+        """In traced code, does it break the graph? Every read does; torch traces an
+        explicit ``synchronize()`` into the graph."""
+        return self.kind != "synchronize"
 
 
 def is_item_call(node: cst.CSTNode) -> bool:
@@ -44,10 +74,20 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     sites: list[SyncSite] = []
     seen: set[cst.CSTNode] = set()
 
-    def add(node: cst.CSTNode, kind: str, value: cst.BaseExpression, certain: bool = True) -> None:
-        if node not in seen:
-            seen.add(node)
-            sites.append(SyncSite(node, kind, value, certain))
+    def add(node: cst.CSTNode, kind: str, value: cst.BaseExpression, certain: bool | None = None) -> None:
+        if node in seen:
+            return
+        seen.add(node)
+        certainty = Certainty.TENSOR if kind == "synchronize" else ctx.certainty(value)
+        if certain is not None and not certain:
+            certainty = Certainty.POSSIBLY
+        on_host = kind != "synchronize" and ctx.on_cpu(value)
+        if on_host and not ctx.in_traced_code(node):
+            return  # a host tensor read outside traced code costs nothing
+        sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
+
+    def possible(value: cst.BaseExpression) -> bool:
+        return ctx.certainty(value) is not Certainty.NOT_TENSOR
 
     for call in ctx.nodes(cst.Call):
         assert isinstance(call, cst.Call)
@@ -56,27 +96,36 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             method = func.attr.value
             receiver = func.value
             if method == "item" and not call.args:
-                kind = ctx.kind(receiver)
-                if kind in (Kind.TENSOR, Kind.UNKNOWN):
-                    add(call, "item", receiver, kind is Kind.TENSOR)
+                if possible(receiver):
+                    add(call, "item", receiver)
             elif method == "tolist" and not call.args and ctx.is_tensor(receiver):
                 add(call, "tolist", receiver)
-            elif method == "numpy" and ctx.is_tensor(receiver):
-                add(call, "numpy", receiver)
+            elif method == "numpy" and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
+                # ``x.detach().cpu().numpy()`` is one copy, of ``x``.
                 inner = receiver
+                chain = []
                 while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in ("cpu", "detach"):
-                    seen.add(inner)
+                    chain.append(inner)
                     inner = inner.func.value
-            elif method == "cpu" and not call.args and ctx.is_tensor(receiver):
+                add(call, "numpy", inner if chain and ctx.certainty(inner) is not Certainty.NOT_TENSOR else receiver)
+                seen.update(chain)
+            elif method == "cpu" and not call.args and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
                 add(call, "cpu", receiver)
             elif method == "to" and ctx.is_tensor(receiver) and _moves_to_cpu(call):
                 add(call, "cpu", receiver)
+            elif method == "format" and _is_text(ctx, receiver):
+                # ``"{:.3f}".format(loss)``
+                for arg in call.args:
+                    if ctx.is_tensor(arg.value) and not is_item_call(arg.value):
+                        add(arg.value, "format", arg.value)
         elif isinstance(func, cst.Name) and len(call.args) == 1 and call.args[0].keyword is None:
             arg = call.args[0].value
             if func.value in ("float", "int", "bool", "complex") and ctx.is_tensor(arg):
                 add(call, func.value if func.value != "complex" else "float", arg)
             elif func.value in ("range",) and ctx.is_tensor(arg):
                 add(arg, "size", arg)
+        if is_synchronize(ctx, call):
+            add(call, "synchronize", call)
         found = output_call(ctx, call)
         if found is not None and found.kind.formats_text:
             for arg in call.args:
@@ -87,6 +136,31 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         assert isinstance(node, cst.FormattedStringExpression)
         if ctx.is_tensor(node.expression):
             add(node.expression, "format", node.expression)
+
+    for operation in ctx.nodes(cst.BinaryOperation):
+        # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
+        assert isinstance(operation, cst.BinaryOperation)
+        if isinstance(operation.operator, cst.Modulo) and _is_text(ctx, operation.left):
+            right = operation.right
+            values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+            for value in values:
+                if ctx.is_tensor(value) and not is_item_call(value):
+                    add(value, "format", value)
+
+    for comparison in ctx.nodes(cst.Comparison):
+        # ``x in t`` runs ``Tensor.__contains__``: ``(t == x).any().item()``. Only on a
+        # certain tensor and for an element that can be one: ``"loss" in outputs`` is a dict's.
+        assert isinstance(comparison, cst.Comparison)
+        element = comparison.left
+        for target in comparison.comparisons:
+            if (
+                isinstance(target.operator, (cst.In, cst.NotIn))
+                and ctx.certainly_tensor(target.comparator)
+                and ctx.kind(element) in (Kind.NUMBER, Kind.TENSOR, Kind.UNKNOWN)
+                and not _is_text(ctx, element)
+            ):
+                add(comparison, "contains", target.comparator)
+            element = target.comparator
 
     for test in _truth_tests(ctx):
         if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):
@@ -101,6 +175,54 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     sites = [s for s in sites if not _on_error_path(ctx, s.node)]
     sites.sort(key=lambda s: ctx.positions.offset(s.node))
     return sites
+
+
+def is_synchronize(ctx: FileContext, call: cst.Call) -> bool:
+    """``torch.cuda.synchronize()`` (and the other devices'), ``torch.cuda.current_stream().synchronize()``."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
+        return False
+    q = ctx.provenance.imports.qualify(func) or ""
+    if q in SYNCHRONIZE_CALLS:
+        return True
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        inner = ctx.provenance.imports.qualify(receiver.func) or ""
+        return inner in ("torch.cuda.current_stream", "torch.cuda.default_stream", "torch.xpu.current_stream")
+    return False
+
+
+def module_output(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """``model(x)`` where ``model`` is a callable object of this function (a parameter
+    or a local, not a function or class defined or imported here): almost always a
+    module, whose output is possibly a tensor. Also a name bound only from such a call."""
+    if ctx.certainty(expr) is not Certainty.POSSIBLY:
+        return False
+    if isinstance(expr, cst.Name):
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+        return len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], cst.Call) and (
+            _callable_object(ctx, bindings[0][1])
+        )
+    return isinstance(expr, cst.Call) and _callable_object(ctx, expr)
+
+
+def _callable_object(ctx: FileContext, call: cst.Call) -> bool:
+    if not call.args:
+        return False
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value not in ("forward",)
+    if not isinstance(func, cst.Name):
+        return False
+    scope = ctx.provenance.scope_of(func).lookup(func.value)
+    if scope is None:
+        return False
+    return all(how in ("param", "value") for how, _ in scope.bindings.get(func.value, []))
+
+
+def _is_text(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
 
 def _on_error_path(ctx: FileContext, node: cst.CSTNode) -> bool:

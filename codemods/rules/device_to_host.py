@@ -11,7 +11,10 @@ from ..syncs import SyncSite
 class DeviceToHost(SiteRule):
     """## What it does
     Reports copies of a tensor to host memory: `t.cpu()`, `t.numpy()`,
-    `t.to("cpu")`.
+    `t.to("cpu")`, also of a module's output (`model(x).cpu()` where `model`
+    is a parameter or a local: reported "if `model(x)` is a tensor"). A
+    tensor already in host memory (`torch.from_numpy(a).numpy()`) is not
+    copied, and not reported.
 
     ## Why is this bad?
     On an accelerator the copy waits for the value (a **host sync**), and
@@ -45,12 +48,30 @@ class DeviceToHost(SiteRule):
                 """
             )
         ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def evaluate(model, loader):
+                    return [model(x).cpu() for x in loader]
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
                 import torch
                 model = torch.nn.Linear(2, 2)
                 model.cpu()
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import numpy as np
+                import torch
+                mask = torch.from_numpy(np.ones(3)).cpu().numpy()
                 """
             )
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..advice import ADVICE
 from ..context import FileContext
 from ..rule import Invalid, Valid, dedent
 from ..site_rule import SiteRule
@@ -11,7 +12,8 @@ from ..syncs import SyncSite
 class TensorFormat(SiteRule):
     """## What it does
     Reports tensors printed, logged or formatted into strings
-    (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`).
+    (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`, `"%.3f" % t`,
+    `"{:.3f}".format(t)`).
 
     ## Why is this bad?
     Formatting reads every element (a **host sync**) and, in compiled code,
@@ -45,6 +47,15 @@ class TensorFormat(SiteRule):
                 """
             )
         ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(loss: torch.Tensor):
+                    return "%.3f" % loss, "{}".format(loss)
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -57,3 +68,6 @@ class TensorFormat(SiteRule):
 
     def message(self, ctx: FileContext, site: SyncSite) -> str:
         return f"tensor `{ctx.code(site.node)}` is formatted into text"
+
+    def note(self, ctx: FileContext, site: SyncSite) -> str:
+        return ADVICE["output"]

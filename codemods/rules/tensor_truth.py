@@ -11,8 +11,9 @@ from ..syncs import SyncSite
 class TensorTruth(SiteRule):
     """## What it does
     Reports tensors used where Python needs `True` or `False` and that no
-    rewrite rule handles: `while` loops, `assert`, `bool(t)`, and `and` /
-    `or` / `not` outside an `if` that FX101 rewrites.
+    rewrite rule handles: `while` loops, `assert`, `bool(t)`, `and` /
+    `or` / `not` outside an `if` that FX101 rewrites, and membership tests
+    `x in t` (`Tensor.__contains__` is `(t == x).any()` read on the host).
 
     ## Why is this bad?
     `bool(t)` reads the value (a **host sync**) and, in compiled code, the
@@ -30,7 +31,8 @@ class TensorTruth(SiteRule):
     For checks, `torch._assert_async(cond, msg)` keeps the check on the
     device; NaN-skip logic is better served by the fused optimizers'
     `found_inf` mechanism. For loops, bound the iterations in Python or move
-    the loop out of the compiled region.
+    the loop out of the compiled region. For `x in t`, keep the answer on
+    the device: `(t == x).any()`, or `torch.isin(x, t)` for many values.
 
     ## Fix safety
     No automatic fix.
@@ -39,7 +41,7 @@ class TensorTruth(SiteRule):
     code = "FX004"
     name = "tensor-truth"
     summary = "tensor used as a Python truth value"
-    kinds = ("truth", "bool")
+    kinds = ("truth", "bool", "contains")
     examples = [
         Invalid(
             dedent(
@@ -49,6 +51,16 @@ class TensorTruth(SiteRule):
                     while x.abs().max() > 1:  # `assert`s are FX401's
                         x = x / 2
                     return x
+                """
+            )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(ids: torch.Tensor, pad: int):
+                    found = pad in ids
+                    return found
                 """
             )
         ),
@@ -65,4 +77,14 @@ class TensorTruth(SiteRule):
     ]
 
     def message(self, ctx: FileContext, site: SyncSite) -> str:
+        if site.kind == "contains":
+            return f"`{ctx.code(site.node)}` tests membership in a tensor on the host (`Tensor.__contains__`)"
         return f"`{ctx.code(site.node)}` is a tensor used as a Python truth value"
+
+    def note(self, ctx: FileContext, site: SyncSite) -> str:
+        if site.kind == "contains":
+            return (
+                f"`in` compares every element and reads the answer back: keep it on the device with "
+                f"`({ctx.code(site.value)} == x).any()` (or `torch.isin`), and read it once where Python needs it"
+            )
+        return super().note(ctx, site)

@@ -1,0 +1,306 @@
+"""Provenance facts: what is a tensor, how sure fixitem is, and what is not one.
+
+Each test asserts the kind or the certainty of an expression (and, where it
+matters to users, the findings that follow), so that it fails if the fact is
+lost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from fixitem.codemods.context import FileContext
+from fixitem.codemods.engine import process
+from fixitem.codemods.provenance import Certainty, Kind
+from fixitem.codemods.registry import all_rules
+from fixitem.codemods.tree import walk
+
+
+def context(code: str) -> FileContext:
+    return FileContext.build(Path("facts.py"), code)
+
+
+def expression(ctx: FileContext, text: str, nth: int = 0) -> cst.BaseExpression:
+    """The ``nth`` expression of the file whose source is ``text``."""
+    found = [n for n in walk(ctx.module) if isinstance(n, cst.BaseExpression) and ctx.code(n).strip() == text]
+    assert len(found) > nth, f"{text!r} not in the code"
+    return found[nth]
+
+
+def certainty(code: str, text: str, nth: int = 0) -> Certainty:
+    ctx = context(code)
+    return ctx.certainty(expression(ctx, text, nth))
+
+
+def kind(code: str, text: str, nth: int = 0) -> Kind:
+    ctx = context(code)
+    return ctx.kind(expression(ctx, text, nth))
+
+
+def scan(code: str):
+    return process(Path("facts.py"), code, all_rules()).findings
+
+
+def apply(code: str, unsafe: bool = True):
+    return process(Path("facts.py"), code, all_rules(), fix=True, unsafe=unsafe)
+
+
+AUTOGRAD = (
+    "import torch\n\n"
+    "class ScaleBias(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, bias, tp_degree, dtype):\n"
+    "        ctx.save_for_backward(bias)\n"
+    "        if tp_degree > 1:\n"
+    "            bias = bias / tp_degree\n"
+    "        return bias.to(dtype)\n\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, grad, flag):\n"
+    "        if flag:\n"
+    "            grad = grad * 2\n"
+    "        return grad.sum(0), None, None\n"
+)
+
+
+def test_autograd_function_parameters_are_tensors_only_where_used_as_tensors():
+    assert certainty(AUTOGRAD, "ctx") is Certainty.NOT_TENSOR
+    assert certainty(AUTOGRAD, "bias", 1) is Certainty.TENSOR  # saved for backward
+    assert certainty(AUTOGRAD, "tp_degree", 1) is Certainty.POSSIBLY
+    assert kind(AUTOGRAD, "tp_degree", 1) is not Kind.TENSOR
+    assert certainty(AUTOGRAD, "dtype", 1) is Certainty.POSSIBLY
+    assert certainty(AUTOGRAD, "grad", 1) is Certainty.TENSOR  # ``grad.sum(0)``
+    assert certainty(AUTOGRAD, "flag", 1) is Certainty.POSSIBLY
+    # ``if tp_degree > 1:`` is Python control flow on an int: nothing to report, nothing rewritten.
+    assert scan(AUTOGRAD) == []
+    assert apply(AUTOGRAD).new_text is None
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "torch.load('ckpt.pt')",
+        "torch.load('ckpt.pt', map_location='cpu')",
+        "torch.jit.load('model.pt')",
+        "torch.hub.load('repo', 'model')",
+        "torch.compile(step)",
+        "torch.jit.script(step)",
+        "torch.jit.trace(step, (x,))",
+        "model.state_dict()",
+    ],
+)
+def test_loaded_compiled_and_scripted_objects_are_not_tensors(call):
+    code = (
+        "import torch\n\n"
+        "def step(x: torch.Tensor):\n    return x\n\n"
+        f"def main(model, x: torch.Tensor):\n    value = {call}\n    return value\n"
+    )
+    assert certainty(code, "value", 1) is Certainty.NOT_TENSOR
+
+
+def test_a_loaded_checkpoint_is_not_selected_with_where():
+    code = (
+        "import torch\n\n"
+        "def resume(path, lr: torch.Tensor):\n"
+        "    ckpt = torch.load(path)\n"
+        "    if ckpt['step'] > 100:\n"
+        "        lr = lr * 0.1\n"
+        "    return lr\n"
+    )
+    assert kind(code, "ckpt", 1) is Kind.OTHER
+    assert scan(code) == []
+
+
+def test_compiled_modules_stay_modules_and_their_outputs_tensors():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "def main(x: torch.Tensor):\n"
+        "    model = torch.compile(nn.Linear(2, 2))\n"
+        "    y = model(x)\n"
+        "    return y\n"
+    )
+    assert kind(code, "model", 1) is Kind.MODULE
+    assert certainty(code, "y", 1) is Certainty.TENSOR
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["np.finfo(np.float32).eps", "np.float32(1)", "arr.mean()", "np.finfo(np.float32).tiny * 2", "arr.T[0]"],
+)
+def test_numpy_scalars_of_any_origin_are_not_tensors(value):
+    code = (
+        "import numpy as np\nimport torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    arr = np.ones(3)\n"
+        f"    v = ({value}).item()\n"
+        "    return x * v\n"
+    )
+    ctx = context(code)
+    assert ctx.kind(expression(ctx, f"({value})")) is Kind.NUMPY
+    assert ctx.certainty(expression(ctx, f"({value})")) is Certainty.NOT_TENSOR
+    assert scan(code) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("x.is_complex()", Kind.NUMBER),
+        ("x.dim()", Kind.NUMBER),
+        ("x.ndim", Kind.NUMBER),
+        ("x.numel()", Kind.NUMBER),
+        ("x.size(0)", Kind.NUMBER),
+        ("x.dtype == torch.float16", Kind.NUMBER),
+        ("x.shape == y.shape", Kind.NUMBER),
+        ("x.shape", Kind.OTHER),
+        ("x.device", Kind.OTHER),
+        ("x.is_sparse", Kind.NUMBER),
+    ],
+)
+def test_metadata_queries_are_not_tensors_and_read_no_value(query, expected):
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x, y):\n"
+        f"        if {query}:\n"
+        "            x = x.float()\n"
+        "        return x + y\n"
+    )
+    assert kind(code, query) is expected
+    assert certainty(code, query) is Certainty.NOT_TENSOR
+    assert scan(code) == []  # a header query is no sync and no graph break
+
+
+SIZES = (
+    "import torch\nfrom torch import nn\n\n"
+    "class Window(nn.Module):\n"
+    "    def forward(self, x, H, W, mask):\n"
+    "        B, L, C = x.shape\n"
+    "        assert L == H * W, 'wrong size'\n"
+    "        pad = (7 - W % 7) % 7\n"
+    "        if pad > 0:\n"
+    "            x = x + 1\n"
+    "        x = x.view(B, H, W, C)\n"
+    "        if mask.sum().item() > 0:\n"
+    "            x = x * 2\n"
+    "        return x\n"
+)
+
+
+def test_forward_parameters_used_as_sizes_are_not_tensors():
+    assert kind(SIZES, "H", 1) is Kind.UNKNOWN and certainty(SIZES, "H", 1) is Certainty.POSSIBLY
+    assert kind(SIZES, "pad") is not Kind.TENSOR
+    assert certainty(SIZES, "x", 1) is Certainty.TENSOR  # ``x.view(...)``: used as a tensor
+    # Only the mask test reads a tensor; ``if pad > 0`` is arithmetic on sizes.
+    assert [(f.line, f.rule) for f in scan(SIZES)] == [(12, "FX101")]
+
+
+def test_a_bare_forward_parameter_is_only_possibly_a_tensor_until_used_as_one():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(2, 2)\n"
+        "    def forward(self, x, scale, flag):\n"
+        "        y = scale * 2\n"
+        "        if flag:\n"
+        "            return self.fc(x)\n"
+        "        return y\n"
+    )
+    # ``ctx.kind`` keeps its meaning (the forward heuristic); certainty says how sure it is.
+    assert kind(code, "scale", 1) is Kind.TENSOR
+    assert certainty(code, "scale", 1) is Certainty.POSSIBLY
+    assert certainty(code, "y", 1) is Certainty.POSSIBLY  # derived from a possible tensor
+    assert certainty(code, "flag", 1) is Certainty.POSSIBLY
+    assert certainty(code, "x", 1) is Certainty.TENSOR  # passed to a module
+    annotated = code.replace("def forward(self, x, scale, flag)", "def forward(self, x, scale: torch.Tensor, flag)")
+    assert certainty(annotated, "scale", 1) is Certainty.TENSOR
+
+
+def test_an_uncertain_read_says_so_in_its_report():
+    code = "import torch\n\ndef f(x):\n    return x.item()\n"
+    [finding] = scan(code)
+    assert finding.rule == "FX001" and finding.note.startswith("(if `x` is a tensor)")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.from_file(path, False, 256, dtype=torch.int32)",
+        "torch.from_numpy(np.zeros(256, dtype=np.int32))",
+        "torch.tensor([0, 0, 0])",
+        "torch.tensor(np.zeros(3))",
+        "torch.zeros(3, device='cpu')",
+    ],
+)
+def test_host_tensors_cost_a_graph_break_in_traced_code_but_no_sync(source):
+    code = (
+        "import numpy as np\nimport torch\nfrom torch import nn\n\n"
+        "def load(path, data: torch.Tensor):\n"
+        f"    header = {source}\n"
+        "    return int(header[2])\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x, path):\n"
+        f"        data = x\n"
+        f"        header = {source}\n"
+        "        return x * int(header[2])\n"
+    )
+    ctx = context(code)
+    assert ctx.on_cpu(expression(ctx, "header[2]", 0))
+    findings = scan(code)
+    # Outside traced code the read costs nothing; in ``forward`` it breaks the graph, no sync.
+    assert [(f.line, f.costs) for f in findings] == [(13, ("graph-break",))]
+    assert "host memory" in findings[0].note
+
+
+def test_the_copy_to_the_host_syncs_but_reading_the_copy_does_not():
+    code = "import torch\n\ndef f(x: torch.Tensor):\n    host = x.cpu()\n    return int(host[0]), host.tolist()\n"
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX003", 4)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3)", "x.cuda()", "x.float()",
+        "torch.tensor([1, 2]).to(x.device)", "torch.stack([torch.tensor([1.0]), unknown])",
+        "torch.add(torch.tensor([1.0]), self_weights)",
+    ],
+)
+def test_tensors_that_may_live_on_a_device_still_sync(source):
+    code = f"import torch\n\ndef f(x: torch.Tensor, unknown, self_weights):\n    header = {source}\n    return int(header[2])\n"
+    ctx = context(code)
+    assert not ctx.on_cpu(expression(ctx, "header[2]"))
+    assert [f.costs for f in scan(code)] == [("host-sync",)]
+
+
+def test_a_changed_default_device_means_no_host_tensor():
+    code = (
+        "import torch\n\ntorch.set_default_device('cuda')\n\n"
+        "def f():\n    header = torch.tensor([1, 2, 3])\n    return int(header[2])\n"
+    )
+    ctx = context(code)
+    assert not ctx.on_cpu(expression(ctx, "header[2]"))
+    assert len(scan(code)) == 1
+
+
+def test_string_formatting_gives_a_string():
+    code = "import torch\n\ndef f(loss: torch.Tensor):\n    s = '%.3f' % loss\n    t = '{}'.format(loss)\n    return s, t\n"
+    assert kind(code, "s", 1) is Kind.OTHER
+    assert kind(code, "t", 1) is Kind.OTHER
+
+
+def test_a_forward_parameter_compared_with_a_shape_is_a_size():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Merge(nn.Module):\n"
+        "    def forward(self, x, H, W):\n"
+        "        B, L, C = x.shape\n"
+        "        assert L == H * W, 'wrong size'\n"
+        "        if H % 2 == 1:\n"
+        "            x = x + 1\n"
+        "        return x\n"
+    )
+    assert kind(code, "H", 1) is Kind.UNKNOWN
+    assert scan(code) == []

@@ -1,0 +1,114 @@
+"""One definition of side effects, pure builtins and reductions (codemods/effects.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from fixitem.codemods import effects
+from fixitem.codemods.context import FileContext
+from fixitem.codemods.effects import Effect, call_effect
+from fixitem.codemods.tree import walk
+
+MODEL = (
+    "import logging\nimport warnings\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
+    "logger = logging.getLogger(__name__)\n\n"
+    "def helper(t):\n    return t\n\n"
+    "class M(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(2, 2)\n"
+    "        self.bn = nn.BatchNorm1d(2)\n"
+    "        self.drop = nn.Dropout(0.1)\n"
+    "    def forward(self, x: torch.Tensor, items: list):\n"
+    "        return [{call}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "effect"),
+    [
+        ("abs(x)", Effect.NONE),
+        ("len(items)", Effect.NONE),
+        ("torch.relu(x)", Effect.NONE),
+        ("x.sum()", Effect.NONE),
+        ("self.fc(x)", Effect.NONE),
+        ("items.count(1)", Effect.NONE),
+        ("print(x)", Effect.OUTPUT),
+        ("logger.info(x)", Effect.OUTPUT),
+        ("logging.warning(x)", Effect.OUTPUT),
+        ("warnings.warn('slow')", Effect.OUTPUT),
+        ("torch.randn(3)", Effect.RANDOM),
+        ("x.bernoulli()", Effect.RANDOM),
+        ("self.drop(x)", Effect.RANDOM),
+        ("self.bn(x)", Effect.STATE),
+        ("x.add_(1)", Effect.WRITES),
+        ("torch.add(x, 1, out=x)", Effect.WRITES),
+        ("F.relu(x, inplace=True)", Effect.WRITES),
+        ("x.backward()", Effect.WRITES),
+        ("items.append(x)", Effect.WRITES),
+        ("helper(x)", Effect.UNKNOWN),
+    ],
+)
+def test_call_effects(call, effect):
+    ctx = FileContext.build(Path("effects.py"), MODEL.format(call=call))
+    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == call]
+    found = call_effect(ctx, node)
+    assert found.effect is effect
+    assert found.pure is (effect is Effect.NONE)
+    assert bool(found.reason) is (effect is not Effect.NONE)
+
+
+def test_relu_without_inplace_is_pure():
+    ctx = FileContext.build(Path("effects.py"), MODEL.format(call="F.relu(x, inplace=False)"))
+    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == "F.relu(x, inplace=False)"]
+    assert call_effect(ctx, node).pure
+
+
+def test_a_shadowed_builtin_is_not_the_builtin():
+    code = "import torch\n\ndef print(*a):\n    return a\n\ndef f(x: torch.Tensor):\n    return print(x)\n"
+    ctx = FileContext.build(Path("effects.py"), code)
+    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == "print(x)"]
+    assert call_effect(ctx, node).effect is Effect.UNKNOWN
+
+
+def test_builtin_sets_follow_from_the_one_table():
+    assert effects.PURE_BUILTINS == {n for n, e in effects.BUILTIN_EFFECTS.items() if e is Effect.NONE}
+    assert "print" in effects.TENSOR_SAFE_BUILTINS and "print" not in effects.PURE_BUILTINS
+    assert effects.PURE_BUILTINS < effects.TENSOR_SAFE_BUILTINS
+    assert "setattr" not in effects.TENSOR_SAFE_BUILTINS
+
+
+def test_one_definition_covers_every_older_one():
+    """The definitions rules still carry are contained in effects.py's, so that
+    replacing them by it only adds knowledge."""
+    from fixitem.codemods import scalar_shapes, tensor_values
+    from fixitem.codemods.rules import one_tolist
+
+    assert tensor_values.REDUCTIONS <= effects.REDUCTIONS
+    assert scalar_shapes.FULL_REDUCTIONS <= effects.REDUCTIONS
+    assert tensor_values.PURE_BUILTINS <= effects.PURE_BUILTINS
+    assert one_tolist.PURE_BUILTINS <= effects.TENSOR_SAFE_BUILTINS
+    assert one_tolist.CONTAINER_METHODS <= effects.CONTAINER_READS | effects.CONTAINER_WRITES
+    assert one_tolist.WRITING_TENSOR_METHODS <= effects.WRITING_TENSOR_METHODS
+    assert tensor_values.RANDOM_FUNCTIONS == effects.RANDOM_FUNCTIONS
+    assert tensor_values.RANDOM_MODULES == effects.RANDOM_MODULES
+    assert tensor_values.STATEFUL_MODULES == effects.STATEFUL_MODULES
+
+
+def test_reductions_give_zero_dim_results():
+    import torch
+
+    x = torch.arange(6.0).reshape(2, 3)
+    for name in effects.REDUCTIONS:
+        if name in ("dot", "vdot"):
+            result = getattr(torch, name)(x[0], x[1])
+        elif name == "trace":
+            result = torch.trace(x)
+        elif name in ("all", "any"):
+            result = getattr(x.bool(), name)()
+        else:
+            result = getattr(x, name)()
+        assert result.dim() == 0, name

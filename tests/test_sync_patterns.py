@@ -1,0 +1,209 @@
+"""Sync patterns of real code that are reported (not rewritten), with their costs and advice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+
+
+def scan(code: str):
+    return process(Path("patterns.py"), code, all_rules()).findings
+
+
+def only(code: str):
+    findings = scan(code)
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def test_membership_in_a_tensor_is_a_sync():
+    code = "import torch\n\ndef f(ids: torch.Tensor, pad: int):\n    found = pad in ids\n    return found\n"
+    finding = only(code)
+    assert (finding.rule, finding.costs) == ("FX004", ("host-sync",))
+    assert "Tensor.__contains__" in finding.message
+    assert "(ids == x).any()" in finding.note
+
+
+def test_membership_in_traced_code_also_breaks_the_graph():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, ids: torch.Tensor):\n"
+        "        missing = 0 not in ids\n"
+        "        return ids, missing\n"
+    )
+    assert only(code).costs == ("graph-break", "host-sync")
+
+
+def test_membership_in_containers_is_not_reported():
+    code = "import torch\n\ndef f(sd: dict, keys: list):\n    return 'w' in sd, 3 in keys, 'x' in torch.load('a')\n"
+    assert scan(code) == []
+
+
+def test_a_key_looked_up_in_a_forward_parameter_is_a_dict_lookup():
+    # A loss module's ``forward(self, outputs, targets)`` gets a dict of outputs.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Loss(nn.Module):\n"
+        "    def forward(self, outputs, targets):\n"
+        "        loss = outputs['logits'].sum()\n"
+        "        if 'aux' in outputs:\n"
+        "            loss = loss + outputs['aux'].sum()\n"
+        "        if isinstance(outputs, dict) and 'loss' not in outputs:\n"
+        "            raise ValueError('no loss')\n"
+        "        return loss\n"
+    )
+    assert scan(code) == []
+
+
+def test_explicit_synchronize_is_reported_as_what_it_is():
+    code = (
+        "import torch\n\n"
+        "def train_step(model, x, opt):\n"
+        "    model(x).sum().backward()\n"
+        "    opt.step()\n"
+        "    torch.cuda.synchronize()\n"
+    )
+    finding = only(code)
+    assert finding.rule == "FX007" and finding.fix == "none"
+    assert "explicit device sync" in finding.message
+    assert finding.costs == ("host-sync",)
+    assert finding.note.startswith("remove it unless it brackets a time measurement")
+
+
+def test_synchronize_around_timing_is_advised_to_stay():
+    code = (
+        "import time\nimport torch\n\n"
+        "def bench(fn):\n"
+        "    torch.cuda.synchronize()\n"
+        "    t0 = time.perf_counter()\n"
+        "    fn()\n"
+        "    torch.accelerator.synchronize()\n"
+        "    return time.perf_counter() - t0\n"
+    )
+    findings = scan(code)
+    assert [f.rule for f in findings] == ["FX007", "FX007"]
+    assert all("brackets a time measurement" in f.note and f.note.startswith("it brackets") for f in findings)
+
+
+def test_synchronize_in_traced_code_is_a_sync_not_a_graph_break():
+    # torch traces ``torch.cuda.synchronize()`` into the graph.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        torch.cuda.current_stream().synchronize()\n"
+        "        return x\n"
+    )
+    assert only(code).costs == ("host-sync",)
+
+
+@pytest.mark.parametrize("copy", ["model(x).cpu()", "model(x).numpy()", "model(x).detach().cpu().numpy()", "self.net(x).cpu()"])
+def test_host_copies_of_a_module_output_are_reported_as_possible(copy):
+    code = (
+        "import torch\n\n"
+        "class Evaluator:\n"
+        "    def run(self, model, loader):\n"
+        "        preds = []\n"
+        "        for x in loader:\n"
+        f"            preds.append({copy})\n"
+        "        return preds\n"
+    )
+    finding = only(code)
+    assert finding.rule == "FX003" and finding.costs == ("host-sync",)
+    assert finding.note.startswith("(if `")
+    assert "is a tensor) keep results on the device" in finding.note
+
+
+def test_cpu_of_a_function_or_class_result_is_not_a_module_output():
+    code = (
+        "import torch\n\n"
+        "def build(cfg):\n    return cfg\n\n"
+        "def main(cfg):\n"
+        "    model = build(cfg).cpu()\n"
+        "    net = torch.nn.Linear(2, 2).cpu()\n"
+        "    return model, net\n"
+    )
+    assert scan(code) == []
+
+
+def test_per_element_reads_over_a_device_tensor_cost_one_sync_each():
+    code = (
+        "import torch\n\n"
+        "def gather(idx: torch.Tensor, helper):\n"
+        "    out = []\n"
+        "    for i in idx:\n"
+        "        out.append(int(i))\n"
+        "        helper(i)\n"
+        "    return out\n"
+    )
+    finding = only(code)
+    assert finding.rule == "FX001" and finding.costs == ("host-sync",)
+    assert "one host sync each" in finding.note and "`values = idx.tolist()`" in finding.note
+
+
+def test_per_element_reads_in_a_comprehension_are_read_once():
+    code = "import torch\n\ndef f(idx: torch.Tensor):\n    return [int(i) for i in idx]\n"
+    finding = only(code)
+    assert finding.rule == "FX303" and "one host sync per element" in finding.message
+
+
+@pytest.mark.parametrize(
+    "expression", ["'%.3f' % loss", "'step %d loss %.3f' % (step, loss)", "'{:.3f}'.format(loss)", "'{}'.format(x=loss)"]
+)
+def test_percent_and_str_format_of_tensors_are_tensor_format(expression):
+    code = f"import torch\n\ndef f(loss: torch.Tensor, step: int):\n    text = {expression}\n    return text\n"
+    finding = only(code)
+    column = len("    text = ") + expression.rindex("loss") + 1  # the tensor formatted
+    assert (finding.rule, finding.line, finding.col) == ("FX005", 4, column)
+    assert finding.costs == ("host-sync",)
+    assert "Log every N steps" in finding.note
+
+
+def test_percent_formatting_of_numbers_is_not_reported():
+    code = "import torch\n\ndef f(loss: torch.Tensor, step: int):\n    return '%d %.3f' % (step, loss.item() * 2), '{}'.format(step)\n"
+    assert [f.rule for f in scan(code)] == ["FX001"]
+
+
+def test_a_synchronize_helper_called_by_timing_code_is_advised_to_stay():
+    code = (
+        "import time\nimport torch\n\n"
+        "def sync(device):\n    torch.cuda.synchronize(device)\n\n"
+        "def timed(fn, device):\n    t0 = time.perf_counter()\n    fn()\n    sync(device)\n    return time.perf_counter() - t0\n"
+    )
+    assert only(code).note.startswith("it brackets a time measurement")
+
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "advice" / "sync_patterns.py"
+
+
+def test_the_evaluation_script_fixture():
+    text = FIXTURE.read_text()
+    lines = text.splitlines()
+    findings = process(FIXTURE, text, all_rules()).findings
+
+    def at(marker: str) -> list:
+        line = next(n for n, code in enumerate(lines, 1) if marker in code)
+        return [f for f in findings if f.line == line]
+
+    for marker in ("# ints", "# a metadata query", "# a host tensor outside", "# numpy"):
+        assert at(marker) == [], marker
+    [host] = at("# a host tensor in traced code")
+    assert host.costs == ("graph-break",) and "host memory" in host.note
+    [copy] = at("# a module's output")
+    assert copy.rule == "FX003" and copy.note.startswith("(if `model(x)` is a tensor)")
+    [member] = at("# membership")
+    assert member.rule in ("FX101", "FX004") and member.costs == ("host-sync",)
+    assert [f.rule for f in at("# % formatting")] == ["FX005"]
+    assert [f.rule for f in at("# str.format")] == ["FX005"]
+    [per_element] = at("# one read per element")
+    assert per_element.rule == "FX303" and "per element" in per_element.message
+    [sync] = at("# an explicit sync, not timing")
+    assert sync.rule == "FX007" and sync.note.startswith("remove it")
+    timing = at("# an explicit sync around a timing")
+    assert [f.rule for f in timing] == ["FX007"] and timing[0].note.startswith("it brackets a time measurement")
+    assert len(findings) == 9
