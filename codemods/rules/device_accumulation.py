@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..context import FileContext
-from ..provenance import Kind, Scope, is_module_class
+from ..dtypes import certainly_floating
+from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import _plain_number, method_call
@@ -27,10 +28,6 @@ AUG_OPERATORS: dict[type, type] = {
     cst.LeftShiftAssign: cst.LeftShift, cst.RightShiftAssign: cst.RightShift,
     cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
 }
-# torch.nn.functional losses that are not named ``*_loss``; all of them return floating tensors.
-FLOATING_FUNCTIONS = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
-# Tensor methods whose result is always floating (``mean`` of an integer tensor is an error).
-FLOATING_METHODS = frozenset({"float", "double", "half", "bfloat16", "mean", "std", "var", "norm"})
 # Python ints however the tensor they ask about is stored: ``n`` in ``loss.item() * n``.
 SIZE_METHODS = frozenset({"size", "numel", "nelement", "dim"})
 
@@ -215,58 +212,6 @@ def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> boo
     return False
 
 
-def _floating(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """Certainly a floating-point tensor: a loss, ``.mean()``, ``.float()``, arithmetic with one."""
-    if depth > 6:
-        return False
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        qualified = ctx.provenance.imports.qualify(func) or ""
-        last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.nn.functional.") and (last.endswith("loss") or last in FLOATING_FUNCTIONS):
-            return True
-        if isinstance(func, cst.Attribute):
-            if func.attr.value in FLOATING_METHODS:
-                return True
-            if func.attr.value in ("sum", "detach", "clone", "squeeze", "reshape", "view", "abs", "neg"):
-                return _floating(ctx, func.value, depth + 1)
-        return _loss_module(ctx, func)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
-        return _floating(ctx, expr.left, depth + 1) or _floating(ctx, expr.right, depth + 1)
-    if isinstance(expr, cst.Subscript):
-        return _floating(ctx, expr.value, depth + 1)
-    if isinstance(expr, cst.Name):
-        return all(_floating(ctx, value, depth + 1) for value in _values(ctx, expr))
-    return False
-
-
-def _values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
-    """The values a name is assigned in its scope; empty when it is bound any other way."""
-    scope = ctx.provenance.scope_of(name).lookup(name.value)
-    bindings = scope.bindings.get(name.value, []) if scope is not None else []
-    values = [node for how, node in bindings if how == "value" and isinstance(node, cst.BaseExpression)]
-    return values if len(values) == len(bindings) else []
-
-
-def _loss_module(ctx: FileContext, func: cst.BaseExpression) -> bool:
-    """``criterion`` in ``criterion(out, y)``, built from an ``nn.*Loss`` class."""
-    if isinstance(func, cst.Name):
-        values = _values(ctx, func)
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = ctx.provenance.enclosing_class(func)
-        values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, []) if cls is not None else []
-    else:
-        return False
-
-    def is_loss(value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
-            return False
-        qualified = ctx.provenance.imports.qualify(value.func)
-        return is_module_class(qualified, set()) and (qualified or "").endswith("Loss")
-
-    return bool(values) and all(is_loss(v) for v in values)
-
-
 class DeviceAccumulation(Rule):
     """## What it does
     Finds running sums of tensor values read on the host every step,
@@ -317,8 +262,8 @@ class DeviceAccumulation(Rule):
     printed, returned or stored is unchanged; reads after it was rebound
     (`test_loss /= n`) are left alone. `loss.item() * n` becomes
     `loss.detach().double() * n` (float64 on the device, like Python); with an
-    int start it needs a tensor known to be floating (a loss, `.mean()`,
-    `.float()`), because the product's type decides the sum's. `float(t)`
+    int start it needs a tensor known to be floating (a loss, `.float()`,
+    `softmax`), because the product's type decides the sum's. `float(t)`
     with an int start becomes `t.detach().double()`. Integer sums wrap at
     2**63 where Python ints would not.
 
@@ -522,7 +467,7 @@ class DeviceAccumulation(Rule):
             return None
         if "int" in starts:
             for _, value, site in total.steps:
-                if isinstance(value, cst.BinaryOperation) and not _floating(ctx, site.value):
+                if isinstance(value, cst.BinaryOperation) and not certainly_floating(ctx, site.value):
                     total.problem = (
                         f"`{name}` starts as an int and `{ctx.code(site.value)}` is not known to be a floating "
                         "tensor (the type of the product decides the type of the sum)"
