@@ -315,8 +315,9 @@ def _as_applied(path: Path, text: str, rules: list[Rule], job: _Job, findings: l
     ``unsafe`` if only ``apply --unsafe`` does, else ``none``: the summary's
     counts are then what the two commands fix.
     """
-    applied: dict[bool, list[Finding]] = {}
-    for unsafe in (False, True):
+    applied: dict[bool, list[Finding]] = {False: [], True: []}
+    # Without a safe fix to start from, ``apply`` changes nothing: no need to try it.
+    for unsafe in (False, True) if any(f.fix == "safe" for f in findings) else (True,):
         run = process(path, text, rules, fix=True, unsafe=unsafe, **_engine_options(job))
         if run.error is not None:
             return findings
