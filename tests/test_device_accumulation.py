@@ -183,3 +183,19 @@ def test_a_compound_right_side_is_parenthesised():
     code = HEAD + "    total = 0.0\n    for x in xs:\n        total += model(x).item()\n    total /= n + 1\n    return total\n"
     fixed = _fix(code).new_text
     assert fixed is not None and "    total = total.value() / (n + 1)\n" in fixed
+
+
+def test_subtracted_terms_stay_on_the_device_too():
+    code = HEAD + (
+        "    balance = 0.0\n    for x in xs:\n        balance += model(x).item()\n        balance -= model(-x).item() * 0.5\n"
+        "    return balance\n"
+    )
+    fixed = _fix(code).new_text
+    assert fixed is not None
+    assert "        balance -= model(-x).detach().double() * 0.5\n" in fixed
+    results = []
+    for text in (code, fixed):
+        namespace: dict = {}
+        exec(compile(text, "example.py", "exec"), namespace)
+        results.append(namespace["f"](lambda x: x * 3, torch_values(), 1))
+    assert results[0] == results[1] and type(results[0]) is float

@@ -215,11 +215,12 @@ def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> boo
 class DeviceAccumulation(Rule):
     """## What it does
     Finds running sums of tensor values read on the host every step,
-    `total += loss.item()` (also `float(loss)`, and `loss.item() * n` for a
-    Python number `n` such as `data.size(0)`), where `total` starts from a
-    number literal in the same function (or script), and turns `total` into
-    an on-device accumulator from `fixitem.runtime`: the additions stay on
-    the device and the number is read once, where the code uses `total`.
+    `total += loss.item()` (or `-=`; also `float(loss)`, and
+    `loss.item() * n` for a Python number `n` such as `data.size(0)`), where
+    `total` starts from a number literal in the same function (or script),
+    and turns `total` into an on-device accumulator from `fixitem.runtime`:
+    the additions stay on the device and the number is read once, where the
+    code uses `total`.
     A reset inside the loop (`running_loss = 0.0` after each print) starts a
     new accumulator; an average taken at the end (`test_loss /= len(dataset)`)
     becomes `test_loss = test_loss.value() / len(dataset)`, after which the
@@ -414,7 +415,7 @@ class DeviceAccumulation(Rule):
         totals: dict[tuple[int, str], _Total] = {}
         for node in ctx.nodes(cst.AugAssign):
             assert isinstance(node, cst.AugAssign)
-            if not isinstance(node.operator, cst.AddAssign) or not isinstance(node.target, cst.Name):
+            if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) or not isinstance(node.target, cst.Name):
                 continue
             read = self._read(ctx, node.value, reads)
             if read is None:
