@@ -300,7 +300,26 @@ def _run_job(job: _Job) -> FileResult:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
             _write(result, source, outcome.new_text)
+        else:  # nothing is written: say where what is left stands in the file as it is
+            result.findings = _in_original(result.findings, source.text, outcome.new_text)
     return result
+
+
+def _in_original(findings: list[Finding], before: str, after: str) -> list[Finding]:
+    """Findings placed in ``after`` moved to the same code in ``before`` (within a rewritten
+    block, to the line at the same offset, or its last line)."""
+    blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    moved = []
+    for finding in findings:
+        row = finding.line - 1
+        for tag, i1, i2, j1, j2 in blocks:
+            if j1 <= row < j2 or (j1 == j2 == row):
+                line = i1 + min(row - j1, max(i2 - i1 - 1, 0))
+                moved.append(replace(finding, line=line + 1))
+                break
+        else:
+            moved.append(finding)
+    return moved
 
 
 def _as_applied(path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding]) -> list[Finding]:

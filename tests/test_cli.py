@@ -294,3 +294,22 @@ def test_scan_counts_what_apply_fixes_on_the_fixtures(tree, copy_fixture):
     assert said == done
     if tree in ("threshold", "logging", "accumulation"):
         assert done[0] > 0
+
+
+def test_diff_places_what_is_left_in_the_file_as_it_is(tmp_path):
+    """Nothing is written with --diff, so a finding left over is where scan saw it,
+    not where it would be after the import line the fix adds."""
+    target = tmp_path / "evaluate.py"
+    target.write_text(
+        "import torch\nimport torch.nn.functional as F\n\n\ndef test(model, loader):\n"
+        "    test_loss, correct = 0, 0\n    for data, target in loader:\n        output = model(data)\n"
+        "        test_loss += F.nll_loss(output, target).item()\n"
+        "        correct += output.argmax(1).eq(target).sum().item()\n    return test_loss, correct\n"
+    )
+    scanned = json.loads(run("scan", "--format", "json", "--isolated", "--no-cache", str(target)).stdout)
+    left = [f for f in scanned if f["fix"] != "safe"]
+    assert [f["line"] for f in left] == [10]
+    out = run("apply", "--diff", "--format", "json", "--isolated", "--no-cache", str(target)).stdout
+    planned = json.loads(out[out.index("\n{") :])  # after the diff
+    assert [(f["rule"], f["line"], f["col"]) for f in planned["remaining"]] == [(left[0]["rule"], 10, left[0]["col"])]
+    assert "from fixitem import runtime as deferred" in run("apply", "--diff", "--isolated", "--no-cache", str(target)).stdout

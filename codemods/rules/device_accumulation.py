@@ -36,7 +36,7 @@ SIZE_METHODS = frozenset({"size", "numel", "nelement", "dim"})
 class _Total:
     scope: Scope
     name: str
-    inits: list[cst.Assign] = field(default_factory=list)
+    inits: list[tuple[cst.Assign, cst.BaseExpression, cst.Name]] = field(default_factory=list)  # statement, start, target
     steps: list[tuple[cst.AugAssign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
     loads: list[cst.Name] = field(default_factory=list)
     rebinds: list[cst.CSTNode] = field(default_factory=list)  # other Assign / AugAssign of the name
@@ -52,6 +52,25 @@ def _number_literal(expr: cst.BaseExpression) -> str | None:
     if isinstance(expr, cst.Float):
         return "float"
     return None
+
+
+def _unpacked_start(
+    ctx: FileContext, value: cst.BaseExpression, name: str
+) -> tuple[cst.Assign, cst.BaseExpression, cst.Name] | None:
+    """``total`` started by a literal in ``a, total = 0, 0.0``: (the statement, the literal, the target)."""
+    element = ctx.parents.get(value)
+    values = ctx.parents.get(element) if isinstance(element, cst.Element) else None
+    statement = ctx.parents.get(values) if isinstance(values, (cst.Tuple, cst.List)) else None
+    if not isinstance(statement, cst.Assign) or statement.value is not values or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(values.elements):  # type: ignore[union-attr]
+        return None
+    index = [e.value for e in values.elements].index(value)  # type: ignore[union-attr]
+    named = target.elements[index].value
+    if not _number_literal(value) or not isinstance(named, cst.Name) or named.value != name:
+        return None
+    return statement, value, named
 
 
 def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -454,12 +473,18 @@ class DeviceAccumulation(Rule):
             if how == "value" and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
                 literal = _number_literal(parent.value)
                 if literal:
-                    total.inits.append(parent)
+                    total.inits.append((parent, parent.value, parent.targets[0].target))
                     starts.add(literal)
                     kinds[parent] = "init"
                 else:
                     total.rebinds.append(parent)
                     kinds[parent] = "rebind"
+                continue
+            start = _unpacked_start(ctx, node, name) if how == "value" and isinstance(node, cst.BaseExpression) else None
+            if start is not None:  # ``test_loss, correct = 0, 0``
+                total.inits.append(start)
+                starts.add(_number_literal(start[1]))
+                kinds[start[0]] = "init"
                 continue
             total.problem = f"`{name}` is also assigned in another way"
             return None
@@ -475,7 +500,7 @@ class DeviceAccumulation(Rule):
                     )
                     return None
         # Every other use of the name: it must resolve to this scope, outside nested functions.
-        targets = {a.targets[0].target for a in total.inits}
+        targets: set[cst.CSTNode] = {target for _, _, target in total.inits}
         targets |= {n.targets[0].target if isinstance(n, cst.Assign) else n.target for n in total.rebinds}  # type: ignore[union-attr]
         targets |= {aug.target for aug in steps}
         for node in ctx.nodes(cst.Name):
@@ -550,10 +575,9 @@ class DeviceAccumulation(Rule):
         sites = [site for _, _, site in total.steps]
         if total.problem or flow is None:
             return Report(first, message, sites=sites, note=f"no fix: {total.problem}")
-        int_start = any(_number_literal(init.value) == "int" for init in total.inits)
+        int_start = any(_number_literal(start) == "int" for _, start, _ in total.inits)
         replacements: dict[cst.CSTNode, cst.CSTNode] = {}
-        for init in total.inits:
-            start = init.value
+        for _, start, _ in total.inits:
             replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
         unsafe = ""
         for aug, value, site in total.steps:
