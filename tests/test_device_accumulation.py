@@ -199,3 +199,21 @@ def test_subtracted_terms_stay_on_the_device_too():
         exec(compile(text, "example.py", "exec"), namespace)
         results.append(namespace["f"](lambda x: x * 3, torch_values(), 1))
     assert results[0] == results[1] and type(results[0]) is float
+
+
+def test_starts_unpacked_from_literals():
+    code = HEAD + (
+        "    total, correct, n = 0, 0, 0\n    for x in xs:\n        out = model(x)\n"
+        "        total += out.sum().item()\n        correct += (out > 0).sum().item()\n        n += len(x)\n"
+        "    total /= n\n    return total, correct\n"
+    )
+    fixed = _fix(code).new_text
+    assert fixed is not None
+    assert "    total, correct, n = deferred.Accumulator(0), deferred.Accumulator(0), 0\n" in fixed
+    assert "    total = total.value() / n\n    return total, correct.value()\n" in fixed
+    results = []
+    for text in (code, fixed):
+        namespace: dict = {}
+        exec(compile(text, "example.py", "exec"), namespace)
+        results.append(namespace["f"](lambda x: x - 1, [torch_values(), torch_values() * 2], 0))
+    assert results[0] == results[1] and [type(v) for v in results[0]] == [float, int]
