@@ -546,6 +546,11 @@ def scan(
 ) -> RunResult:
     """Find every host-sync site below ``paths``.
 
+    Each finding's ``fix`` says what :func:`apply` does with it: ``"safe"``
+    when ``apply`` fixes it, ``"unsafe"`` when only ``apply(unsafe=True)``
+    does, so counting them gives what each would fix (files with fixes are
+    rewritten in memory to find out).
+
     ``select``/``ignore``: rule codes or prefixes; ``exclude``: globs of files
     or folders to skip; each replaces the configuration's value when given.
     ``config``: a configuration file (or :class:`fixitem.config.Config`) to
