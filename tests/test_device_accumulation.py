@@ -137,6 +137,7 @@ HEAD = "import torch\n\ndef f(model: torch.nn.Module, xs, n):\n"
         ("    total = 0.0\n    for x in xs:\n        total += model(x).item()\n    print(f'{total=}')\n", "{total=}"),
         ("    total = 0.0\n    for x in xs:\n        total += model(x).item()\n    total, m = total / n, 1\n", "another way"),
         ("    total = 0\n    for x in xs:\n        total += model(x).item() * n\n", "not known to be a floating"),
+        ("    total: float = 0.0\n    for x in xs:\n        total += model(x).item()\n", "is annotated (`total: float = 0.0`)"),
     ],
 )
 def test_no_fix_when_a_read_may_not_get_the_original_value(body, reason):

@@ -486,7 +486,10 @@ class DeviceAccumulation(Rule):
                 starts.add(_number_literal(start[1]))
                 kinds[start[0]] = "init"
                 continue
-            total.problem = f"`{name}` is also assigned in another way"
+            if isinstance(parent, cst.AnnAssign):
+                total.problem = f"`{name}` is annotated (`{ctx.code(parent).strip()}`): an accumulator would not match it"
+            else:
+                total.problem = f"`{name}` is also assigned in another way"
             return None
         if not total.inits:
             total.problem = f"`{name}` does not start from a number literal in this function"
