@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -283,6 +283,8 @@ def _run_job(job: _Job) -> FileResult:
     outcome: FileOutcome = process(
         Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
     )
+    if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
+        outcome.findings = _as_applied(Path(display), source.text, rules, job, outcome.findings)
     if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
         kept.put(key, outcome.findings, outcome.error)
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
@@ -290,7 +292,90 @@ def _run_job(job: _Job) -> FileResult:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
             _write(result, source, outcome.new_text)
+        else:  # nothing is written: say where what is left stands in the file as it is
+            result.findings = _in_original(result.findings, source.text, outcome.new_text)
     return result
+
+
+def _in_original(findings: list[Finding], before: str, after: str) -> list[Finding]:
+    """Findings placed in ``after`` moved to the same code in ``before`` (within a rewritten
+    block, to the line at the same offset, or its last line)."""
+    blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    moved = []
+    for finding in findings:
+        row = finding.line - 1
+        for tag, i1, i2, j1, j2 in blocks:
+            if j1 <= row < j2 or (j1 == j2 == row):
+                line = i1 + min(row - j1, max(i2 - i1 - 1, 0))
+                moved.append(replace(finding, line=line + 1))
+                break
+        else:
+            moved.append(finding)
+    return moved
+
+
+def _as_applied(path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding]) -> list[Finding]:
+    """Scan's findings, their fix tags saying what ``apply`` and ``apply --unsafe`` do.
+
+    One analysis cannot know it: ``apply`` rewrites until nothing is left to
+    fix, so a fix that overlaps another is applied in a later pass, or not at
+    all when the other one rewrote its code, and a site with no fix of its own
+    can become fixable once a fix inside it is made (``if a.item() > 0:``
+    around a fixed ``if b.item() > 0:``). So the file is rewritten in memory
+    both ways, and each finding is tagged ``safe`` if ``apply`` fixes it,
+    ``unsafe`` if only ``apply --unsafe`` does, else ``none``: the summary's
+    counts are then what the two commands fix.
+    """
+    applied: dict[bool, list[Finding]] = {False: [], True: []}
+    # Without a safe fix to start from, ``apply`` changes nothing: no need to try it.
+    for unsafe in (False, True) if any(f.fix == "safe" for f in findings) else (True,):
+        run = process(path, text, rules, fix=True, unsafe=unsafe, **_engine_options(job))
+        if run.error is not None:
+            return findings
+        applied[unsafe] = list(run.applied)
+
+    def same(a: Finding, b: Finding, how: int) -> bool:
+        if how == 0:  # a fix of the first pass: where scan saw it
+            return (a.rule, a.line, a.col, a.message) == (b.rule, b.line, b.col, b.message)
+        if how == 1:  # a later pass: the lines above it may have changed, its text has not
+            return (a.rule, a.message) == (b.rule, b.message)
+        return a.rule == b.rule  # the code it quotes was rewritten first
+
+    matched: dict[int, list[Finding | None]] = {}
+    for how in (0, 1, 2):
+        for index, finding in enumerate(findings):
+            pair = matched.setdefault(index, [None, None])
+            if how == 2 and (finding.fix != "none" or pair != [None, None]):
+                continue
+            for mode in (0, 1):
+                pool = applied[bool(mode)]
+                if pair[mode] is None:
+                    hit = next((i for i, other in enumerate(pool) if same(other, finding, how)), None)
+                    if hit is not None:
+                        pair[mode] = pool.pop(hit)
+    tagged = [_retag(finding, *matched[index]) for index, finding in enumerate(findings)]
+    extra = {id(f): f for f in applied[True]}  # only made after other fixes: listed as apply reports them
+    extra.update({id(f): f for f in applied[False]})
+    tagged.extend(replace(f, applied=False) for f in extra.values())
+    return tagged
+
+
+def _retag(finding: Finding, safe: Finding | None, unsafe: Finding | None) -> Finding:
+    if safe is not None:
+        fix, source = "safe", safe
+    elif unsafe is not None:
+        fix, source = "unsafe", unsafe
+    else:
+        fix, source = "none", None
+    if fix == finding.fix:
+        return finding
+    if source is not None:
+        note = source.note or (finding.note if fix == "unsafe" else "")
+        if fix == "unsafe" and not note:
+            note = "fixed only with --unsafe: an unsafe fix of the same code is made first"
+    else:
+        note = "no fix of its own: another fix rewrites this code first"
+    return replace(finding, fix=fix, note=note)
 
 
 def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | None) -> list[FileResult]:
@@ -452,6 +537,11 @@ def scan(
     cache: CacheOption = None,
 ) -> RunResult:
     """Find every host-sync site below ``paths``.
+
+    Each finding's ``fix`` says what :func:`apply` does with it: ``"safe"``
+    when ``apply`` fixes it, ``"unsafe"`` when only ``apply(unsafe=True)``
+    does, so counting them gives what each would fix (files with fixes are
+    rewritten in memory to find out).
 
     ``select``/``ignore``: rule codes or prefixes; ``exclude``: globs of files
     or folders to skip; each replaces the configuration's value when given.

@@ -268,10 +268,12 @@ def apply(
         typer.echo(output.apply_json(result))
     elif not quiet:
         report = err if diff else Console(highlight=False, soft_wrap=True)
+        # With --diff nothing is written: the fixes are what would be made.
+        done, left = ("would fix:", "left:     ") if diff else ("fixed:", "left: ")
         for finding in result.applied:
-            report.print(f"fixed: {output.finding_line(finding)}", markup=False)
+            report.print(f"{done} {output.finding_line(finding)}", markup=False)
         for finding in result.findings:
-            report.print(f"left:  {output.finding_text(finding)}", markup=False)
+            report.print(f"{left} {output.finding_text(finding)}", markup=False)
         report.print(output.apply_summary(result, written=not diff), markup=False)
     _report_errors(result)
     if result.errors:

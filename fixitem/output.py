@@ -40,7 +40,10 @@ def scan_summary(result: RunResult) -> str:
     if fixes["safe"]:
         line += f"\n{fixes['safe']} fixable with `fixitem apply`."
     if fixes["unsafe"]:
-        line += f"\n{fixes['unsafe']} more with `fixitem apply --unsafe` (review: each says why it is unsafe)."
+        line += (
+            f"\n{fixes['safe'] + fixes['unsafe']} fixable with `fixitem apply --unsafe` "
+            f"({fixes['unsafe']} unsafe: review, each says why)."
+        )
     return line
 
 

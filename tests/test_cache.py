@@ -46,7 +46,8 @@ def _view(result: api.RunResult):
 def test_second_scan_reads_kept_results(tree, processed):
     store = tree / "kept"
     first = api.scan(["src"], cache=store, jobs=1)
-    assert sorted(processed) == ["clean.py", "fixable.py", "report_only.py"]
+    # (A file with fixes is also rewritten in memory, so that its tags say what apply does.)
+    assert sorted(set(processed)) == ["clean.py", "fixable.py", "report_only.py"]
     processed.clear()
     second = api.scan(["src"], cache=store, jobs=1)
     assert processed == []
@@ -70,7 +71,7 @@ def test_other_rules_are_another_key(tree, processed):
     api.scan(["src"], cache=store, jobs=1)
     processed.clear()
     only = api.scan(["src"], cache=store, jobs=1, select=["FX103"])
-    assert len(processed) == 3
+    assert len(set(processed)) == 3
     assert {f.rule for f in only.findings} == {"FX103"}
 
 
@@ -103,7 +104,7 @@ def test_a_broken_entry_is_a_miss(tree, processed):
         entry.write_text("{not json")
     processed.clear()
     result = api.scan(["src"], cache=store, jobs=1)
-    assert len(processed) == 3 and len(result.findings) == 2
+    assert len(set(processed)) == 3 and len(result.findings) == 2
     entry = next(store.rglob("*.json"))
     assert json.loads(entry.read_text())["findings"] is not None  # rewritten
 

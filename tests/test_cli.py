@@ -232,3 +232,84 @@ def test_progress_bar_only_for_many_files():
     bar.stop()
     assert bar.progress is None
     assert cli._progress(quiet=True) is None and cli._progress(interactive=True) is None
+
+
+def test_diff_lists_what_would_be_fixed(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    planned = run("apply", "--diff", str(target))
+    report = planned.stderr.splitlines()
+    assert any(line.startswith("would fix: ") and " FX101 " in line for line in report), report
+    assert not any(line.startswith("fixed:") for line in report)
+    assert report[-1].startswith("Would fix 1 site in 1 file")
+    done = run("apply", str(target))
+    assert any(line.startswith("fixed: ") and " FX101 " in line for line in done.stdout.splitlines())
+    assert done.stdout.splitlines()[-1].startswith("Fixed 1 site in 1 file")
+
+
+# A fix that becomes possible only after another one (the outer `if` once the inner one is a
+# `torch.where`), and two fixes of the same lines (the sum is read inside a deferred print).
+NESTED = (
+    "import torch\n\n\ndef f(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor):\n"
+    "    if a.item() > 0:\n        if b.item() > 0:\n            x = x * 2\n    return x\n"
+)
+OVERLAPPING = (
+    "import torch\n\nmodel = torch.nn.Linear(4, 1)\n\n\ndef run(xs, w):\n    total = 0.0\n"
+    "    for x in xs:\n        loss = model(x).sum()\n        total += loss.item()\n"
+    '        print(f"{loss.item():.3f} {total:.3f}", w.item())\n    return total\n'
+)
+
+
+def _counts(folder) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(safe, with --unsafe) as scan's summary says them, and as apply --diff fixes them."""
+    import re
+
+    summary = run("scan", "--isolated", "--no-cache", str(folder)).stdout
+    safe = re.search(r"^(\d+) fixable with `fixitem apply`\.$", summary, re.M)
+    both = re.search(r"^(\d+) fixable with `fixitem apply --unsafe`", summary, re.M)
+    said_safe = int(safe.group(1)) if safe else 0
+    said = (said_safe, int(both.group(1)) if both else said_safe)
+    done = []
+    for flags in ([], ["--unsafe"]):
+        report = run("apply", "--diff", "--isolated", "--no-cache", *flags, str(folder)).stderr
+        fixed = re.search(r"^Would fix (\d+) sites?", report, re.M)
+        done.append(int(fixed.group(1)))
+        assert sum(line.startswith("would fix: ") for line in report.splitlines()) == done[-1]
+    return said, (done[0], done[1])
+
+
+def test_scan_counts_what_apply_fixes_when_fixes_interact(tmp_path):
+    (tmp_path / "nested.py").write_text(NESTED)
+    (tmp_path / "overlapping.py").write_text(OVERLAPPING)
+    said, done = _counts(tmp_path)
+    assert said == done
+    assert done == (3, 4)  # both `if`s and the sum; with --unsafe also the print (`w` may not be a tensor)
+    findings = json.loads(run("scan", "--format", "json", "--isolated", "--no-cache", str(tmp_path / "nested.py")).stdout)
+    assert [f["fix"] for f in findings] == ["safe", "safe"]
+
+
+@pytest.mark.parametrize("tree", ["threshold", "logging", "accumulation", "assert_async", "advice", "verify"])
+def test_scan_counts_what_apply_fixes_on_the_fixtures(tree, copy_fixture):
+    folder = copy_fixture(tree)
+    said, done = _counts(folder)
+    assert said == done
+    if tree in ("threshold", "logging", "accumulation"):
+        assert done[0] > 0
+
+
+def test_diff_places_what_is_left_in_the_file_as_it_is(tmp_path):
+    """Nothing is written with --diff, so a finding left over is where scan saw it,
+    not where it would be after the import line the fix adds."""
+    target = tmp_path / "evaluate.py"
+    target.write_text(
+        "import torch\nimport torch.nn.functional as F\n\n\ndef test(model, loader):\n"
+        "    test_loss, correct = 0, 0\n    for data, target in loader:\n        output = model(data)\n"
+        "        test_loss += F.nll_loss(output, target).item()\n"
+        "        correct += output.argmax(1).eq(target).sum().item()\n    return test_loss, correct\n"
+    )
+    scanned = json.loads(run("scan", "--format", "json", "--isolated", "--no-cache", str(target)).stdout)
+    left = [f for f in scanned if f["fix"] != "safe"]
+    assert [f["line"] for f in left] == [10]
+    out = run("apply", "--diff", "--format", "json", "--isolated", "--no-cache", str(target)).stdout
+    planned = json.loads(out[out.index("\n{") :])  # after the diff
+    assert [(f["rule"], f["line"], f["col"]) for f in planned["remaining"]] == [(left[0]["rule"], 10, left[0]["col"])]
+    assert "from fixitem import runtime as deferred" in run("apply", "--diff", "--isolated", "--no-cache", str(target)).stdout

@@ -358,3 +358,43 @@ def test_fixture_second_apply_changes_nothing(fixture_pair):
     _, _, target = fixture_pair
     text = target.read_text()
     assert process(target, text, all_rules(), fix=True, unsafe=True).new_text is None
+
+
+# --- int(v) / float(v) where the dtype is known ---------------------------------------------
+
+# pattern -> (code, whether the int()/float() around the element goes)
+DTYPE_PATTERNS = {
+    "int-of-argsort": ("def f(t: torch.Tensor):\n    idx = torch.argsort(t.float(), dim=0)\n    return [int(i) for i in idx]\n", True),
+    "float-of-softmax-loop": (
+        "def f(t: torch.Tensor):\n    p = t.double().softmax(0)\n    out = []\n    for v in p:\n        out.append(float(v))\n    return out\n",
+        True,
+    ),
+    "int-of-long-sum": ("def f(t: torch.Tensor):\n    n = t.long()\n    return sum(int(v) for v in n)\n", True),
+    "int-of-float-truncates": ("def f(t: torch.Tensor):\n    p = t.float() * 2.5\n    return [int(v) for v in p]\n", False),
+    "float-of-argmax-rows": ("def f(t: torch.Tensor):\n    best = t.float().argsort(0)\n    return [float(b) for b in best]\n", False),
+    "int-of-unknown": ("def f(t: torch.Tensor):\n    return [int(v) for v in t]\n", False),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True:UserWarning")
+@pytest.mark.parametrize("pattern", sorted(DTYPE_PATTERNS))
+def test_int_and_float_of_elements_go_only_where_the_dtype_gives_that_type(pattern):
+    body, dropped = DTYPE_PATTERNS[pattern]
+    before_code = HEADER + body
+    outcome = rewrite(before_code)
+    assert [(f.rule, f.fix) for f in outcome.applied] == [("FX303", "safe")], pattern
+    after_code = outcome.new_text
+    call = "int(" if "int(" in body else "float("
+    assert (call not in after_code) is dropped, after_code
+    before, after = define(before_code), define(after_code)
+    for name, t in {**_tensors(), "wide-int": torch.tensor([[5], [-3], [0]])}.items():
+        if t.dtype is torch.bool and "argsort" in body:
+            continue
+        (kind_b, value_b), syncs_b = run(before, t)
+        (kind_a, value_a), syncs_a = run(after, t)
+        assert kind_b == kind_a, (pattern, name, value_b, value_a)
+        if kind_b == "ok":
+            assert same(value_b, value_a), (pattern, name, value_b, value_a)
+            assert syncs_a == 1 and (len(t) < 2 or syncs_b >= len(t)), (pattern, name, syncs_b, syncs_a)
+        else:
+            assert value_b is value_a, (pattern, name)

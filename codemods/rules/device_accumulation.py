@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import certainly_floating
 from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import _plain_number, method_call
+from ..tree import number_of, subtree_stop
 
+# What a name may hold at a point of its function, as seen by :class:`_Flow`.
+ACC = "the running total"  # bound by a start (``total = 0``) or a step (``total += x.item()``)
+OTHER = "another value"  # bound any other way (``total /= n``, ``total = total / n``)
+UNBOUND = "unbound"  # not bound yet: reading it fails the same way before and after
+
+# ``total OP= rhs`` on a Python number is exactly ``total = total OP rhs``.
+AUG_OPERATORS: dict[type, type] = {
+    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,
+    cst.LeftShiftAssign: cst.LeftShift, cst.RightShiftAssign: cst.RightShift,
+    cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
+}
+# Python ints however the tensor they ask about is stored: ``n`` in ``loss.item() * n``.
+SIZE_METHODS = frozenset({"size", "numel", "nelement", "dim"})
 
 
 @dataclass
 class _Total:
     scope: Scope
     name: str
-    inits: list[cst.Assign] = field(default_factory=list)
+    inits: list[tuple[cst.Assign, cst.BaseExpression, cst.Name]] = field(default_factory=list)  # statement, start, target
     steps: list[tuple[cst.AugAssign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
     loads: list[cst.Name] = field(default_factory=list)
+    rebinds: list[cst.CSTNode] = field(default_factory=list)  # other Assign / AugAssign of the name
     problem: str = ""
 
 
@@ -36,14 +54,196 @@ def _number_literal(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _unpacked_start(
+    ctx: FileContext, value: cst.BaseExpression, name: str
+) -> tuple[cst.Assign, cst.BaseExpression, cst.Name] | None:
+    """``total`` started by a literal in ``a, total = 0, 0.0``: (the statement, the literal, the target)."""
+    element = ctx.parents.get(value)
+    values = ctx.parents.get(element) if isinstance(element, cst.Element) else None
+    statement = ctx.parents.get(values) if isinstance(values, (cst.Tuple, cst.List)) else None
+    if not isinstance(statement, cst.Assign) or statement.value is not values or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(values.elements):  # type: ignore[union-attr]
+        return None
+    index = [e.value for e in values.elements].index(value)  # type: ignore[union-attr]
+    named = target.elements[index].value
+    if not _number_literal(value) or not isinstance(named, cst.Name) or named.value != name:
+        return None
+    return statement, value, named
+
+
+def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` as the right operand of a binary operator: parenthesised unless it is an atom."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+                         cst.SimpleString)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+class _Substitute(cst.CSTTransformer):
+    def __init__(self, replacements: dict[cst.CSTNode, cst.CSTNode]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        return self.replacements.get(original_node, updated_node)
+
+
+class _Flow:
+    """What the name of a total may hold at each of its reads, steps and rebindings.
+
+    A forward walk over the statements of the total's function (or module),
+    joining the branches of ``if`` / ``try`` and iterating loops to a fixed
+    point. A state is a set of ``ACC`` / ``OTHER`` / ``UNBOUND``; more states
+    than the program can reach only make the rule refuse more often.
+    """
+
+    def __init__(self, total: _Total, anchors: dict[cst.CSTNode, list[cst.Name]], kinds: dict[cst.CSTNode, str]) -> None:
+        self.total = total
+        self.anchors = anchors  # statement (or compound header) -> the loads of the name it evaluates
+        self.kinds = kinds  # binding statement -> "init", "step" or "rebind"
+        self.at: dict[cst.CSTNode, set[str]] = {}  # load / step / rebind -> states seen there
+        self.loops: list[tuple[list[frozenset], list[frozenset]]] = []  # (breaks, continues)
+        self.problem = ""
+
+    def seen(self, node: cst.CSTNode, state: frozenset) -> None:
+        self.at.setdefault(node, set()).update(state)
+
+    def read(self, anchor: cst.CSTNode, state: frozenset) -> None:
+        for load in self.anchors.get(anchor, ()):
+            self.seen(load, state)
+
+    def block(self, body: cst.BaseSuite | Sequence[cst.BaseStatement], state: frozenset) -> frozenset:
+        if isinstance(body, cst.SimpleStatementSuite):
+            return self.small_statements(body.body, state)
+        statements = body.body if isinstance(body, cst.IndentedBlock) else body
+        for statement in statements:
+            state = self.statement(statement, state)
+        return state
+
+    def small_statements(self, body: Sequence[cst.BaseSmallStatement], state: frozenset) -> frozenset:
+        for small in body:
+            state = self.small(small, state)
+        return state
+
+    def small(self, node: cst.BaseSmallStatement, state: frozenset) -> frozenset:
+        self.read(node, state)
+        if isinstance(node, (cst.Return, cst.Raise)):
+            return frozenset()
+        if isinstance(node, (cst.Break, cst.Continue)):
+            if self.loops:
+                self.loops[-1][0 if isinstance(node, cst.Break) else 1].append(state)
+            return frozenset()
+        kind = self.kinds.get(node)
+        if kind is None:
+            return state
+        self.seen(node, state)
+        return frozenset({ACC}) if kind in ("init", "step") else frozenset({OTHER})
+
+    def orelse(self, node: cst.CSTNode | None, state: frozenset) -> frozenset:
+        if node is None:
+            return state
+        if isinstance(node, cst.If):  # elif
+            return self.statement(node, state)
+        return self.block(node.body, state)  # type: ignore[attr-defined]
+
+    def statement(self, node: cst.BaseStatement, state: frozenset) -> frozenset:
+        if isinstance(node, cst.SimpleStatementLine):
+            return self.small_statements(node.body, state)
+        if isinstance(node, cst.If):
+            self.read(node, state)
+            return self.block(node.body, state) | self.orelse(node.orelse, state)
+        if isinstance(node, (cst.For, cst.While)):
+            if isinstance(node, cst.For):
+                self.read(node, state)  # the iterable is evaluated once
+            head = state
+            while True:
+                self.loops.append(([], []))
+                if isinstance(node, cst.While):
+                    self.read(node, head)
+                out = self.block(node.body, head)
+                breaks, continues = self.loops.pop()
+                new_head = head | out | frozenset().union(*continues)
+                if new_head == head:
+                    break
+                head = new_head
+            return self.orelse(node.orelse, head) | frozenset().union(*breaks)
+        if isinstance(node, cst.With):
+            self.read(node, state)
+            return self.block(node.body, state)
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            bound = frozenset(
+                ACC if self.kinds[n] in ("init", "step") else OTHER
+                for n in self.kinds if _inside(n, node.body)
+            )
+            body = self.block(node.body, state)
+            raised = state | bound | body  # where an exception may leave the try body
+            out = self.orelse(node.orelse, body)
+            for handler in node.handlers:
+                out |= self.block(handler.body, raised)
+            if node.finalbody is not None:
+                out = self.block(node.finalbody.body, out | raised)
+            return out
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self.read(node, state)  # decorators, defaults and bases run here; the body does not
+            return state
+        # ``match`` and anything newer: not followed.
+        if any(_inside(n, node) for n in [*self.anchors, *self.kinds]):
+            self.problem = f"`{self.total.name}` is used inside a `{type(node).__name__.lower()}` statement"
+        return state
+
+
+def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+    """Is ``node`` within ``root``'s subtree?"""
+    n, r = number_of(node), number_of(root)
+    if n is None or r is None:
+        return False
+    return r <= n < subtree_stop(r)
+
+
+def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Certainly a Python int: ``len(x)``, ``x.size(0)``, ``x.shape[0]``, ``x.numel()``, a name bound
+    only to such values."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value == "len" and len(expr.args) == 1:
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in SIZE_METHODS:
+            return func.attr.value != "size" or bool(expr.args)
+        return False
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        base = expr.value
+        if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+            return True
+        return isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.func.attr.value == "size"
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "ndim"
+    if isinstance(expr, cst.Name) and depth < 4:
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+        return bool(bindings) and all(
+            how == "value" and isinstance(node, cst.BaseExpression) and _int_size(ctx, node, depth + 1)
+            for how, node in bindings
+        )
+    return False
+
+
 class DeviceAccumulation(Rule):
     """## What it does
     Finds running sums of tensor values read on the host every step,
-    `total += loss.item()` (also `float(loss)`, and `loss.item() * n`),
-    where `total` starts from a number literal in the same function, and
-    turns `total` into an on-device accumulator from `fixitem.runtime`:
+    `total += loss.item()` (or `-=`; also `float(loss)`, and
+    `loss.item() * n` for a Python number `n` such as `data.size(0)`), where
+    `total` starts from a number literal in the same function (or script),
+    and turns `total` into an on-device accumulator from `fixitem.runtime`:
     the additions stay on the device and the number is read once, where the
     code uses `total`.
+    A reset inside the loop (`running_loss = 0.0` after each print) starts a
+    new accumulator; an average taken at the end (`test_loss /= len(dataset)`)
+    becomes `test_loss = test_loss.value() / len(dataset)`, after which the
+    name holds the Python number, as before.
 
     ## Why is this bad?
     Every `.item()` makes the host wait for the device (a **host sync**), once
@@ -52,38 +252,53 @@ class DeviceAccumulation(Rule):
 
     ## Example
     ```python
-    total, correct = 0.0, 0
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        total += loss.item()
-        correct += (model(x).argmax(1) == y).sum().item()
-    print(f"loss {total / len(loader):.4f} acc {correct / n:.3f}")
+    test_loss, correct = 0, 0
+    with torch.no_grad():
+        for data, target in test_loader:
+            output = model(data)
+            test_loss += F.nll_loss(output, target, reduction="sum").item()
+            correct += (output.argmax(1) == target).sum().item()
+    test_loss /= len(test_loader.dataset)
+    print(f"loss {test_loss:.4f} accuracy {correct}/{len(test_loader.dataset)}")
     ```
 
     ## Use instead
     ```python
-    total = deferred.Accumulator(0.0)
+    test_loss, correct = deferred.Accumulator(0), deferred.Accumulator(0)
     ...
-        total += loss.detach()
-    print(f"loss {total.value() / len(loader):.4f}")
+            test_loss += F.nll_loss(output, target, reduction="sum").detach()
+            correct += (output.argmax(1) == target).sum().detach()
+    test_loss = test_loss.value() / len(test_loader.dataset)
+    print(f"loss {test_loss:.4f} accuracy {correct.value()}/{len(test_loader.dataset)}")
     ```
 
     ## Fix safety
-    **Safe**: the accumulator adds in float64 (a float start) or int64 (an
-    int start and integer tensors) in the original order, so the result is
-    bitwise the Python sum and an `int` stays an `int`. Every read of the name
-    becomes `total.value()`, a Python number, so what is printed, returned or
-    stored is unchanged. `loss.item() * n` becomes `loss.detach().double() * n`
-    (float64 on the device, like Python) and is only accepted with a float
-    start. Integer sums wrap at 2**63 where Python ints would not.
+    **Safe**: the accumulator adds in float64 (a float start, or once a
+    floating value is added, as Python turns an `int` total into a `float`)
+    or int64 (an int start and integer tensors) in the original order, so the
+    result is bitwise the Python sum and an `int` stays an `int`. fixitem
+    follows the name through the function: every read where it holds the
+    running total becomes `total.value()`, a Python number, so what is
+    printed, returned or stored is unchanged; reads after it was rebound
+    (`test_loss /= n`) are left alone. `loss.item() * n` becomes
+    `loss.detach().double() * n` (float64 on the device, like Python); with an
+    int start it needs a tensor known to be floating (a loss, `.float()`,
+    `softmax`), because the product's type decides the sum's. `float(t)`
+    with an int start becomes `t.detach().double()`. Integer sums wrap at
+    2**63 where Python ints would not.
 
     **Unsafe** when fixitem cannot tell that the summed value is a tensor
-    (`.item()` of a numpy value would fail on `.detach()`); annotate the
-    parameter it comes from (`model: nn.Module`, `x: torch.Tensor`) to make
-    the fix safe.
+    (`.item()` of a numpy value would fail on `.detach()`), or that `n` in
+    `x.item() * n` is a Python number (a tensor `n` made the original total a
+    tensor); annotate the parameter it comes from (`model: nn.Module`,
+    `x: torch.Tensor`) to make the fix safe.
 
-    There is **no fix** (report only) when the name is also assigned in another
-    way, declared `global` / `nonlocal`, or read from a nested function.
+    There is **no fix** (report only) when a read or a step may see either
+    the running total or another value (`total = round(total, 2)` inside the
+    loop), when the name is also bound another way (unpacking, a parameter,
+    a loop variable), declared `global` / `nonlocal`, read from a nested
+    function or comprehension, deleted, or shown by an `f"{total=}"`
+    expression.
     """
 
     code = "FX202"
@@ -125,12 +340,47 @@ class DeviceAccumulation(Rule):
             dedent(
                 """
                 import torch
+                import torch.nn.functional as F
 
-                def train(losses: torch.Tensor, sizes):
-                    running = 0.0
-                    for i, n in enumerate(sizes):
-                        running += losses[i].item() * n
-                    print(f"{running:.3f}")
+                def test(model: torch.nn.Module, loader):
+                    test_loss = 0
+                    with torch.no_grad():
+                        for data, target in loader:
+                            test_loss += F.nll_loss(model(data), target, reduction="sum").item()
+                    test_loss /= len(loader.dataset)
+                    print(f"Average loss: {test_loss:.4f}")
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                import torch.nn.functional as F
+                from fixitem import runtime as deferred
+
+                def test(model: torch.nn.Module, loader):
+                    test_loss = deferred.Accumulator(0)
+                    with torch.no_grad():
+                        for data, target in loader:
+                            test_loss += F.nll_loss(model(data), target, reduction="sum").detach()
+                    test_loss = test_loss.value() / len(loader.dataset)
+                    print(f"Average loss: {test_loss:.4f}")
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def train(model: torch.nn.Module, loader, optimizer):
+                    for epoch in range(2):
+                        running_loss = 0.0
+                        for i, (x, y) in enumerate(loader):
+                            loss = torch.nn.functional.mse_loss(model(x), y)
+                            running_loss += loss.item() * x.size(0)
+                            if i % 100 == 99:
+                                print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 100:.3f}")
+                                running_loss = 0.0
                 """
             ),
             fixed=dedent(
@@ -138,11 +388,15 @@ class DeviceAccumulation(Rule):
                 import torch
                 from fixitem import runtime as deferred
 
-                def train(losses: torch.Tensor, sizes):
-                    running = deferred.Accumulator(0.0)
-                    for i, n in enumerate(sizes):
-                        running += losses[i].detach().double() * n
-                    print(f"{running.value():.3f}")
+                def train(model: torch.nn.Module, loader, optimizer):
+                    for epoch in range(2):
+                        running_loss = deferred.Accumulator(0.0)
+                        for i, (x, y) in enumerate(loader):
+                            loss = torch.nn.functional.mse_loss(model(x), y)
+                            running_loss += loss.detach().double() * x.size(0)
+                            if i % 100 == 99:
+                                print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss.value() / 100:.3f}")
+                                running_loss = deferred.Accumulator(0.0)
                 """
             ),
         ),
@@ -180,7 +434,7 @@ class DeviceAccumulation(Rule):
         totals: dict[tuple[int, str], _Total] = {}
         for node in ctx.nodes(cst.AugAssign):
             assert isinstance(node, cst.AugAssign)
-            if not isinstance(node.operator, cst.AddAssign) or not isinstance(node.target, cst.Name):
+            if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) or not isinstance(node.target, cst.Name):
                 continue
             read = self._read(ctx, node.value, reads)
             if read is None:
@@ -192,94 +446,180 @@ class DeviceAccumulation(Rule):
             total = totals.setdefault(key, _Total(scope, node.target.value))
             total.steps.append((node, node.value, read))
         for total in totals.values():
-            self._check_bindings(ctx, total)
-            yield self._report(ctx, total)
+            flow = self._check_bindings(ctx, total)
+            yield self._report(ctx, total, flow)
 
     def _read(self, ctx: FileContext, value: cst.BaseExpression, reads: dict) -> SyncSite | None:
         if value in reads:
             return reads[value]
         if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
             for side, other in ((value.left, value.right), (value.right, value.left)):
-                if side in reads and _plain_number(ctx, other) and ctx.kind(other) is not Kind.TENSOR:
+                if side in reads and (_int_size(ctx, other) or (_plain_number(ctx, other) and ctx.kind(other) is not Kind.TENSOR)):
                     return reads[side]
         return None
 
-    def _check_bindings(self, ctx: FileContext, total: _Total) -> None:
+    def _check_bindings(self, ctx: FileContext, total: _Total) -> _Flow | None:
+        name = total.name
         steps = {aug for aug, _, _ in total.steps}
-        kinds = set()
-        for how, node in total.scope.bindings[total.name]:
-            if how == "aug" and node in steps:
+        kinds: dict[cst.CSTNode, str] = {}
+        starts = set()
+        for how, node in total.scope.bindings[name]:
+            if how == "aug" and isinstance(node, cst.AugAssign):
+                kinds[node] = "step" if node in steps else "rebind"
+                if node not in steps:
+                    total.rebinds.append(node)
                 continue
-            if how == "value" and isinstance(node, cst.BaseExpression) and _number_literal(node):
-                parent = ctx.parents.get(node)
-                if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-                    total.inits.append(parent)
-                    kinds.add(_number_literal(node))
-                    continue
-            total.problem = f"`{total.name}` is also assigned in another way"
-            return
+            parent = ctx.parents.get(node) if node is not None else None
+            if how == "value" and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+                literal = _number_literal(parent.value)
+                if literal:
+                    total.inits.append((parent, parent.value, parent.targets[0].target))
+                    starts.add(literal)
+                    kinds[parent] = "init"
+                else:
+                    total.rebinds.append(parent)
+                    kinds[parent] = "rebind"
+                continue
+            start = _unpacked_start(ctx, node, name) if how == "value" and isinstance(node, cst.BaseExpression) else None
+            if start is not None:  # ``test_loss, correct = 0, 0``
+                total.inits.append(start)
+                starts.add(_number_literal(start[1]))
+                kinds[start[0]] = "init"
+                continue
+            if isinstance(parent, cst.AnnAssign):
+                total.problem = f"`{name}` is annotated (`{ctx.code(parent).strip()}`): an accumulator would not match it"
+            else:
+                total.problem = f"`{name}` is also assigned in another way"
+            return None
         if not total.inits:
-            total.problem = f"`{total.name}` does not start from a number literal in this function"
-            return
-        if "int" in kinds and any(isinstance(v, cst.BinaryOperation) for _, v, _ in total.steps):
-            total.problem = f"`{total.name}` starts as an int; only plain `.item()` terms can be summed exactly"
-            return
+            total.problem = f"`{name}` does not start from a number literal in this function"
+            return None
+        if "int" in starts:
+            for _, value, site in total.steps:
+                if isinstance(value, cst.BinaryOperation) and not certainly_floating(ctx, site.value):
+                    total.problem = (
+                        f"`{name}` starts as an int and `{ctx.code(site.value)}` is not known to be a floating "
+                        "tensor (the type of the product decides the type of the sum)"
+                    )
+                    return None
         # Every other use of the name: it must resolve to this scope, outside nested functions.
-        targets = {a.targets[0].target for a in total.inits} | {aug.target for aug, _, _ in total.steps}
-        for name in ctx.nodes(cst.Name):
-            assert isinstance(name, cst.Name)
-            if name.value != total.name or name in targets:
+        targets: set[cst.CSTNode] = {target for _, _, target in total.inits}
+        targets |= {n.targets[0].target if isinstance(n, cst.Assign) else n.target for n in total.rebinds}  # type: ignore[union-attr]
+        targets |= {aug.target for aug in steps}
+        for node in ctx.nodes(cst.Name):
+            assert isinstance(node, cst.Name)
+            if node.value != name or node in targets:
                 continue
-            parent = ctx.parents.get(name)
-            if isinstance(parent, cst.Attribute) and parent.attr is name:
+            parent = ctx.parents.get(node)
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
                 continue
-            if isinstance(parent, (cst.Arg,)) and parent.keyword is name:
+            if isinstance(parent, (cst.Arg,)) and parent.keyword is node:
                 continue
             if isinstance(parent, (cst.Global, cst.Nonlocal, cst.NameItem)):
-                if ctx.provenance.scope_of(name).lookup(total.name) is total.scope or isinstance(parent, cst.NameItem):
-                    total.problem = f"`{total.name}` is declared global or nonlocal"
-                    return
+                if ctx.provenance.scope_of(node).lookup(name) is total.scope or isinstance(parent, cst.NameItem):
+                    total.problem = f"`{name}` is declared global or nonlocal"
+                    return None
                 continue
-            scope = ctx.provenance.scope_of(name)
-            owner = scope.lookup(total.name)
+            scope = ctx.provenance.scope_of(node)
+            owner = scope.lookup(name)
             if owner is not total.scope:
                 continue
             if scope is not total.scope:
-                total.problem = f"`{total.name}` is read from a nested function or comprehension"
-                return
+                total.problem = f"`{name}` is read from a nested function or comprehension"
+                return None
             if isinstance(parent, cst.Del):
-                total.problem = f"`{total.name}` is deleted"
-                return
-            total.loads.append(name)
+                total.problem = f"`{name}` is deleted"
+                return None
+            if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
+                total.problem = f"`{name}` is shown by `{{{name}=}}`, which prints the expression's text"
+                return None
+            total.loads.append(node)
+        return self._follow(ctx, total, kinds)
 
-    def _report(self, ctx: FileContext, total: _Total) -> Report:
+    def _follow(self, ctx: FileContext, total: _Total, kinds: dict[cst.CSTNode, str]) -> _Flow | None:
+        anchors: dict[cst.CSTNode, list[cst.Name]] = {}
+        for load in total.loads:
+            anchor = next(
+                (a for a in ctx.ancestors(load) if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))),
+                None,
+            )
+            if anchor is None:
+                total.problem = f"fixitem cannot place a read of `{total.name}`"
+                return None
+            anchors.setdefault(anchor, []).append(load)
+        flow = _Flow(total, anchors, kinds)
+        owner = total.scope.node
+        body = owner.body if isinstance(owner, (cst.Module, cst.FunctionDef, cst.ClassDef)) else None
+        if body is None:
+            total.problem = f"fixitem cannot follow `{total.name}` here"
+            return None
+        flow.block(body, frozenset({UNBOUND}))
+        if flow.problem:
+            total.problem = flow.problem
+            return None
+
+        def line(node: cst.CSTNode) -> int:
+            return ctx.position(node)[0]
+
+        for aug, _, _ in total.steps:
+            if OTHER in flow.at.get(aug, ()):
+                total.problem = f"`{total.name}` may hold another value when line {line(aug)} adds to it"
+                return None
+        for node in [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]:
+            seen = flow.at.get(node, set())
+            if ACC in seen and OTHER in seen:
+                total.problem = f"`{total.name}` may be the running total or another value where line {line(node)} reads it"
+                return None
+        return flow
+
+    def _report(self, ctx: FileContext, total: _Total, flow: _Flow | None) -> Report:
         first = total.steps[0][0]
         message = f"`{ctx.code(first)}` reads a tensor value every step to sum it on the host"
         sites = [site for _, _, site in total.steps]
-        if total.problem:
+        if total.problem or flow is None:
             return Report(first, message, sites=sites, note=f"no fix: {total.problem}")
+        int_start = any(_number_literal(start) == "int" for _, start, _ in total.inits)
         replacements: dict[cst.CSTNode, cst.CSTNode] = {}
-        for init in total.inits:
-            start = init.value
+        for _, start, _ in total.inits:
             replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
+        unsafe = ""
         for aug, value, site in total.steps:
-            tensor = site.value
-            detached = method_call(tensor, "detach")
+            detached = method_call(site.value, "detach")
             if value is site.node:
-                replacements[value] = detached
+                replacements[value] = method_call(detached, "double") if site.kind == "float" and int_start else detached
+                continue
+            assert isinstance(value, cst.BinaryOperation)
+            double = method_call(detached, "double")
+            if value.left is site.node:
+                replacements[value] = value.with_changes(left=double)
+                other = value.right
             else:
-                assert isinstance(value, cst.BinaryOperation)
-                double = method_call(detached, "double")
-                if value.left is site.node:
-                    replacements[value] = value.with_changes(left=double)
-                else:
-                    replacements[value] = value.with_changes(right=double)
+                replacements[value] = value.with_changes(right=double)
+                other = value.left
+            if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
+                unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
+        values: dict[cst.CSTNode, cst.CSTNode] = {}
         for load in total.loads:
-            replacements[load] = method_call(cst.Name(total.name), "value")
+            if flow.at.get(load, set()) - {UNBOUND} == {ACC}:
+                values[load] = method_call(cst.Name(total.name), "value")
+        replacements.update(values)
+        for node in total.rebinds:
+            if isinstance(node, cst.AugAssign) and flow.at.get(node, set()) - {UNBOUND} == {ACC}:
+                replacements[node] = self._finish(node, values)
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
-            reason = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
-            fix = Fix(replacements, Safety.UNSAFE, reason, imports=ctx.runtime_imports())
+            unsafe = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
+        if unsafe:
+            fix = Fix(replacements, Safety.UNSAFE, unsafe, imports=ctx.runtime_imports())
         else:
             fix = Fix(replacements, Safety.SAFE, "", imports=ctx.runtime_imports())
         return Report(first, message, fix=fix, sites=sites)
+
+    @staticmethod
+    def _finish(aug: cst.AugAssign, values: dict[cst.CSTNode, cst.CSTNode]) -> cst.Assign:
+        """``total /= n`` -> ``total = total.value() / n``: the same operation on the same number."""
+        assert isinstance(aug.target, cst.Name)
+        operator = AUG_OPERATORS[type(aug.operator)]()
+        rhs = aug.value.visit(_Substitute(values))
+        value = cst.BinaryOperation(left=method_call(cst.Name(aug.target.value), "value"), operator=operator, right=_atom(rhs))
+        return cst.Assign(targets=[cst.AssignTarget(target=aug.target)], value=value, semicolon=aug.semicolon)

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..advice import usage
 from ..context import FileContext
+from ..dtypes import certainly_floating, certainly_integer
 from ..provenance import Kind, Scope, dotted_name, is_torch_function
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..output_calls import output_call
@@ -68,9 +69,12 @@ class OneToList(Rule):
     `for v in t: out.append(v.item())`, `[t[i].item() for i in range(len(t))]`,
     and reads the whole tensor with a single `.tolist()` instead:
     `t.reshape(len(t)).tolist()`, and `v` where the code said `v.item()`.
-    `float(v)` and `int(v)` are kept around the new Python element (they give
-    the same value and type for every dtype). Also through `enumerate(t)` and
-    `zip(names, t)`.
+    `int(v)` / `float(v)` go too where the tensor's dtype already gives that
+    type (`[int(i) for i in idx]` with `idx = x.argsort()` is
+    `idx.reshape(len(idx)).tolist()`; `float(p)` of a `softmax` likewise);
+    elsewhere they are kept around the new Python element (`int(v)` of a
+    float element truncates, `float(v)` of an int converts: the same value and
+    type for every dtype). Also through `enumerate(t)` and `zip(names, t)`.
 
     ## Why is this bad?
     Every `.item()` makes the host wait for the device (a **host sync**; a
@@ -103,7 +107,10 @@ class OneToList(Rule):
     Also safe when the iterable is certainly 1-D (`torch.linspace(...)`,
     `torch.arange(...)`, `x.flatten()`, `x.view(-1)`): then plain `.tolist()`.
     `float(x)` / `int(x)` of the Python element equal `float(row)` /
-    `int(row)` for every dtype, NaN and infinities included. Python sums add
+    `int(row)` for every dtype, NaN and infinities included; they are dropped
+    only where fixitem knows the dtype (`argmax`, `argsort`, `nonzero`,
+    `.long()`: integer, never `bool`; `softmax`, `.float()`, losses: real
+    floating), where the element already is that `int` or `float`. Python sums add
     in the same order, so `total` is bitwise the same.
 
     Where the original raises, the fix raises too: for `.item()`, with the
@@ -195,6 +202,34 @@ class OneToList(Rule):
 
                 def rounded(t: torch.Tensor, counts: torch.Tensor):
                     return [round(v, 2) for v in t.reshape(len(t)).tolist()], [float(c) for c in counts.reshape(len(counts)).tolist()]
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def ranking(scores: torch.Tensor):
+                    order = scores.argsort(descending=True)
+                    probs = scores.softmax(-1)
+                    out = []
+                    for p in probs:
+                        out.append(float(p))
+                    return [int(i) for i in order], out, [int(p) for p in probs]
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+
+                def ranking(scores: torch.Tensor):
+                    order = scores.argsort(descending=True)
+                    probs = scores.softmax(-1)
+                    out = []
+                    for p in probs.reshape(len(probs)).tolist():
+                        out.append(p)
+                    return order.reshape(len(order)).tolist(), out, [int(p) for p in probs.reshape(len(probs)).tolist()]
                 """
             ),
         ),
@@ -615,7 +650,7 @@ class OneToList(Rule):
                 if self._detachable(ctx, use):
                     return None  # FX301 turns it into `.detach()`: no sync at all
                 lane.uses.append(use)
-                if isinstance(use, cst.Call) and isinstance(use.func, cst.Attribute):
+                if isinstance(use, cst.Call) and (isinstance(use.func, cst.Attribute) or self._same_type(ctx, use, lane)):
                     lane.items.append(use)
                 site = reads.get(use)
                 if site is not None:
@@ -623,6 +658,14 @@ class OneToList(Rule):
                         return None
                     lane.sites.append(site)
         return lane if lane.sites else None
+
+    def _same_type(self, ctx: FileContext, call: cst.Call, lane: _Lane) -> bool:
+        """``int(v)`` over an integer tensor, ``float(v)`` over a floating one: the element
+        that ``.tolist()`` gives is already that number, so the call can go."""
+        assert isinstance(call.func, cst.Name)
+        if call.func.value == "int":
+            return certainly_integer(ctx, lane.iterable)
+        return certainly_floating(ctx, lane.iterable)
 
     def _detachable(self, ctx: FileContext, use: cst.CSTNode) -> bool:
         """``x * v.item()`` with ``x`` a tensor: the value goes straight back into a tensor."""
