@@ -175,7 +175,7 @@ class AssertAsync(Rule):
                 import torch
                 def check(loss: torch.Tensor, step: int):
                     # fp16 overflow
-                    torch._assert_async(torch.isfinite(loss).all(), "non-finite loss at step {step}")
+                    torch._assert_async(torch.isfinite(loss).all(), f"non-finite loss at step {step}")
                     torch._assert_async(~(loss > 1e6), "loss diverged")
                     torch._assert_async(loss != 0)
                     return loss
