@@ -10,7 +10,7 @@ from ..context import FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_value, sites_within
+from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
 
 
 class ClampMinMax(Rule):
@@ -96,7 +96,7 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(loss: torch.Tensor):
-                    lr = torch.clamp(loss.detach(), max=0.1)
+                    lr = torch.clamp(loss.detach().reshape(()), max=0.1)
                     return lr
                 """
             ),
@@ -128,13 +128,20 @@ class ClampMinMax(Rule):
                 continue
             if converted is None:
                 continue
-            parent = ctx.parents.get(node)
-            in_tensor_math = isinstance(parent, cst.BinaryOperation) and ctx.kind(
-                parent.right if parent.left is node else parent.left
-            ) is Kind.TENSOR
+            uncertain = [r for r in (uncertain_tensor(ctx, read) for read in converted.reads) if r]
+            if uncertain:
+                yield Report(node, message, sites=inner, note=f"no fix: {uncertain[0]}")
+                continue
+            flow = value_flow(ctx, node)
+            if flow.blocking:
+                note = (f"no fix: the result would be a 0-dim tensor where a Python number is needed: "
+                        f"{flow.blocking}. Keep the read (once, where the number is needed), or compute "
+                        "the bound from Python numbers")
+                yield Report(node, message, sites=inner, note=note)
+                continue
             safety, reason = Safety.SAFE, ""
-            if not in_tensor_math:
+            if flow.unsafe:
                 safety = Safety.UNSAFE
-                reason = "the result becomes a 0-dim tensor where the original gave a Python number"
+                reason = f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}"
             new = converted.expr
             yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)

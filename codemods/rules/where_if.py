@@ -10,26 +10,38 @@ from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..provenance import Kind
 from ..tree import walk
 from ..tensor_values import (
     _operand,
     UNKNOWN_VALUE_NOTE,
+    Converted,
     NotConvertible,
+    binding_of,
     convert_condition,
+    exact_in_every_float_dtype,
     fit_statement,
+    name_flow_after,
+    name_uses,
     purity,
     sites_within,
+    threshold_rounding,
     torch_call,
+    uncertain_tensor,
+    value_flow,
 )
 from ..branches import (
     Assignment,
     BranchError,
     branch_assignments,
+    branch_only_parameters,
     defined_before,
     branch_local,
     kept_value_problem,
     not_selectable,
+    unaliased_fresh_local,
 )
+from ..scalar_shapes import detached_scalar
 
 
 
@@ -150,6 +162,74 @@ class WhereIf(Rule):
                         return y
                 """
             ),
+            unsafe=True,  # self.fc takes part in one branch only
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(y: torch.Tensor):
+                    energy = float(y.pow(2).mean())
+                    if energy > 4.0:
+                        y = y * 0.5
+                    scale = 2.0 if y.max().item() < 0.5 else 1.0
+                    return y * scale
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(y: torch.Tensor):
+                    energy = y.pow(2).mean().detach()
+                    y = torch.where(energy > 4.0, y * 0.5, y)
+                    scale = torch.where(y.max() < 0.5, 2.0, 1.0)
+                    return y * scale
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.fc(x)
+                        if h.mean().item() < 0:
+                            h += 1.0
+                        return h
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.fc(x)
+                        h = torch.where(h.mean() < 0, h + 1.0, h)
+                        return h
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class Scale(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, bias, tp_degree):
+                        if tp_degree > 1:
+                            bias = bias * 0.5
+                        return bias
+                """
+            )
         ),
         Invalid(
             dedent(
@@ -289,18 +369,31 @@ class WhereIf(Rule):
             if isinstance(parent, cst.If) and parent.orelse is node:
                 continue  # an ``elif``: part of its parent's report
             test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
+            stored: dict[cst.CSTNode, cst.BaseExpression] = {}
             if not test_sites:
-                continue
-            report = self._report(ctx, node, test_sites)
+                # ``energy = float(t)`` ... ``if energy > 4.0:``: the read is kept as a
+                # 0-dim tensor when every use of the name works with one.
+                found = stored_reads(ctx, sites, claimed, node.test)
+                if found is None:
+                    continue
+                test_sites, stored = found
+            report = self._report(ctx, node, test_sites, stored)
             if report.fix is None and checks_finite(ctx, node.test) and NAN_ADVICE not in report.note:
                 report.note = f"{report.note.rstrip('.')}. {NAN_ADVICE}"  # NaN-skip logic: the device can decide
             yield report
 
-    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]) -> Report:
+    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite],
+                stored: dict[cst.CSTNode, cst.BaseExpression] | None = None) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
+        if stored:
+            names = ", ".join(f"`{ctx.code(ctx.parents[s.node].targets[0].target)}`" for s in test_sites)
+            message = f"`if {ctx.code(node.test)}:` tests a tensor value read on the host into {names}"
         guard: cst.BaseExpression | None = None  # Python-only leading ``and`` operands
+        uncertain = [r for r in (uncertain_tensor(ctx, s.node) for s in test_sites) if r]
+        if uncertain:
+            return Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
         try:
-            condition = convert_condition(ctx, node.test)
+            condition = Converted(node.test, [node.test]) if stored else convert_condition(ctx, node.test)
         except NotConvertible as exc:
             split = self._split_guard(ctx, node, test_sites)
             if split is None:
@@ -348,7 +441,27 @@ class WhereIf(Rule):
             verdict = purity(ctx, assignment.value)
             if verdict.blocking:
                 return Report(node, message, sites=test_sites, note=f"no fix: {verdict.reason}")
-        fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries)
+        flows: dict[str, str] = {}  # a Python number selected: where the name's value goes
+        for index, assignment in enumerate(body):
+            if index in temporaries:
+                continue
+            other = orelse[index] if orelse is not None else None
+            values = [a.value for a in (assignment, other) if a is not None and a.augmented is None]
+            before = ctx.provenance.name_kind_at(assignment.name, node)
+            if any(ctx.kind(v) is Kind.NUMBER for v in values) or (before is Kind.NUMBER and other is None):
+                flow = name_flow_after(ctx, node, assignment.name)
+                if flow.blocking:
+                    return Report(node, message, sites=test_sites, note=(
+                        f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
+                        f"needed: {flow.blocking}. {HAND_ADVICE}"))
+                flows[assignment.name] = flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+        fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries, flows)
+        rounding = threshold_rounding(ctx, node.test)
+        if rounding:
+            fix.safety = Safety.UNSAFE
+            fix.reason = "; ".join(r for r in (fix.reason, rounding) if r)
+        for site in test_sites if stored else ():
+            fix.replacements[site.node] = stored[site.node]
         if guard is not None:
             # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python
             # test; only the tensor part becomes a selection inside it.
@@ -398,7 +511,8 @@ class WhereIf(Rule):
         return guard, condition
 
     def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
-             body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int]) -> Fix:
+             body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int],
+             flows: dict[str, str]) -> Fix:
         reasons: list[str] = []
         selected = [i for i in range(len(body)) if i not in temporaries]
         read_by_condition = {n.value for n in walk(condition) if isinstance(n, cst.Name)}
@@ -425,12 +539,21 @@ class WhereIf(Rule):
                 if not verdict.safe:
                     reasons.append(verdict.reason)
             for assignment in (taken, other):
-                if assignment is not None and assignment.augmented:
+                if assignment is not None and assignment.augmented and not (
+                    exact_in_every_float_dtype(assignment.value) and unaliased_fresh_local(ctx, node, assignment.name)
+                ):
                     reasons.append(f"`{assignment.name} {assignment.op_text}= ...` updated the tensor in place; the fix makes a new tensor")
-            for assignment in (taken, other if orelse is not None else None):
-                problem = kept_value_problem(ctx, node, assignment, taken.name)
-                if problem:
-                    reasons.append(problem)
+            if taken.name in flows:
+                if flows[taken.name]:
+                    reasons.append(flows[taken.name])
+            else:
+                for assignment in (taken, other if orelse is not None else None):
+                    problem = kept_value_problem(ctx, node, assignment, taken.name)
+                    if problem:
+                        reasons.append(problem)
+            params = branch_only_parameters(ctx, node, true_value, false_value)
+            if params:
+                reasons.append(params)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)
@@ -443,6 +566,77 @@ class WhereIf(Rule):
         reason = "; ".join(dict.fromkeys(reasons))
         replacement = cst.FlattenSentinel(statements)
         return Fix({node: replacement}, safety, reason)
+
+
+def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, other: Assignment | None) -> str:
+    """Why selecting these Python numbers as a 0-dim tensor may not act as the number
+    did in tensor arithmetic ("" when it does: literals of one type, exact in
+    every floating dtype, so the tensor they meet computes with the same value)."""
+    values = [a.value if a.augmented is None else None for a in (taken, other) if a is not None]
+    if other is None:
+        before = ctx.provenance.name_kind_at(taken.name, node)
+        if before is not Kind.NUMBER:
+            return f"`{taken.name}` is a tensor on one path and a Python number on the other"
+        return f"`{taken.name}` keeps a Python number fixitem cannot see on the other path"
+    if any(v is None or not exact_in_every_float_dtype(v) for v in values):
+        text = ", ".join(f"`{ctx.code(v)}`" for v in values if v is not None)
+        return f"{text or 'the values'} become a 0-dim tensor: fixitem cannot show that they meet a tensor exactly as the number did"
+    if len({type(_literal(v)) for v in values}) != 1:
+        return "an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"
+    return ""
+
+
+def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return expr
+
+
+def stored_reads(ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite], test: cst.BaseExpression):
+    """``energy = float(t)`` (or ``t.item()``) read later by ``if energy > 4.0:``: the
+    read sites and the 0-dim tensors that replace them, when every use of each
+    name works the same with a tensor (tensor conditions of ``if`` / conditional
+    expressions against exact numbers, tensor arithmetic). None otherwise."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    by_node = {s.node: s for s in sites if s.kind in ("item", "float") and s.certain and s not in claimed}
+    found: list[SyncSite] = []
+    replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
+    for operand in (test.left, test.comparisons[0].comparator):
+        if not isinstance(operand, cst.Name):
+            if exact_in_every_float_dtype(operand):
+                continue
+            return None
+        scope = ctx.provenance.scope_of(operand).lookup(operand.value)
+        bindings = scope.bindings.get(operand.value, []) if scope is not None else []
+        if len(bindings) != 1 or bindings[0][0] != "value" or bindings[0][1] not in by_node:
+            return None
+        site = by_node[bindings[0][1]]
+        target = binding_of(ctx, site.node)
+        uses = name_uses(ctx, target) if target is not None else None
+        if not uses or not all(_tensor_use(ctx, use) for use in uses):
+            return None
+        found.append(site)
+        replacement = detached_scalar(ctx, site.value)
+        replacements[site.node] = replacement
+    if not found:
+        return None
+    return found, replacements
+
+
+def _tensor_use(ctx: FileContext, use: cst.Name) -> bool:
+    """Does this read of a stored scalar work the same when it is a 0-dim tensor?"""
+    parent = ctx.parents.get(use)
+    comparison = ctx.parents.get(parent) if isinstance(parent, cst.ComparisonTarget) else parent
+    if isinstance(comparison, cst.Comparison):
+        holder = ctx.parents.get(comparison)
+        operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+        return (
+            isinstance(holder, (cst.If, cst.IfExp)) and holder.test is comparison and len(operands) == 2
+            and all(o is use or exact_in_every_float_dtype(o) for o in operands)
+        )
+    flow = value_flow(ctx, use)
+    return not flow.blocking and not flow.unsafe
 
 
 NAN_ADVICE = ADVICE["nan_skip"][0].upper() + ADVICE["nan_skip"][1:]
