@@ -313,11 +313,33 @@ def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpres
         if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, cst.FunctionDef):
             continue
         seen.add((id(scope), node.value))
-        for how, value in scope.bindings.get(node.value, []):
+        for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(node.value, [])):
             if how in ("value", "unpack", "iter") and isinstance(value, cst.BaseExpression):
                 _collect_sources(ctx, anchor, value, found, seen)
             elif how == "aug" and isinstance(value, cst.AugAssign):
                 _collect_sources(ctx, anchor, value.value, found, seen)
+
+
+def _bindings_seen_by(ctx: FileContext, anchor: cst.CSTNode, read: cst.CSTNode, bindings):
+    """The bindings a read may see: those outside ``anchor`` (the ``if`` being
+    rewritten), and for a read inside one of its branches, the earlier ones of
+    that branch (``y = y + x`` after ``x = x * self.scale``)."""
+    def block_in_anchor(node: cst.CSTNode | None):
+        if node is None or node not in ctx.parents:
+            return None
+        for ancestor in ctx.ancestors(node):
+            parent = ctx.parents.get(ancestor)
+            if parent is anchor or (isinstance(parent, cst.Else) and ctx.parents.get(parent) is anchor):
+                return ancestor
+        return None
+
+    read_block = block_in_anchor(read)
+    for how, value in bindings:
+        block = block_in_anchor(value)
+        if block is None:
+            yield how, value
+        elif block is read_block and ctx.positions[value].start.line < ctx.positions[read].start.line:
+            yield how, value
 
 
 def _may_hold_parameters(ctx: FileContext, func: cst.BaseExpression) -> bool:

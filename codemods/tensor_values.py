@@ -794,10 +794,14 @@ def uncertain_tensor(ctx: FileContext, expr: cst.BaseExpression) -> str:
     return _uncertain(ctx, expr, set())
 
 
-def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> str:
+PYTHON_NUMBER_METHODS = frozenset({"conjugate", "is_integer", "hex", "as_integer_ratio", "bit_length", "to_bytes", "bit_count"})
+
+
+def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]], proven: bool = False) -> str:
     """Follows what makes ``expr`` a tensor: a call to a torch function or a module
-    gives a tensor whatever its arguments, a method call proves its receiver is
-    not a Python number, arithmetic is a tensor when one tensor operand is."""
+    gives a tensor whatever its arguments, a tensor method called on a value proves
+    it is not a Python number (``proven``: only a container origin is left to
+    find), arithmetic is a tensor when one tensor operand is."""
     if isinstance(expr, cst.Call):
         qualified = ctx.provenance.imports.qualify(expr.func) or ""
         if qualified in NOT_TENSOR_RESULTS or qualified.startswith("torch.jit."):
@@ -805,32 +809,30 @@ def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, 
         if isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in NOT_TENSOR_METHODS:
                 return f"`{ctx.code(expr)}` is a container of tensors, not a tensor"
-            receiver = expr.func.value
-            if isinstance(receiver, cst.Name) and ctx.provenance.presumed_tensor(receiver):
-                return ""  # a Python number has no such method: the call proves it is not one
-            return _uncertain(ctx, receiver, seen)
+            method_proves = expr.func.attr.value not in PYTHON_NUMBER_METHODS
+            return _uncertain(ctx, expr.func.value, seen, proven or method_proves)
         if isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int", "bool") and expr.args:
-            return _uncertain(ctx, expr.args[0].value, seen)
+            return _uncertain(ctx, expr.args[0].value, seen, proven)
         return ""
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
         operands = (
             [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation)
             else [expr.left] + [c.comparator for c in expr.comparisons]
         )
-        reasons = [_uncertain(ctx, o, seen) for o in operands if ctx.kind(o) is Kind.TENSOR]
+        reasons = [_uncertain(ctx, o, seen, proven) for o in operands if ctx.kind(o) is Kind.TENSOR]
         if reasons and all(reasons):
             return reasons[0]
         return ""
     if isinstance(expr, (cst.UnaryOperation,)):
-        return _uncertain(ctx, expr.expression, seen)
+        return _uncertain(ctx, expr.expression, seen, proven)
     if isinstance(expr, cst.Subscript):
-        return _uncertain(ctx, expr.value, seen)
+        return _uncertain(ctx, expr.value, seen, proven)
     if isinstance(expr, cst.Attribute):
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return ""
-        return _uncertain(ctx, expr.value, seen)
+        return _uncertain(ctx, expr.value, seen, proven)
     if isinstance(expr, cst.Name):
-        if ctx.provenance.presumed_tensor(expr):
+        if not proven and ctx.provenance.presumed_tensor(expr):
             return (f"`{expr.value}` is a tensor only if the caller passes one (a parameter of "
                     f"`{_function_name(ctx, expr)}` never used as a tensor)")
         scope = ctx.provenance.scope_of(expr).lookup(expr.value)
@@ -838,7 +840,7 @@ def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, 
             return ""
         for how, value in scope.bindings.get(expr.value, []):
             if how == "value" and isinstance(value, cst.BaseExpression) and ctx.kind(value) is Kind.TENSOR:
-                reason = _uncertain(ctx, value, seen | {(id(scope), expr.value)})
+                reason = _uncertain(ctx, value, seen | {(id(scope), expr.value)}, proven)
                 if reason:
                     return reason
     return ""

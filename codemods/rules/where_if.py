@@ -577,13 +577,43 @@ def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, othe
         before = ctx.provenance.name_kind_at(taken.name, node)
         if before is not Kind.NUMBER:
             return f"`{taken.name}` is a tensor on one path and a Python number on the other"
-        return f"`{taken.name}` keeps a Python number fixitem cannot see on the other path"
+        kept = _literal_before(ctx, node, taken.name)
+        if kept is None:
+            return f"`{taken.name}` keeps a Python number fixitem cannot see on the other path"
+        values.append(kept)
     if any(v is None or not exact_in_every_float_dtype(v) for v in values):
         text = ", ".join(f"`{ctx.code(v)}`" for v in values if v is not None)
         return f"{text or 'the values'} become a 0-dim tensor: fixitem cannot show that they meet a tensor exactly as the number did"
     if len({type(_literal(v)) for v in values}) != 1:
         return "an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"
     return ""
+
+
+def _literal_before(ctx: FileContext, node: cst.If, name: str) -> cst.BaseExpression | None:
+    """The number literal ``name`` certainly holds when ``node`` runs (``scale = 1.0``
+    earlier in the same block, its only other binding), or None."""
+    scope = ctx.provenance.scope_of(node)
+    block = ctx.parents.get(node)
+    values = [v for how, v in scope.bindings.get(name, []) if not any(a is node for a in ctx.ancestors(v) if v is not None)]
+    if len(values) != 1 or not isinstance(values[0], (cst.Integer, cst.Float, cst.UnaryOperation)):
+        return None
+    assign = ctx.parents.get(values[0])
+    statement = ctx.parents.get(assign)
+    if not isinstance(assign, cst.Assign) or ctx.parents.get(statement) is not block or _in_loop(ctx, node):
+        return None
+    if ctx.positions[statement].start.line >= ctx.positions[node].start.line:
+        return None
+    return values[0]
+
+
+def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
+    function = ctx.enclosing_function(node)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is function:
+            return False
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return True
+    return False
 
 
 def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:

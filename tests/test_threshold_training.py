@@ -1,0 +1,109 @@
+"""Safe threshold rewrites train the same: a few steps of AdamW (weight decay,
+moments) and SGD with momentum on the code before and after `apply`, on inputs
+that take both sides of every condition, end with identical parameters.
+
+AdamW and momentum update a parameter whose gradient is zero but skip one whose
+gradient is None, so a `torch.where` that gives the parameters of the untaken
+branch zero gradients shows up here as different parameters.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import FIXTURES, load_module
+from fixitem import apply
+
+# Fixture models whose default-mode rewrite must train exactly as the original did.
+SAFE_MODELS = [
+    "scale_if.py",
+    "conditional_expression.py",
+    "clamp_norm.py",
+    "python_number_updates.py",
+    "readme_gated_mlp.py",
+    "stored_energy.py",
+    "selected_scale.py",
+    "norm_divisor.py",
+    "fresh_local.py",
+]
+# Models whose torch.where would train differently: the default mode leaves them
+# alone, `--unsafe` rewrites them, and then training does differ.
+BRANCH_ONLY_PARAMETERS = ["gate_if_else.py", "hoisted_condition.py", "branch_modules.py", "readme_gated_mlp.py"]
+
+OPTIMIZERS = {
+    "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, weight_decay=0.1),
+    "sgd-momentum": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9),
+}
+
+
+def train(module, optimizer: str, steps: int = 6) -> list[torch.Tensor]:
+    """Train the fixture's model and its floating inputs (so that models without
+    parameters are trained too) for ``steps`` steps, cycling through its inputs."""
+    model, inputs = module.make()
+    model.train()
+    leaves = [[a.clone().requires_grad_(a.is_floating_point()) for a in args] for args in inputs]
+    trained = list(model.parameters()) + [a for args in leaves for a in args if a.requires_grad]
+    opt = OPTIMIZERS[optimizer](trained)
+    for step in range(steps):
+        args = leaves[step % len(leaves)]
+        opt.zero_grad(set_to_none=True)
+        out = model(*args)
+        loss = out.float().pow(2).mean()
+        loss.backward()
+        opt.step()
+    return [t.detach().clone() for t in trained]
+
+
+def assert_same_training(before, after) -> None:
+    for optimizer in OPTIMIZERS:
+        torch.manual_seed(0)
+        trained_before = train(before, optimizer)
+        torch.manual_seed(0)
+        trained_after = train(after, optimizer)
+        assert len(trained_before) == len(trained_after)
+        for b, a in zip(trained_before, trained_after):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7, msg=lambda m: f"{optimizer}: {m}")
+
+
+def rewritten(copy_fixture, name: str, unsafe: bool):
+    target = copy_fixture(f"threshold/{name}")
+    result = apply([target], unsafe=unsafe)
+    assert not result.errors
+    return result, load_module(target)
+
+
+@pytest.mark.parametrize("name", SAFE_MODELS)
+def test_safe_rewrite_trains_identically(copy_fixture, name):
+    result, after = rewritten(copy_fixture, name, unsafe=False)
+    assert result.applied, "the default mode must rewrite the model"
+    assert {f.rule for f in result.applied} <= {"FX101", "FX102", "FX103", "FX301", "FX302"}
+    assert_same_training(load_module(FIXTURES / "threshold" / name), after)
+
+
+@pytest.mark.parametrize("name", BRANCH_ONLY_PARAMETERS)
+def test_branch_only_parameters_are_left_to_unsafe_and_would_change_training(copy_fixture, name):
+    safe, _ = rewritten(copy_fixture, name, unsafe=False)
+    assert all("part in only one branch" not in f.note for f in safe.applied)
+    unsafe, after = rewritten(copy_fixture, name, unsafe=True)
+    reasons = [f.note for f in unsafe.applied if "part in only one branch" in f.note]
+    assert reasons, "the unsafe fix must name the branch-only parameters"
+    with pytest.raises(AssertionError):
+        assert_same_training(load_module(FIXTURES / "threshold" / name), after)
+
+
+def test_python_values_are_never_selected_or_returned_as_tensors(copy_fixture):
+    target = copy_fixture("threshold/python_values.py")
+    original = target.read_bytes()
+    result = apply([target], unsafe=True)
+    assert target.read_bytes() == original
+    notes = [f.note for f in result.findings if f.rule in ("FX101", "FX102", "FX103")]
+    assert len(notes) == 6 and all(n.startswith("no fix:") for n in notes)
+    joined = "\n".join(notes)
+    for reason in ("`tp_degree` is a tensor only if", "`Mode.TRAIN` is not known", "Python flag",
+                   "torch.load", "torch.arange", "-> float"):
+        assert reason in joined
+    module = load_module(target)
+    bias, (mode, resumed), span, peak = module.run()
+    assert isinstance(mode, module.Mode) and isinstance(resumed, bool)
+    assert span.shape == (4,) and type(peak) is float
