@@ -14,22 +14,28 @@ import torch
 
 from conftest import FIXTURES, load_module
 from fixitem import apply
+from fixitem.verify import run_verify
 
 # Fixture models whose default-mode rewrite must train exactly as the original did.
 SAFE_MODELS = [
-    "scale_if.py",
-    "conditional_expression.py",
-    "clamp_norm.py",
-    "python_number_updates.py",
-    "readme_gated_mlp.py",
-    "stored_energy.py",
-    "selected_scale.py",
-    "norm_divisor.py",
-    "fresh_local.py",
+    "threshold/scale_if.py",
+    "threshold/conditional_expression.py",
+    "threshold/clamp_norm.py",
+    "threshold/unsafe_updates.py",
+    "threshold_models/readme_gated_mlp.py",
+    "threshold_models/stored_energy.py",
+    "threshold_models/selected_scale.py",
+    "threshold_models/norm_divisor.py",
+    "threshold_models/fresh_local.py",
 ]
 # Models whose torch.where would train differently: the default mode leaves them
 # alone, `--unsafe` rewrites them, and then training does differ.
-BRANCH_ONLY_PARAMETERS = ["gate_if_else.py", "hoisted_condition.py", "branch_modules.py", "readme_gated_mlp.py"]
+BRANCH_ONLY_PARAMETERS = [
+    "threshold/gate_if_else.py",
+    "threshold/hoisted_condition.py",
+    "threshold_models/branch_modules.py",
+    "threshold_models/readme_gated_mlp.py",
+]
 
 OPTIMIZERS = {
     "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, weight_decay=0.1),
@@ -67,7 +73,7 @@ def assert_same_training(before, after) -> None:
 
 
 def rewritten(copy_fixture, name: str, unsafe: bool):
-    target = copy_fixture(f"threshold/{name}")
+    target = copy_fixture(name)
     result = apply([target], unsafe=unsafe)
     assert not result.errors
     return result, load_module(target)
@@ -78,7 +84,7 @@ def test_safe_rewrite_trains_identically(copy_fixture, name):
     result, after = rewritten(copy_fixture, name, unsafe=False)
     assert result.applied, "the default mode must rewrite the model"
     assert {f.rule for f in result.applied} <= {"FX101", "FX102", "FX103", "FX301", "FX302"}
-    assert_same_training(load_module(FIXTURES / "threshold" / name), after)
+    assert_same_training(load_module(FIXTURES / name), after)
 
 
 @pytest.mark.parametrize("name", BRANCH_ONLY_PARAMETERS)
@@ -89,11 +95,11 @@ def test_branch_only_parameters_are_left_to_unsafe_and_would_change_training(cop
     reasons = [f.note for f in unsafe.applied if "part in only one branch" in f.note]
     assert reasons, "the unsafe fix must name the branch-only parameters"
     with pytest.raises(AssertionError):
-        assert_same_training(load_module(FIXTURES / "threshold" / name), after)
+        assert_same_training(load_module(FIXTURES / name), after)
 
 
 def test_python_values_are_never_selected_or_returned_as_tensors(copy_fixture):
-    target = copy_fixture("threshold/python_values.py")
+    target = copy_fixture("threshold_models/python_values.py")
     original = target.read_bytes()
     result = apply([target], unsafe=True)
     assert target.read_bytes() == original
@@ -107,3 +113,14 @@ def test_python_values_are_never_selected_or_returned_as_tensors(copy_fixture):
     bias, (mode, resumed), span, peak = module.run()
     assert isinstance(mode, module.Mode) and isinstance(resumed, bool)
     assert span.shape == (4,) and type(peak) is float
+
+
+@pytest.mark.parametrize("name", [n for n in SAFE_MODELS if n.startswith("threshold_models/")])
+def test_inputs_take_both_sides_of_every_rewritten_condition(copy_fixture, name):
+    """(The fixtures under threshold/ are checked so by test_verify_on_rewrites.)"""
+    after = copy_fixture(name)
+    apply([after])
+    report = run_verify(after, before=FIXTURES / name, factory="make", backend="eager")
+    assert report.after.syncs_per_call < report.before.syncs_per_call
+    for condition in report.conditions:
+        assert condition.true_seen and condition.false_seen, condition
