@@ -39,12 +39,20 @@ class ClampMinMax(Rule):
     to flow through the bound.
 
     ## Fix safety
-    **Safe** when the result is an operand of arithmetic with a tensor: a
-    0-dim tensor then behaves like the Python number did (same result dtype,
-    same values; the bound is rounded to the tensor's dtype).
-    **Unsafe** elsewhere: the result becomes a 0-dim tensor where the
-    original gave a Python number, which matters to code that needs a
-    number (`range`, JSON, `isinstance`, a learning rate).
+    The result is followed through the names it is stored in to every use.
+    **Safe** when every use is arithmetic with a tensor (directly, or as
+    `norm = max(y.norm().item(), eps)` then `y / norm`): a 0-dim tensor then
+    behaves like the Python number did (same result dtype; the value is the
+    tensor's own, so it is the same; the bound is rounded to the tensor's
+    dtype, which for a float16/bfloat16 tensor can change the result only
+    when the bound itself is selected). A tensor that is not plainly 0-dim
+    gets `.reshape(())`, so that a `(1,)` tensor does not broadcast into the
+    result's shape. **Unsafe** when the result is returned or passed to a
+    function fixitem cannot see into. **No fix** when a use needs a Python
+    number (`range`, `torch.arange`/`torch.full`/`zeros` sizes, an index,
+    `int()`, `round()`, JSON, `isinstance`, a `-> float`/`-> int` return,
+    Python control flow, string formatting), or when the value read is not
+    certainly a tensor.
     """
 
     code = "FX103"

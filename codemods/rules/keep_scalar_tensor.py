@@ -12,7 +12,7 @@ from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..scalar_shapes import detached_scalar, is_none_argument, split_arguments
-from ..tensor_values import binding_of as _binding_of, name_uses as _name_uses
+from ..tensor_values import binding_of as _binding_of, name_uses as _name_uses, uncertain_tensor
 
 
 @dataclass(frozen=True)
@@ -495,7 +495,7 @@ def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = Fal
     parent = ctx.parents.get(node)
     if isinstance(parent, cst.BinaryOperation):
         other = _other_operand(parent, node)
-        if ctx.kind(other) is not Kind.TENSOR:
+        if ctx.kind(other) is not Kind.TENSOR or uncertain_tensor(ctx, other):
             return None
         on_right = parent.right is node
         if not (isinstance(parent.operator, ARITHMETIC_EITHER_SIDE) or (on_right and isinstance(parent.operator, ARITHMETIC_VALUE_RIGHT))):

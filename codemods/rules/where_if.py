@@ -80,32 +80,52 @@ class WhereIf(Rule):
     when its value is pure.
 
     ## Fix safety
-    The fix is **safe** when every branch value is a tensor computed by pure
-    tensor arithmetic, `torch` functions and modules known to be pure
-    (`nn.Linear`, convolutions, activations, ...). Then the results are
-    equal, with these documented differences: both branches are computed
-    (extra work); parameters used only in the branch that was not taken get
-    zero gradients instead of `None`; the comparison runs in the tensor's
-    dtype rather than in float64, which can differ only when the value lies
-    within one rounding step of a threshold that the dtype cannot represent
-    exactly (such as `0.1` in float32).
+    The fix is **safe** when it gives the same program, training included:
+    every branch value is a tensor computed by pure tensor arithmetic,
+    `torch` functions and modules known to be pure (`nn.Linear`,
+    convolutions, activations, ...); both branches depend on the same
+    modules and parameters; and every number the condition compares a tensor
+    value with is exact in float16 and bfloat16 (`4.0`, `0.5`, `-1`), so
+    comparing in the tensor's dtype decides as Python's float64 did. Both
+    branches are then computed (extra work) and the results, gradients and
+    optimizer steps are equal. Also safe: selecting Python number literals
+    of one type, exact in every floating dtype, when every later use of the
+    name is tensor arithmetic (`scale = 2.0` / `scale = 1.0`, then `y *
+    scale`); an augmented assignment of such a number to a fresh local
+    tensor nothing else refers to (`h = self.fc(x)`, then `h += 1.0`); a value
+    read into a name (`energy = float(t)`) whose every use is a tensor
+    condition or tensor arithmetic: the read becomes `t.detach()`.
 
     The fix is **unsafe** (applied with `--unsafe`) when a branch:
-    draws random numbers (dropout), updates state (BatchNorm in training,
-    in-place operations, augmented assignment of a tensor, which updated it
-    in place), calls a function fixitem cannot see into, divides by or takes
-    `log`/`sqrt`/... of a value that may be zero (the branch that was not
-    taken then sends NaN into the gradient), or assigns a Python number
-    (it becomes a 0-dim tensor, float32 by default).
+    calls a module or uses a parameter that the other branch does not (its
+    parameters get zero gradients instead of `None` when the other branch is
+    selected, and AdamW's weight decay and moments or SGD momentum then
+    update them where the original left them alone); draws random numbers
+    (dropout); updates state (BatchNorm in training, in-place operations, an
+    augmented assignment of a tensor that may be shared); calls a function
+    fixitem cannot see into; divides by or takes `log`/`sqrt`/... of a value
+    that may be zero (the branch that was not taken then sends NaN into the
+    gradient); assigns a Python number whose later uses fixitem cannot
+    follow (returned, passed to a function); or when the condition compares
+    with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
+    Python variable): Python compared in float64, the tensor compares with the
+    number rounded to its dtype, so a value equal to that rounding decides
+    the other way (for float32, exactly one value per threshold).
 
-    There is **no fix** when a branch may change the shape (indexing,
+    There is **no fix** when the condition's value is not certainly a tensor
+    (a parameter of `autograd.Function.forward` never used as one, a value
+    from `torch.load`); when a branch may change the shape (indexing,
     slicing, `torch.cat`, `reshape`, a reduction as the whole value):
     `torch.where` needs both branches to have the same shape, and would
-    silently broadcast or fail. Nor when a branch returns, raises, breaks, continues,
-    calls a function for its effect, assigns to attributes or items, or
-    assigns a name that is not defined on the other path; `scan` says which.
-    Use `torch.cond` when both branches are functions of tensors with the
-    same output shapes, or move the decision out of the compiled region.
+    silently broadcast or fail; when a branch returns, raises, breaks,
+    continues, calls a function for its effect, assigns to attributes or
+    items, or assigns a name that is not defined on the other path; when a
+    branch selects something that is not a tensor or a number (`None`, a
+    flag, a string, an `Enum` member); or when a selected Python number is
+    later needed as one (`range`, a size, an index, a `-> float` return,
+    Python control flow). `scan` says which. Use `torch.cond` when both
+    branches are functions of tensors with the same output shapes, or move
+    the decision out of the compiled region.
     """
 
     code = "FX101"

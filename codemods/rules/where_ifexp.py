@@ -47,11 +47,20 @@ class WhereIfExp(Rule):
     ```
 
     ## Fix safety
-    **Safe** when both values are tensors computed without side effects
-    (see FX101 for the full list of what is pure). **Unsafe** when a value is
-    a Python number (the result becomes a 0-dim tensor, float32 by default,
-    where the original gave a Python number) or may have side effects,
-    random numbers or NaN gradients, because both values are now computed.
+    **Safe** when both values are tensors computed without side effects and
+    from the same modules and parameters, or both are number literals of one
+    type that every floating dtype holds exactly (`2.0` / `1.0`) and the
+    result is used only in tensor arithmetic (`y * scale`), and the condition
+    compares with numbers exact in float16/bfloat16 (see FX101). **Unsafe**
+    when a value may have side effects, random numbers or NaN gradients
+    (both values are now computed), when only one value uses a module or
+    parameter (zero gradients instead of `None`: AdamW and momentum then
+    move it), when the result is returned or passed on where a Python number
+    was, or when the threshold is not exact in the tensor's dtype. **No fix**
+    when a value is `None`, a flag, a string, a tuple or an `Enum` member,
+    when the condition is not certainly a tensor, or when the result is
+    later needed as a Python number (a size, `range`, an index, a `-> float`
+    return, Python control flow).
     """
 
     code = "FX102"
