@@ -1,0 +1,78 @@
+"""Rewrites need certainty: a value taken for a tensor only by presumption, or
+derived from `torch.load`, is never rewritten into tensor code, and what the
+original returned keeps its Python type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from conftest import load_module
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+
+AUTOGRAD = '''
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, scale, t):
+        out = scale * t.item()
+        if scale > 1:
+            out = out * 0.5
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None
+'''
+
+
+def rewrite(code: str):
+    return process(Path("example.py"), code, all_rules(), fix=True, unsafe=True)
+
+
+def test_number_parameters_of_autograd_function_forward_are_not_rewritten(tmp_path):
+    result = rewrite(AUTOGRAD)
+    assert result.new_text is None, "nothing may be rewritten"
+    notes = {f.rule: f.note for f in result.findings}
+    assert "`scale` is a tensor only if the caller passes one" in notes["FX101"]
+    path = tmp_path / "autograd_scale.py"
+    path.write_text(AUTOGRAD)
+    out = load_module(path).Scale.apply(3, torch.tensor(2.0))
+    assert type(out) is float and out == 3.0
+
+
+def test_a_returned_bound_keeps_its_python_type():
+    code = (
+        "import torch\n\n"
+        "def bound(x: torch.Tensor) -> float:\n"
+        "    b = max(x.abs().max().item(), 1e-6)\n"
+        "    return b\n\n"
+        "def span(n: int, k: int, p: int):\n"
+        "    pos = torch.tensor([p])\n"
+        "    m = min(k, (n - pos - 1).item())\n"
+        "    return list(range(m + 1))\n"
+    )
+    result = rewrite(code)
+    assert result.new_text is None
+    notes = [f.note for f in result.findings if f.rule == "FX103"]
+    assert any("-> float" in n for n in notes) and any("`range`" in n for n in notes)
+
+
+def test_a_one_element_tensor_kept_by_clamp_is_reshaped_to_0_dim():
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor, p: torch.Tensor):\n"
+        "    return x.sum() * min(p.item(), 2.0)\n"
+    )
+    result = rewrite(code)
+    assert "torch.clamp(p.detach().reshape(()), max=2.0)" in result.new_text
+    namespace: dict = {}
+    exec(compile(result.new_text, "after", "exec"), namespace)
+    before: dict = {}
+    exec(compile(code, "before", "exec"), before)
+    x, p = torch.randn(3), torch.tensor([5.0])
+    assert namespace["f"](x, p).shape == before["f"](x, p).shape == ()
