@@ -38,7 +38,8 @@ BRANCH_ONLY_PARAMETERS = [
 ]
 
 OPTIMIZERS = {
-    "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, weight_decay=0.1),
+    # eps large enough for float16 leaves (1e-8 is 0 there, and 0 / 0 is NaN)
+    "adamw": lambda params: torch.optim.AdamW(params, lr=0.05, weight_decay=0.1, eps=1e-3),
     "sgd-momentum": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9),
 }
 
@@ -124,3 +125,110 @@ def test_inputs_take_both_sides_of_every_rewritten_condition(copy_fixture, name)
     assert report.after.syncs_per_call < report.before.syncs_per_call
     for condition in report.conditions:
         assert condition.true_seen and condition.false_seen, condition
+
+
+# -- the rules' own safe examples ---------------------------------------------------------------
+
+def _randn(*shape, scale=1.0, shift=0.0):
+    return torch.randn(*shape) * scale + shift
+
+
+def _mask(*trues):
+    mask = torch.zeros(3, 4, dtype=torch.bool)
+    for i, j in trues:
+        mask[i, j] = True
+    return mask
+
+
+def _half_layer():
+    layer = torch.nn.Linear(4, 4).half()
+    with torch.no_grad():
+        layer.weight.fill_(0.5)
+        layer.bias.zero_()
+    return layer
+
+
+def _overflowing_row():
+    """float16 rows whose first row overflows to inf in the layer (and is clamped),
+    the others small: gradients stay in float16's range."""
+    x = _randn(3, 4, scale=0.1)
+    x[0] = 4e4
+    return x.half()
+
+
+# Inputs for every safe torch.where / clamp example of FX101, FX102 and FX103,
+# chosen so that each condition is seen both ways; a new safe example must be
+# given its inputs here.
+EXAMPLE_INPUTS = {
+    "FX101-0": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
+    "FX101-2": lambda: [(_randn(3, 4, scale=0.1, shift=-1),), (_randn(3, 4, scale=5),)],
+    "FX101-3": lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
+    "FX101-5": lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],
+    "FX101-7": lambda: [(_randn(3, 4), _mask()), (_randn(3, 4), _mask((0, 1), (2, 3))), (_randn(3, 4), None)],
+    "FX101-8": lambda: [(_randn(3, 4, scale=0.1).half(), _half_layer()), (_overflowing_row(), _half_layer())],
+    "FX102-0": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=20),)],
+    "FX102-1": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
+    "FX103-0": lambda: [(_randn(3, 4),), (torch.zeros(3, 4),)],
+    "FX103-1": lambda: [(_randn(3, 4, shift=1), _randn(3, 4, shift=-1)), (_randn(3, 4, shift=-1), _randn(3, 4, shift=1))],
+}
+
+
+def _safe_examples():
+    from fixitem.codemods.registry import RULE_CLASSES
+    from fixitem.codemods.rule import Invalid
+
+    for cls in RULE_CLASSES:
+        if cls.code in ("FX101", "FX102", "FX103"):
+            for index, example in enumerate(cls.examples):
+                if isinstance(example, Invalid) and example.fixed is not None and not example.unsafe:
+                    yield pytest.param(example, id=f"{cls.code}-{index}")
+
+
+def _entry_point(code: str):
+    """The example's model: its nn.Module class, built, or its first function."""
+    namespace: dict = {"__name__": "example"}
+    exec(compile(code, "example", "exec"), namespace)
+    for value in namespace.values():
+        if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == namespace.get("__name__"):
+            torch.manual_seed(0)
+            return value()
+    functions = [v for k, v in namespace.items() if callable(v) and getattr(v, "__code__", None) is not None
+                 and v.__code__.co_filename == "example"]
+    return functions[0]
+
+
+def _train_example(code: str, inputs, optimizer: str, steps: int = 6) -> list[torch.Tensor]:
+    model = _entry_point(code)
+    trained = list(model.parameters()) if isinstance(model, torch.nn.Module) else []
+    leaves = []
+    for args in inputs:
+        row = []
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_floating_point():
+                a = a.clone().requires_grad_(True)
+                trained.append(a)
+            row.append(a)  # a module argument is used, not trained (float16 weights would overflow)
+        leaves.append(row)
+    opt = OPTIMIZERS[optimizer](trained)
+    for step in range(steps):
+        opt.zero_grad(set_to_none=True)
+        out = model(*leaves[step % len(leaves)])
+        outs = out if isinstance(out, tuple) else (out,)
+        loss = sum(o.float().pow(2).mean() for o in outs)
+        loss.backward()
+        opt.step()
+    return [t.detach().clone() for t in trained]
+
+
+@pytest.mark.parametrize("example", list(_safe_examples()))
+def test_safe_rule_example_trains_identically(request, example):
+    key = request.node.callspec.id
+    assert key in EXAMPLE_INPUTS, f"give the safe example {key} inputs that take both branches"
+    for optimizer in OPTIMIZERS:
+        results = []
+        for code in (example.code, example.fixed):
+            torch.manual_seed(0)
+            inputs = EXAMPLE_INPUTS[key]()
+            results.append(_train_example(code, inputs, optimizer))
+        for b, a in zip(*results):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7, msg=lambda m: f"{key} {optimizer}: {m}")
