@@ -200,6 +200,13 @@ def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         text = ctx.code(assignment.value) if assignment is not None else name
         return f"`{text}` is neither a tensor nor a number"
+    if (
+        kind is Kind.UNKNOWN and assignment is not None and assignment.augmented is None
+        and isinstance(assignment.value, (cst.Name, cst.Attribute))
+    ):
+        # ``mode = Mode.TRAIN``: an ``Enum`` member, a constant of another module, a string...
+        return (f"`{ctx.code(assignment.value)}` is not known to be a tensor or a number "
+                "(`torch.where` cannot select an `Enum` member, a string or a flag)")
     return ""
 
 
