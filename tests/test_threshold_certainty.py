@@ -76,3 +76,18 @@ def test_a_one_element_tensor_kept_by_clamp_is_reshaped_to_0_dim():
     exec(compile(code, "before", "exec"), before)
     x, p = torch.randn(3), torch.tensor([5.0])
     assert namespace["f"](x, p).shape == before["f"](x, p).shape == ()
+
+
+def test_an_assert_on_a_presumed_tensor_parameter_stays_an_assert():
+    code = (
+        "import torch\n\n"
+        "class Shard(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x, world):\n"
+        "        assert world > 0, f'world size {world} must be positive'\n"
+        "        return x * 1.0\n"
+    )
+    result = rewrite(code)
+    assert result.new_text is None
+    (finding,) = [f for f in result.findings if f.rule == "FX401"]
+    assert "`world` is a tensor only if the caller passes one" in finding.note

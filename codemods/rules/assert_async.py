@@ -21,6 +21,7 @@ from ..tensor_values import (
     is_boolean,
     sites_within,
     torch_call,
+    uncertain_tensor,
 )
 from ..tree import walk
 
@@ -286,6 +287,9 @@ class AssertAsync(Rule):
 
         if all(not s.certain for s in test_sites):
             return no_fix(UNKNOWN_VALUE_NOTE)
+        uncertain = [r for r in (uncertain_tensor(ctx, s.node) for s in test_sites) if r]
+        if uncertain:
+            return no_fix(f"no fix: {uncertain[0]}")
         function = ctx.enclosing_function(node)
         if ctx.path.name.startswith("test_") or (function is not None and function.name.value.startswith("test")):
             return no_fix(
