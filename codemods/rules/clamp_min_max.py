@@ -47,7 +47,9 @@ class ClampMinMax(Rule):
     dtype, which for a float16/bfloat16 tensor can change the result only
     when the bound itself is selected). A tensor that is not plainly 0-dim
     gets `.reshape(())`, so that a `(1,)` tensor does not broadcast into the
-    result's shape. **Unsafe** when the result is returned or passed to a
+    result's shape. (On CUDA a Python divisor is applied as a multiplication
+    by its reciprocal, a tensor divisor is not: `y / norm` can differ in the
+    last bit there.) **Unsafe** when the result is returned or passed to a
     function fixitem cannot see into. **No fix** when a use needs a Python
     number (`range`, `torch.arange`/`torch.full`/`zeros` sizes, an index,
     `int()`, `round()`, JSON, `isinstance`, a `-> float`/`-> int` return,

@@ -185,6 +185,9 @@ class WhereIfExp(Rule):
                 if flow.unsafe:
                     reasons.append(f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}")
                 reasons.extend(_number_problems(ctx, node, numbers))
+                unknown = [v for v in numbers if ctx.kind(v) is not Kind.NUMBER]
+                if unknown:
+                    reasons.append(f"`{ctx.code(unknown[0])}` is not known to be a tensor: the result becomes one")
             for value in (node.body, node.orelse):
                 verdict = purity(ctx, value)
                 if not verdict.safe:
@@ -216,7 +219,7 @@ def _not_selectable(ctx: FileContext, value: cst.BaseExpression) -> str:
     kind = ctx.kind(value)
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         return f"`{ctx.code(value)}` is neither a tensor nor a number"
-    if kind is Kind.UNKNOWN and not isinstance(_literal(value), (cst.Integer, cst.Float)):
+    if kind is Kind.UNKNOWN and isinstance(value, (cst.Name, cst.Attribute)):
         return (f"`{ctx.code(value)}` is not known to be a tensor or a number (an `Enum` member, a string "
                 "and a flag cannot be selected by `torch.where`)")
     return ""
