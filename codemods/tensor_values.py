@@ -665,11 +665,9 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
         returns = function.returns.annotation if function is not None and function.returns is not None else None
         if returns is not None:
             annotation = ctx.code(returns)
-            if annotation in _RETURN_NUMBER or (ctx.provenance.imports.qualify(returns) or "") in _RETURN_NUMBER:
+            if any(isinstance(n, cst.Name) and n.value in _RETURN_NUMBER for n in walk(returns)):
+                # ``-> float``, ``-> float | None``, ``-> Optional[int]``
                 flow.blocking = f"the function returns `{code}` as `-> {annotation}`: it would return a 0-dim tensor"
-                return
-            if ctx.provenance._annotation_kind(returns) is Kind.TENSOR:  # ``-> torch.Tensor``
-                flow.roles.append("a returned tensor")
                 return
         flow.unsafe = flow.unsafe or f"`{code}` is returned: the caller gets a 0-dim tensor where it got a Python number"
         return
@@ -687,6 +685,14 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
         flow.unsafe = flow.unsafe or f"`{ctx.code(parent.target)}` accumulates `{code}`: it becomes a tensor"
         return
     if isinstance(parent, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict, cst.Set)):
+        container = ctx.parents.get(parent) if isinstance(parent, cst.Element) else parent
+        returned = ctx.parents.get(container)
+        if isinstance(returned, cst.Return):
+            function = ctx.enclosing_function(returned)
+            returns = function.returns.annotation if function is not None and function.returns is not None else None
+            if returns is not None and any(isinstance(n, cst.Name) and n.value in _RETURN_NUMBER for n in walk(returns)):
+                flow.blocking = f"the function returns `{code}` in `-> {ctx.code(returns)}`: it would return a 0-dim tensor"
+                return
         flow.unsafe = flow.unsafe or f"`{code}` is stored in a container"
         return
     if isinstance(parent, cst.Expr):

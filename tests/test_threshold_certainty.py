@@ -91,3 +91,19 @@ def test_an_assert_on_a_presumed_tensor_parameter_stays_an_assert():
     assert result.new_text is None
     (finding,) = [f for f in result.findings if f.rule == "FX401"]
     assert "`world` is a tensor only if the caller passes one" in finding.note
+
+
+def test_numbers_returned_under_a_number_annotation_are_never_tensors():
+    code = (
+        "import torch\n"
+        "from typing import Optional\n\n"
+        "def stats(x: torch.Tensor) -> tuple[float, float]:\n"
+        "    lo = max(x.min().item(), 0.0)\n"
+        "    return lo, 1.0\n\n"
+        "def level(x: torch.Tensor) -> Optional[float]:\n"
+        "    return 0.5 if x.mean().item() > 0 else 0.25\n"
+    )
+    result = rewrite(code)
+    assert result.new_text is None
+    notes = [f.note for f in result.findings if f.rule in ("FX102", "FX103")]
+    assert len(notes) == 2 and all(n.startswith("no fix:") and "-> " in n for n in notes)
