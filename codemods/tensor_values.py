@@ -944,3 +944,27 @@ def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
                     "compared the value in float64, the tensor compares in its own dtype, with the rounded "
                     "number, so a value equal to that rounding decides the other way")
     return ""
+
+
+def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, values: list[cst.BaseExpression]) -> cst.BaseExpression:
+    """``condition`` with ``.reshape(())`` on each tensor it reads that is not plainly
+    0-dim, when a selected value is a number or a 0-dim tensor: ``.item()`` accepts
+    any one-element tensor, ``(1,)`` too, and a ``(1,)`` condition would make the
+    selection ``(1,)`` where the value was 0-dim. (Selected tensors that are not
+    plainly 0-dim are taken to have at least the condition's dimensions.)"""
+    from .scalar_shapes import plainly_zero_dim
+
+    if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
+        return condition
+    targets = {id(s.value) for s in sites if not plainly_zero_dim(ctx, s.value)}
+    if not targets:
+        return condition
+
+    class Reshape(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            if id(original) in targets:
+                return cst.Call(func=cst.Attribute(value=method_call(updated, "reshape").func.value, attr=cst.Name("reshape")),
+                                args=[cst.Arg(cst.Tuple([]))])
+            return updated
+
+    return condition.visit(Reshape())

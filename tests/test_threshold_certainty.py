@@ -107,3 +107,23 @@ def test_numbers_returned_under_a_number_annotation_are_never_tensors():
     assert result.new_text is None
     notes = [f.note for f in result.findings if f.rule in ("FX102", "FX103")]
     assert len(notes) == 2 and all(n.startswith("no fix:") and "-> " in n for n in notes)
+
+
+def test_a_one_element_condition_selecting_numbers_keeps_the_result_0_dim():
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor, p: torch.Tensor):\n"
+        "    s = 2.0 if p.item() > 1 else 1.0\n"
+        "    return x.sum() * s\n"
+    )
+    result = rewrite(code)
+    assert "s = torch.where(p.reshape(()) > 1, 2.0, 1.0)" in result.new_text
+    before: dict = {}
+    after: dict = {}
+    exec(compile(code, "before", "exec"), before)
+    exec(compile(result.new_text, "after", "exec"), after)
+    for p in (torch.tensor([3.0]), torch.tensor([[0.5]])):
+        x = torch.randn(3)
+        expected, got = before["f"](x, p), after["f"](x, p)
+        assert got.shape == expected.shape == ()
+        assert torch.equal(got, expected)

@@ -23,6 +23,7 @@ from ..tensor_values import (
     fit_statement,
     name_flow_after,
     name_uses,
+    zero_dim_condition,
     purity,
     sites_within,
     threshold_rounding,
@@ -475,7 +476,10 @@ class WhereIf(Rule):
                         f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
                         f"needed: {flow.blocking}. {HAND_ADVICE}"))
                 flows[assignment.name] = flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
-        fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries, flows)
+        selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
+        selected += [a.value for a in orelse or [] if a.augmented is None]
+        test = condition.expr if stored else zero_dim_condition(ctx, condition.expr, test_sites, selected)
+        fix = self._fix(ctx, node, test, body, orelse, temporaries, flows)
         rounding = threshold_rounding(ctx, node.test)
         if rounding:
             fix.safety = Safety.UNSAFE

@@ -14,6 +14,7 @@ from ..branches import branch_only_parameters
 from ..tensor_values import (
     UNKNOWN_VALUE_NOTE,
     exact_in_every_float_dtype,
+    zero_dim_condition,
     threshold_rounding,
     uncertain_tensor,
     value_flow,
@@ -114,7 +115,7 @@ class WhereIfExp(Rule):
                 """
                 import torch
                 def f(loss: torch.Tensor):
-                    lr = torch.where(loss > 1, 0.5, 0.25)
+                    lr = torch.where(loss.reshape(()) > 1, 0.5, 0.25)
                     return lr
                 """
             ),
@@ -198,7 +199,8 @@ class WhereIfExp(Rule):
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)
-            new = torch_call(ctx, "where", condition.expr, node.body, node.orelse)
+            test = zero_dim_condition(ctx, condition.expr, test_sites, [node.body, node.orelse])
+            new = torch_call(ctx, "where", test, node.body, node.orelse)
             new = fit_line(ctx, node, new)
             safety = Safety.UNSAFE if reasons else Safety.SAFE
             yield Report(node, message, fix=Fix({node: new}, safety, "; ".join(dict.fromkeys(reasons))), sites=test_sites)
