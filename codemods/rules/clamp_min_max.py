@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
-from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
