@@ -243,6 +243,19 @@ class WhereIf(Rule):
             dedent(
                 """
                 import torch
+                def pad(x: torch.Tensor):
+                    if x.abs().max().item() > 1.0:
+                        n = 4
+                    else:
+                        n = 8
+                    return x.new_zeros(n)
+                """
+            )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
                 class Scale(torch.autograd.Function):
                     @staticmethod
                     def forward(ctx, bias, tp_degree):
@@ -474,7 +487,8 @@ class WhereIf(Rule):
                 if flow.blocking:
                     return Report(node, message, sites=test_sites, note=(
                         f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
-                        f"needed: {flow.blocking}. {HAND_ADVICE}"))
+                        f"needed: {flow.blocking}. Keep the `if` (the number must reach the host), or decide "
+                        "it from Python values, such as the data pipeline's, to avoid the read"))
                 flows[assignment.name] = flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
         selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
         selected += [a.value for a in orelse or [] if a.augmented is None]
