@@ -157,19 +157,19 @@ def _overflowing_row():
 
 
 # Inputs for every safe torch.where / clamp example of FX101, FX102 and FX103,
-# chosen so that each condition is seen both ways; a new safe example must be
-# given its inputs here.
+# chosen so that each condition is seen both ways, keyed by the rule and a piece
+# of the example's code; a new safe example must be given its inputs here.
 EXAMPLE_INPUTS = {
-    "FX101-0": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
-    "FX101-2": lambda: [(_randn(3, 4, scale=0.1, shift=-1),), (_randn(3, 4, scale=5),)],
-    "FX101-3": lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
-    "FX101-5": lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],
-    "FX101-7": lambda: [(_randn(3, 4), _mask()), (_randn(3, 4), _mask((0, 1), (2, 3))), (_randn(3, 4), None)],
-    "FX101-8": lambda: [(_randn(3, 4, scale=0.1).half(), _half_layer()), (_overflowing_row(), _half_layer())],
-    "FX102-0": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=20),)],
-    "FX102-1": lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
-    "FX103-0": lambda: [(_randn(3, 4),), (torch.zeros(3, 4),)],
-    "FX103-1": lambda: [(_randn(3, 4, shift=1), _randn(3, 4, shift=-1)), (_randn(3, 4, shift=-1), _randn(3, 4, shift=1))],
+    ("FX101", "x = x * 0.5\n"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
+    ("FX101", "energy = float("): lambda: [(_randn(3, 4, scale=0.1, shift=-1),), (_randn(3, 4, scale=5),)],
+    ("FX101", "h += 1.0"): lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
+    ("FX101", "y = x * 3"): lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],
+    ("FX101", "mask.sum().item()"): lambda: [(_randn(3, 4), _mask()), (_randn(3, 4), _mask((0, 1), (2, 3))), (_randn(3, 4), None)],
+    ("FX101", "clamp_value"): lambda: [(_randn(3, 4, scale=0.1).half(), _half_layer()), (_overflowing_row(), _half_layer())],
+    ("FX102", "return x * 0.5 if"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=20),)],
+    ("FX102", "scale = 0.5 if"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
+    ("FX103", "x / max("): lambda: [(_randn(3, 4),), (torch.zeros(3, 4),)],
+    ("FX103", "a * min("): lambda: [(_randn(3, 4, shift=1), _randn(3, 4, shift=-1)), (_randn(3, 4, shift=-1), _randn(3, 4, shift=1))],
 }
 
 
@@ -181,7 +181,7 @@ def _safe_examples():
         if cls.code in ("FX101", "FX102", "FX103"):
             for index, example in enumerate(cls.examples):
                 if isinstance(example, Invalid) and example.fixed is not None and not example.unsafe:
-                    yield pytest.param(example, id=f"{cls.code}-{index}")
+                    yield pytest.param(cls.code, example, id=f"{cls.code}-{index}")
 
 
 def _entry_point(code: str):
@@ -220,10 +220,11 @@ def _train_example(code: str, inputs, optimizer: str, steps: int = 6) -> list[to
     return [t.detach().clone() for t in trained]
 
 
-@pytest.mark.parametrize("example", list(_safe_examples()))
-def test_safe_rule_example_trains_identically(request, example):
-    key = request.node.callspec.id
-    assert key in EXAMPLE_INPUTS, f"give the safe example {key} inputs that take both branches"
+@pytest.mark.parametrize(("rule", "example"), list(_safe_examples()))
+def test_safe_rule_example_trains_identically(rule, example):
+    keys = [k for k in EXAMPLE_INPUTS if k[0] == rule and k[1] in example.code]
+    assert len(keys) == 1, f"give this safe {rule} example inputs that take both branches:\n{example.code}"
+    (key,) = keys
     for optimizer in OPTIMIZERS:
         results = []
         for code in (example.code, example.fixed):
