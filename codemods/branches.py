@@ -200,6 +200,13 @@ def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         text = ctx.code(assignment.value) if assignment is not None else name
         return f"`{text}` is neither a tensor nor a number"
+    if (
+        kind is Kind.UNKNOWN and assignment is not None and assignment.augmented is None
+        and isinstance(assignment.value, (cst.Name, cst.Attribute))
+    ):
+        # ``mode = Mode.TRAIN``: an ``Enum`` member, a constant of another module, a string...
+        return (f"`{ctx.code(assignment.value)}` is not known to be a tensor or a number "
+                "(`torch.where` cannot select an `Enum` member, a string or a flag)")
     return ""
 
 
@@ -246,3 +253,215 @@ def kept_value_problem(ctx: FileContext, anchor: cst.CSTNode, assignment: Assign
     if kind is Kind.NUMBER:
         return f"`{text}` is a Python number: it becomes a 0-dim tensor (float32 by default)"
     return f"`{text}` is not known to be a tensor: if it is a Python number it becomes a 0-dim tensor"
+
+
+# -- parameters that take part in one branch only --------------------------------------------------
+
+# torch.nn modules without parameters: calling them in one branch only changes no gradient.
+PARAMETERLESS_MODULES = frozenset(
+    {
+        "ReLU", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin", "Identity",
+        "Flatten", "Unflatten", "LeakyReLU", "ELU", "SELU", "CELU", "Mish", "Softplus", "Softsign",
+        "Hardtanh", "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink", "Tanhshrink", "LogSigmoid", "GLU",
+        "Threshold", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "PixelShuffle", "PixelUnshuffle",
+        "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+    }
+)
+
+
+def branch_only_parameters(ctx: FileContext, anchor: cst.CSTNode, taken: cst.BaseExpression, other: cst.BaseExpression) -> str:
+    """Why selecting between ``taken`` and ``other`` with ``torch.where`` changes training:
+    a module or parameter that only one of them depends on (followed through the
+    local names they read) gets a zero gradient instead of ``None`` when the other
+    value is selected, and AdamW (weight decay, moments) or SGD with momentum then
+    update it where the original left it alone. "" when both depend on the same ones.
+    """
+    first, second = _parameter_sources(ctx, anchor, taken), _parameter_sources(ctx, anchor, other)
+    only = sorted(first ^ second)
+    if not only:
+        return ""
+    names = ", ".join(f"`{name}`" for name in only[:3])
+    return (
+        f"{names} take{'s' if len(only) == 1 else ''} part in only one branch: when the other is selected "
+        "its parameters get zero gradients instead of `None`, and AdamW (weight decay, moments) or SGD "
+        "momentum then update them where the original left them alone"
+    )
+
+
+def _parameter_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpression) -> set[str]:
+    found: set[str] = set()
+    _collect_sources(ctx, anchor, expr, found, set())
+    return found
+
+
+def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpression, found: set[str],
+                     seen: set[tuple[int, str]]) -> None:
+    """(Nodes the fix builds, such as the kept ``x`` of ``torch.where(c, x * 2, x)``,
+    are not in the file: they are looked up from ``anchor``.)"""
+    for node in walk(expr):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            if _may_hold_parameters(ctx, node):
+                found.add(f"self.{node.attr.value}")
+            continue
+        if not isinstance(node, cst.Name) or node.value in ("self", "True", "False", "None"):
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        where = node if node in ctx.parents else anchor
+        kind = ctx.provenance.name_kind_at(node.value, where)
+        if kind is Kind.MODULE:
+            if _may_hold_parameters(ctx, node):
+                found.add(node.value)
+            continue
+        scope = ctx.provenance.scope_of(where).lookup(node.value)
+        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, cst.FunctionDef):
+            continue
+        seen.add((id(scope), node.value))
+        for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(node.value, [])):
+            if how in ("value", "unpack", "iter") and isinstance(value, cst.BaseExpression):
+                _collect_sources(ctx, anchor, value, found, seen)
+            elif how == "aug" and isinstance(value, cst.AugAssign):
+                _collect_sources(ctx, anchor, value.value, found, seen)
+
+
+def _bindings_seen_by(ctx: FileContext, anchor: cst.CSTNode, read: cst.CSTNode, bindings):
+    """The bindings a read may see: those outside ``anchor`` (the ``if`` being
+    rewritten), and for a read inside one of its branches, the earlier ones of
+    that branch (``y = y + x`` after ``x = x * self.scale``)."""
+    def block_in_anchor(node: cst.CSTNode | None):
+        if node is None or node not in ctx.parents:
+            return None
+        for ancestor in ctx.ancestors(node):
+            parent = ctx.parents.get(ancestor)
+            if parent is anchor or (isinstance(parent, cst.Else) and ctx.parents.get(parent) is anchor):
+                return ancestor
+        return None
+
+    read_block = block_in_anchor(read)
+    for how, value in bindings:
+        block = block_in_anchor(value)
+        if block is None:
+            yield how, value
+        elif block is read_block and ctx.positions[value].start.line < ctx.positions[read].start.line:
+            yield how, value
+
+
+def _may_hold_parameters(ctx: FileContext, func: cst.BaseExpression) -> bool:
+    kind = ctx.kind(func) if func in ctx.parents else Kind.UNKNOWN
+    if kind in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY):
+        return False
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = ctx.provenance.enclosing_class(func)
+        values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, []) if cls is not None else []
+        if values and all(isinstance(v, cst.Name) and v.value == "__buffer__" for v in values):
+            return False  # a buffer: no gradient
+        classes = set()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                classes.add("")
+                continue
+            classes.add((ctx.provenance.imports.qualify(value.func) or "").rsplit(".", 1)[-1])
+        if values and classes <= PARAMETERLESS_MODULES:
+            return False
+    return True
+
+
+# -- augmented assignments that may become plain ones -----------------------------------------------
+
+# Calls whose result is a new tensor, never a view of (or the same object as) an input.
+FRESH_TORCH = frozenset(
+    {
+        "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
+        "arange", "linspace", "rand", "randn", "rand_like", "randn_like", "clone", "exp", "tanh", "sigmoid",
+        "abs", "sqrt", "matmul", "mm", "bmm", "softmax", "log_softmax", "cat", "stack",
+    }
+)
+# Tensor methods that return a new tensor (reading the tensor creates no alias).
+FRESH_METHODS = frozenset(
+    {
+        "clone", "sum", "mean", "max", "min", "amax", "amin", "norm", "abs", "pow", "exp", "log", "sqrt",
+        "tanh", "sigmoid", "relu", "item", "isnan", "isinf", "isfinite", "any", "all", "std", "var",
+        "prod", "square", "neg", "softmax", "log_softmax", "matmul", "eq", "ne", "lt", "le", "gt", "ge",
+    }
+)
+_FRESH_MODULES = ("torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.Bilinear")
+_NEW_TENSOR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power)
+
+
+def unaliased_fresh_local(ctx: FileContext, anchor: cst.CSTNode, name: str) -> bool:
+    """Is ``name`` a local tensor that only this function can see, so that updating
+    it in place (``h += 1.0``) and rebinding it to a new tensor (``h = h + 1.0``)
+    cannot differ? Every binding creates a new tensor (arithmetic, a factory,
+    ``.clone()``, ``nn.Linear``/convolutions), and every read of it creates none
+    that shares its memory (no ``view``, no ``g = h``, not passed to a function,
+    stored or returned) before ``anchor`` runs."""
+    scope = ctx.provenance.scope_of(anchor)
+    if scope.lookup(name) is not scope or not isinstance(scope.node, cst.FunctionDef):
+        return False
+    for how, value in scope.bindings.get(name, []):
+        if how == "aug":
+            continue
+        if how != "value" or not isinstance(value, cst.BaseExpression) or not _creates_new_tensor(ctx, value):
+            return False
+    start = ctx.positions[anchor].start.line
+    for read in _reads(ctx, scope, name):
+        if read is None:
+            return False
+        if any(a is anchor for a in ctx.ancestors(read)):
+            continue  # the update itself, and the condition
+        later = ctx.positions[read].start.line > start
+        if later and not _shares_loop(ctx, read, anchor):
+            continue  # what reads it afterwards sees the final value either way
+        if not _fresh_read(ctx, read):
+            return False
+    return True
+
+
+def _reads(ctx: FileContext, scope, name: str):
+    from .tensor_values import reads_of  # tensor_values builds on this module's neighbours
+
+    return reads_of(ctx, scope, name)
+
+
+def _shares_loop(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, (cst.For, cst.While))}
+    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
+
+
+def _creates_new_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.BinaryOperation):
+        return isinstance(value.operator, _NEW_TENSOR_OPERATORS) and Kind.TENSOR in (ctx.kind(value.left), ctx.kind(value.right))
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return ctx.kind(value.expression) is Kind.TENSOR
+    if isinstance(value, cst.Call):
+        qualified = ctx.provenance.imports.qualify(value.func) or ""
+        if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in FRESH_TORCH:
+            return True
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in FRESH_METHODS and ctx.kind(value.func.value) is Kind.TENSOR:
+            return value.func.attr.value not in ("item",)
+        from .tensor_values import _module_class
+
+        module = _module_class(ctx, value.func)
+        return module in _FRESH_MODULES
+    return False
+
+
+def _fresh_read(ctx: FileContext, read: cst.Name) -> bool:
+    """Does this read of the tensor leave no second reference to its memory?"""
+    parent = ctx.parents.get(read)
+    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+        return True
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+        return True
+    if isinstance(parent, cst.Attribute) and parent.value is read:
+        call = ctx.parents.get(parent)
+        return isinstance(call, cst.Call) and call.func is parent and parent.attr.value in FRESH_METHODS
+    if isinstance(parent, cst.Arg):
+        call = ctx.parents.get(parent)
+        if isinstance(call, cst.Call):
+            qualified = ctx.provenance.imports.qualify(call.func) or ""
+            return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in FRESH_TORCH
+    return False

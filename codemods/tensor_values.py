@@ -133,7 +133,11 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = Fal
         if how == "int":
             converted = method_call(tensor, "long")
         elif detach:
-            converted = method_call(tensor, "detach")
+            from .scalar_shapes import detached_scalar  # scalar_shapes builds on this module
+
+            # ``.reshape(())`` unless plainly 0-dim: a ``(1,)`` tensor would broadcast
+            # into the result's shape where the number did not.
+            converted = detached_scalar(ctx, tensor)
         else:
             converted = tensor
         if expr.lpar and not tensor.lpar and not isinstance(converted, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)):
@@ -486,3 +490,481 @@ UNKNOWN_VALUE_NOTE = (
     "no fix: fixitem cannot tell that the value read is a tensor (it could be a numpy value). "
     "Annotate where it comes from (`x: torch.Tensor`, `model: nn.Module`) to let fixitem rewrite it"
 )
+
+
+# -- following a value through the names it is stored in ------------------------------------
+
+
+def binding_of(ctx: FileContext, top: cst.BaseExpression) -> cst.Name | None:
+    """The name ``top`` is assigned to, in a function, when every later read of
+    the name reads this value: its only binding, or the last one of a name
+    rebound from its own value (``num_boxes = torch.clamp(num_boxes, min=1).item()``)
+    outside any loop, all other bindings coming before it."""
+    assign = ctx.parents.get(top)
+    if not isinstance(assign, cst.Assign) or assign.value is not top or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return None
+    scope = ctx.provenance.scope_of(target)
+    if not isinstance(scope.node, cst.FunctionDef):
+        return None
+    bindings = scope.bindings.get(target.value, [])
+    if ("value", top) not in bindings:
+        return None
+    if len(bindings) == 1:
+        return target
+    for ancestor in ctx.ancestors(assign):
+        if ancestor is scope.node:
+            break
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return None  # a later iteration would see the value before this line
+    start = ctx.positions[assign].start
+    for how, node in bindings:
+        if node is top or how == "param":
+            continue
+        if node is None:
+            return None
+        end = ctx.positions[node].end
+        if (end.line, end.column) > (start.line, start.column):
+            return None
+    return target
+
+
+def name_uses(ctx: FileContext, target: cst.Name) -> list[cst.Name] | None:
+    """Every read of the value bound at ``target``, or None when one may escape analysis."""
+    name = target.value
+    scope = ctx.provenance.scope_of(target)
+    function = scope.node
+    assert isinstance(function, cst.FunctionDef)
+    assign = ctx.parents[ctx.parents[target]]
+    rebound = len(scope.bindings[name]) > 1
+    statement = ctx.parents[assign]
+    block = ctx.parents[statement] if isinstance(statement, cst.SimpleStatementLine) else statement
+    assign_end = ctx.positions[assign].end
+    for node in ctx.nodes(cst.Global, cst.Nonlocal):
+        if any(item.name.value == name for item in node.names):  # type: ignore[attr-defined]
+            return None
+    uses: list[cst.Name] = []
+    for node in ctx.nodes(cst.Name):
+        assert isinstance(node, cst.Name)
+        if node is target:
+            continue
+        parent = ctx.parents.get(node)
+        if node.value in ("locals", "vars", "eval", "exec") and isinstance(parent, cst.Call) and parent.func is node:
+            if ctx.enclosing_function(node) is function:
+                return None  # the name may be read by string
+            continue
+        if node.value != name:
+            continue
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        if isinstance(parent, cst.Param) or isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        owner = ctx.provenance.scope_of(node).lookup(name)
+        if owner is not scope:
+            continue  # another variable of the same name
+        if ctx.provenance.scope_of(node) is not scope:
+            return None  # read from a nested function, lambda or comprehension
+        if rebound:
+            position = ctx.positions[node].start
+            if (position.line, position.column) < (assign_end.line, assign_end.column):
+                continue  # reads an earlier value of the name
+            if block not in set(ctx.ancestors(node)):
+                return None  # after the block: may read an earlier value
+        uses.append(node)
+    return uses
+
+
+@dataclass
+class Flow:
+    """Where a value that becomes a 0-dim tensor (it was a Python number) goes.
+
+    ``blocking``: a use that needs a Python number (a size, an index, ``range``,
+    a ``-> float`` return, Python control flow): no fix. ``unsafe``: a use whose
+    effect fixitem cannot see (returned, stored, passed to a function). Neither:
+    every use is tensor arithmetic, where a 0-dim tensor acts as the number did.
+    """
+
+    blocking: str = ""
+    unsafe: str = ""
+    roles: list[str] = field(default_factory=list)
+
+
+# Calls that need a Python number (or format the value as text).
+PYTHON_ONLY_CALLS = frozenset(
+    {
+        "range", "int", "round", "len", "isinstance", "str", "repr", "format", "bool", "list", "tuple",
+        "enumerate", "slice", "print", "hex", "bin", "chr", "divmod", "sorted", "hash", "id",
+    }
+)
+PYTHON_ONLY_MODULES = ("math.", "json.", "numpy.", "np.", "random.", "time.", "os.", "logging.")
+# torch functions and tensor methods whose arguments after the first tensor are sizes.
+SIZE_TAKING = frozenset(
+    {
+        "arange", "full", "zeros", "ones", "empty", "rand", "randn", "randint", "randperm", "linspace",
+        "logspace", "eye", "tensor", "as_tensor", "view", "reshape", "expand", "repeat", "narrow", "topk",
+        "split", "chunk", "new_zeros", "new_ones", "new_full", "new_empty", "full_like", "zeros_like",
+        "ones_like", "empty_like", "unflatten", "tile", "roll", "kthvalue", "select", "multinomial",
+        "pad", "interpolate", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "movedim",
+        "index_select", "diagonal", "triu", "tril", "histc", "bincount", "one_hot",
+    }
+)
+_RETURN_NUMBER = ("int", "float", "bool", "complex", "str")
+
+
+def value_flow(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> Flow:
+    """Follow ``expr`` (about to become a 0-dim tensor) through arithmetic and
+    the names it is stored in, to every use."""
+    flow = Flow()
+    _climb(ctx, expr, flow, depth)
+    return flow
+
+
+def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -> None:
+    if flow.blocking:
+        return
+    parent = ctx.parents.get(node)
+    code = ctx.code(node)
+    if isinstance(parent, cst.BinaryOperation):
+        other = parent.right if parent.left is node else parent.left
+        if ctx.kind(other) is Kind.TENSOR and not isinstance(parent.operator, (cst.MatrixMultiply, cst.Power)):
+            flow.roles.append("tensor arithmetic")
+            return  # the result was a tensor already
+        _climb(ctx, parent, flow, depth)  # Python arithmetic: its result becomes a tensor too
+        return
+    if isinstance(parent, cst.UnaryOperation):
+        if isinstance(parent.operator, cst.Not):
+            flow.blocking = f"`{ctx.code(parent)}` is Python control flow"
+            return
+        _climb(ctx, parent, flow, depth)
+        return
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.If, cst.While, cst.Assert, cst.IfExp)):
+        if isinstance(parent, cst.IfExp) and parent.test is not node:
+            _climb(ctx, parent, flow, depth)
+            return
+        flow.blocking = f"`{code}` then decides Python control flow (a comparison or truth test)"
+        return
+    if isinstance(parent, (cst.Index, cst.Slice, cst.SubscriptElement, cst.Subscript)):
+        flow.blocking = f"`{code}` is then used as an index or slice bound"
+        return
+    if isinstance(parent, (cst.FormattedStringExpression,)):
+        flow.blocking = f"`{code}` is then formatted into text"
+        return
+    if isinstance(parent, cst.Arg):
+        call = ctx.parents.get(parent)
+        if isinstance(call, cst.Call):
+            _call_flow(ctx, call, parent, code, flow)
+        else:
+            flow.unsafe = flow.unsafe or f"`{code}` is passed on"
+        return
+    if isinstance(parent, cst.Return):
+        function = ctx.enclosing_function(parent)
+        returns = function.returns.annotation if function is not None and function.returns is not None else None
+        if returns is not None:
+            annotation = ctx.code(returns)
+            if any(isinstance(n, cst.Name) and n.value in _RETURN_NUMBER for n in walk(returns)):
+                # ``-> float``, ``-> float | None``, ``-> Optional[int]``
+                flow.blocking = f"the function returns `{code}` as `-> {annotation}`: it would return a 0-dim tensor"
+                return
+        flow.unsafe = flow.unsafe or f"`{code}` is returned: the caller gets a 0-dim tensor where it got a Python number"
+        return
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) != 1 or not isinstance(targets[0], cst.Name):
+            flow.unsafe = flow.unsafe or f"`{code}` is stored where fixitem cannot follow it"
+            return
+        _name_flow(ctx, targets[0], node, flow, depth)
+        return
+    if isinstance(parent, cst.AugAssign) and parent.value is node:
+        if isinstance(parent.target, cst.Name) and ctx.kind(parent.target) is Kind.TENSOR:
+            flow.roles.append("tensor arithmetic")
+            return
+        flow.unsafe = flow.unsafe or f"`{ctx.code(parent.target)}` accumulates `{code}`: it becomes a tensor"
+        return
+    if isinstance(parent, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict, cst.Set)):
+        container = ctx.parents.get(parent) if isinstance(parent, cst.Element) else parent
+        returned = ctx.parents.get(container)
+        if isinstance(returned, cst.Return):
+            function = ctx.enclosing_function(returned)
+            returns = function.returns.annotation if function is not None and function.returns is not None else None
+            if returns is not None and any(isinstance(n, cst.Name) and n.value in _RETURN_NUMBER for n in walk(returns)):
+                flow.blocking = f"the function returns `{code}` in `-> {ctx.code(returns)}`: it would return a 0-dim tensor"
+                return
+        flow.unsafe = flow.unsafe or f"`{code}` is stored in a container"
+        return
+    if isinstance(parent, cst.Expr):
+        return  # the value is discarded
+    flow.unsafe = flow.unsafe or f"`{code}` is used as `{ctx.code(parent) if parent is not None else code}`"
+
+
+def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow) -> None:
+    func = call.func
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    name = func.value if isinstance(func, cst.Name) else ""
+    if name in PYTHON_ONLY_CALLS or qualified.startswith(PYTHON_ONLY_MODULES) or name == "float":
+        flow.blocking = f"`{code}` is passed to `{ctx.code(func)}`, which needs a Python number"
+        return
+    short = ""
+    receiver_tensor = False
+    if qualified.startswith("torch."):
+        short = qualified.rsplit(".", 1)[-1]
+    elif isinstance(func, cst.Attribute):
+        short = func.attr.value
+        receiver_tensor = ctx.kind(func.value) is Kind.TENSOR
+    if short in SIZE_TAKING and (qualified.startswith("torch.") or receiver_tensor):
+        flow.blocking = f"`{code}` is passed to `{ctx.code(func)}` as a size or count, which needs a Python number"
+        return
+    if qualified == "torch.where" or (qualified in ("torch.clamp", "torch.clip") and arg is not call.args[0]):
+        flow.roles.append(f"an operand of `{qualified}`")
+        return
+    if receiver_tensor and short in ("masked_fill", "masked_fill_", "fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "where"):
+        flow.roles.append(f"an operand of `.{short}`")
+        return
+    flow.unsafe = flow.unsafe or f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number"
+
+
+def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, flow: Flow, depth: int) -> None:
+    """The reads of ``target`` that may see ``value``."""
+    if depth > 4:
+        flow.unsafe = flow.unsafe or f"`{target.value}` is passed through too many names to follow"
+        return
+    scope = ctx.provenance.scope_of(target)
+    if not isinstance(scope.node, cst.FunctionDef):
+        flow.unsafe = flow.unsafe or f"`{target.value}` is a module-level name: other code may read it"
+        return
+    for read in reads_of(ctx, scope, target.value):
+        if read is None:
+            flow.unsafe = flow.unsafe or f"`{target.value}` is read where fixitem cannot follow it"
+            continue
+        if ctx.positions[read].start.line < ctx.positions[target].start.line and not _in_loop_with(ctx, read, target):
+            continue  # an earlier value of the name
+        _climb(ctx, read, flow, depth + 1)
+        if flow.blocking:
+            return
+
+
+def _in_loop_with(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, (cst.For, cst.While))}
+    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
+
+
+def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
+    """Every read of the local ``name`` of ``scope`` (None for a read from a nested
+    function, lambda or comprehension, or by ``locals()``)."""
+    found: list[cst.Name | None] = []
+    for node in ctx.nodes(cst.Name):
+        assert isinstance(node, cst.Name)
+        if node.value != name:
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.attr is node):
+            continue
+        if isinstance(parent, cst.AugAssign) and parent.target is node:
+            found.append(node)
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias)):
+            continue
+        if isinstance(parent, (cst.AnnAssign, cst.For)) and getattr(parent, "target", None) is node:
+            continue
+        inner = ctx.provenance.scope_of(node)
+        if inner.lookup(name) is not scope:
+            continue
+        found.append(node if inner is scope else None)
+    return found
+
+
+# -- is the value certainly a tensor? -------------------------------------------------------------
+
+# Calls whose result is a container, a module or a function, never a tensor itself
+# (``torch.load`` gives what was saved: usually a dict).
+NOT_TENSOR_RESULTS = frozenset(
+    {"torch.load", "torch.jit.load", "torch.jit.script", "torch.jit.trace", "torch.compile", "torch.hub.load"}
+)
+NOT_TENSOR_METHODS = frozenset({"state_dict", "load_state_dict", "named_parameters", "parameters", "items"})
+
+
+def uncertain_tensor(ctx: FileContext, expr: cst.BaseExpression) -> str:
+    """Why the tensor read in ``expr`` is not certainly a tensor ("" when it is).
+
+    A ``forward`` parameter taken for a tensor only because it is one
+    (``forward(ctx, bias, tp_degree)`` of an ``autograd.Function`` passes
+    Python numbers too) is certain only when ``.item()`` is called on it; a value
+    derived from ``torch.load``, ``torch.jit`` or ``state_dict()`` is a
+    container, not a tensor.
+    """
+    return _uncertain(ctx, expr, set())
+
+
+PYTHON_NUMBER_METHODS = frozenset({"conjugate", "is_integer", "hex", "as_integer_ratio", "bit_length", "to_bytes", "bit_count"})
+
+
+def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]], proven: bool = False) -> str:
+    """Follows what makes ``expr`` a tensor: a call to a torch function or a module
+    gives a tensor whatever its arguments, a tensor method called on a value proves
+    it is not a Python number (``proven``: only a container origin is left to
+    find), arithmetic is a tensor when one tensor operand is."""
+    if isinstance(expr, cst.Call):
+        qualified = ctx.provenance.imports.qualify(expr.func) or ""
+        if qualified in NOT_TENSOR_RESULTS or qualified.startswith("torch.jit."):
+            return f"`{ctx.code(expr)}` returns what was saved or compiled, not a tensor"
+        if isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in NOT_TENSOR_METHODS:
+                return f"`{ctx.code(expr)}` is a container of tensors, not a tensor"
+            method_proves = expr.func.attr.value not in PYTHON_NUMBER_METHODS
+            return _uncertain(ctx, expr.func.value, seen, proven or method_proves)
+        if isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int", "bool") and expr.args:
+            return _uncertain(ctx, expr.args[0].value, seen, proven)
+        return ""
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        operands = (
+            [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation)
+            else [expr.left] + [c.comparator for c in expr.comparisons]
+        )
+        reasons = [_uncertain(ctx, o, seen, proven) for o in operands if ctx.kind(o) is Kind.TENSOR]
+        if reasons and all(reasons):
+            return reasons[0]
+        return ""
+    if isinstance(expr, (cst.UnaryOperation,)):
+        return _uncertain(ctx, expr.expression, seen, proven)
+    if isinstance(expr, cst.Subscript):
+        return _uncertain(ctx, expr.value, seen, proven)
+    if isinstance(expr, cst.Attribute):
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return ""
+        return _uncertain(ctx, expr.value, seen, proven)
+    if isinstance(expr, cst.Name):
+        if not proven and ctx.provenance.presumed_tensor(expr):
+            return (f"`{expr.value}` is a tensor only if the caller passes one (a parameter of "
+                    f"`{_function_name(ctx, expr)}` never used as a tensor)")
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        if scope is None or (id(scope), expr.value) in seen:
+            return ""
+        for how, value in scope.bindings.get(expr.value, []):
+            if how == "value" and isinstance(value, cst.BaseExpression) and ctx.kind(value) is Kind.TENSOR:
+                reason = _uncertain(ctx, value, seen | {(id(scope), expr.value)}, proven)
+                if reason:
+                    return reason
+    return ""
+
+
+def _function_name(ctx: FileContext, node: cst.CSTNode) -> str:
+    function = ctx.enclosing_function(node)
+    if function is None:
+        return "the function"
+    cls = ctx.provenance.enclosing_class(function)
+    return f"{cls.name.value}.{function.name.value}" if cls is not None else function.name.value
+
+
+# -- numbers that every floating dtype holds exactly ----------------------------------------------
+
+
+def exact_in_every_float_dtype(expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a number literal that float16 and bfloat16 (and so float32 and
+    float64) represent exactly? Then comparing or combining it in the tensor's
+    dtype gives what Python's float64 gave."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return exact_in_every_float_dtype(expr.expression)
+    if not isinstance(expr, (cst.Integer, cst.Float)):
+        return False
+    try:
+        value = float(expr.evaluated_value)
+    except (ValueError, OverflowError):
+        return False
+    return _exact_half(value) and _exact_bfloat16(value)
+
+
+def _exact_half(value: float) -> bool:
+    import struct
+
+    try:
+        return struct.unpack("<e", struct.pack("<e", value))[0] == value
+    except (OverflowError, struct.error):
+        return False
+
+
+def _exact_bfloat16(value: float) -> bool:
+    import struct
+
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    except (OverflowError, struct.error):
+        return False
+    return struct.unpack("<f", struct.pack("<I", bits))[0] == value and bits & 0xFFFF == 0
+
+
+def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
+    """Where the value ``anchor`` (an ``if`` that assigns ``name``) leaves in ``name`` goes:
+    every later read, and every read in a loop around ``anchor``."""
+    flow = Flow()
+    scope = ctx.provenance.scope_of(anchor)
+    if scope.lookup(name) is not scope or not isinstance(scope.node, cst.FunctionDef):
+        flow.unsafe = f"`{name}` is not a local of the function: other code may read it"
+        return flow
+    end = ctx.positions[anchor].end.line
+    for read in reads_of(ctx, scope, name):
+        if read is None:
+            flow.unsafe = flow.unsafe or f"`{name}` is read where fixitem cannot follow it"
+            continue
+        if any(a is anchor for a in ctx.ancestors(read)):
+            continue
+        if ctx.positions[read].start.line <= end and not _in_loop_with(ctx, read, anchor):
+            continue
+        _climb(ctx, read, flow, 1)
+        if flow.blocking:
+            break
+    return flow
+
+
+def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
+    """Why comparing in the tensor's dtype may decide differently than Python's float64
+    did: the test compares a value read from a tensor with a number that float16 /
+    bfloat16 do not hold exactly (``0.1``, ``1e-6``, a Python variable). In
+    float64 Python compares with the exact number; the tensor compares with the
+    number rounded to its own dtype, so a value equal to that rounding falls on
+    the other side. "" when every such number is exact in every floating dtype
+    (``4.0``, ``0.5``, ``-1``), or when two tensor values are compared."""
+    for node in walk(test):
+        if not isinstance(node, cst.Comparison) or any(
+            isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons
+        ):
+            continue
+        operands = [node.left] + [c.comparator for c in node.comparisons]
+        reads = [any(_read_of(ctx, sub) is not None for sub in walk(o)) or ctx.kind(o) is Kind.TENSOR for o in operands]
+        if not any(reads):
+            continue
+        for operand, is_read in zip(operands, reads):
+            if is_read or exact_in_every_float_dtype(operand):
+                continue
+            return (f"`{ctx.code(operand)}` is not exact in float16/bfloat16 (nor, as a rule, float32): Python "
+                    "compared the value in float64, the tensor compares in its own dtype, with the rounded "
+                    "number, so a value equal to that rounding decides the other way")
+    return ""
+
+
+def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, values: list[cst.BaseExpression]) -> cst.BaseExpression:
+    """``condition`` with ``.reshape(())`` on each tensor it reads that is not plainly
+    0-dim, when a selected value is a number or a 0-dim tensor: ``.item()`` accepts
+    any one-element tensor, ``(1,)`` too, and a ``(1,)`` condition would make the
+    selection ``(1,)`` where the value was 0-dim. (Selected tensors that are not
+    plainly 0-dim are taken to have at least the condition's dimensions.)"""
+    from .scalar_shapes import plainly_zero_dim
+
+    if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
+        return condition
+    targets = {id(s.value) for s in sites if not plainly_zero_dim(ctx, s.value)}
+    if not targets:
+        return condition
+
+    class Reshape(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            if id(original) in targets:
+                return cst.Call(func=cst.Attribute(value=method_call(updated, "reshape").func.value, attr=cst.Name("reshape")),
+                                args=[cst.Arg(cst.Tuple([]))])
+            return updated
+
+    return condition.visit(Reshape())

@@ -36,9 +36,10 @@ def test_throughput_on_local_tree():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "fixitem throughput" in out
+    files = len(list((ROOT / "fixtures" / "threshold").glob("*.py")))
     scan = next(line for line in out.splitlines() if line.startswith("fixitem scan"))
-    assert scan.split()[2] == "7"  # files
-    assert re.search(r"^fixitem scan \(warm\)\s+7\s", out, re.M)
-    assert re.search(r"^fixitem apply --diff \(warm\)\s+7\s", out, re.M)
-    assert "Growth" in out and re.search(r"^1x\s+7\s", out, re.M)
+    assert scan.split()[2] == str(files)
+    assert re.search(rf"^fixitem scan \(warm\)\s+{files}\s", out, re.M)
+    assert re.search(rf"^fixitem apply --diff \(warm\)\s+{files}\s", out, re.M)
+    assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
     assert "downloading" not in proc.stderr

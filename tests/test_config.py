@@ -89,12 +89,12 @@ def test_per_file_ignores_drop_findings_and_fixes(project):
     assert "FX006" not in {d["rule"] for d in data}
     assert run("apply", str(project / "src")).exit_code == 0
     assert scale.read_text() == before  # its fix belongs to an ignored rule: not applied
-    assert "torch.where" in (project / "src" / "gate_if_else.py").read_text()
+    assert "torch.where" in (project / "src" / "conditional_expression.py").read_text()
 
 
 def test_unsafe_from_config_and_no_unsafe_flag(project):
     write_config(project, "unsafe = true\n")
-    target = project / "src" / "unsafe_updates.py"
+    target = project / "src" / "gate_if_else.py"
     assert run("apply", "--diff", "--no-unsafe", str(target)).exit_code == 0
     assert run("apply", "--diff", str(target)).exit_code == 1
 

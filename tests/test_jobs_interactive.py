@@ -105,7 +105,7 @@ def test_flush_every_reaches_the_engine(monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------- interactive
 
 FIX_MAX = "x = x / torch.clamp(x.norm().detach(), min=1e-6)"
-FIX_MIN = "torch.minimum(limit.detach(), x.abs().sum().detach())"
+FIX_MIN = "torch.minimum(limit.detach().reshape(()), x.abs().sum().detach())"
 
 
 def interactive(answers: str, *paths, extra=()):

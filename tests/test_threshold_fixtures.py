@@ -14,11 +14,20 @@ from fixitem import apply, scan
 
 FIXTURE_FILES = {
     "scale_if.py": False,
-    "gate_if_else.py": False,
-    "hoisted_condition.py": False,
+    "gate_if_else.py": True,  # self.fc / self.norm in one branch only: needs --unsafe
+    "hoisted_condition.py": True,  # self.scale in one branch only
     "conditional_expression.py": False,
     "clamp_norm.py": False,
-    "unsafe_updates.py": True,  # needs --unsafe
+    "unsafe_updates.py": False,  # provably the same since fresh locals and exact numbers are followed
+}
+# fixtures/threshold_models: the README's model and the patterns of real code.
+MODEL_FILES = {
+    "readme_gated_mlp.py": True,  # the gate's branch alone calls self.down
+    "stored_energy.py": False,
+    "selected_scale.py": False,
+    "norm_divisor.py": False,
+    "fresh_local.py": False,
+    "branch_modules.py": True,
 }
 
 
@@ -59,10 +68,13 @@ def assert_breaks_removed_and_numbers_equal(model_before, model_after, inputs) -
     torch._dynamo.reset()
 
 
-@pytest.mark.parametrize(("name", "unsafe"), FIXTURE_FILES.items())
-def test_rewrite_removes_breaks_and_keeps_numbers(copy_fixture, name, unsafe):
-    target = copy_fixture(f"threshold/{name}")
-    before = load_module(FIXTURES / "threshold" / name)
+@pytest.mark.parametrize(
+    ("folder", "name", "unsafe"),
+    [("threshold", n, u) for n, u in FIXTURE_FILES.items()] + [("threshold_models", n, u) for n, u in MODEL_FILES.items()],
+)
+def test_rewrite_removes_breaks_and_keeps_numbers(copy_fixture, folder, name, unsafe):
+    target = copy_fixture(f"{folder}/{name}")
+    before = load_module(FIXTURES / folder / name)
     result = apply([target], unsafe=unsafe)
     assert not result.errors
     assert result.applied, "the fixture must be rewritten"

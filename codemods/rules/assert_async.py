@@ -21,6 +21,7 @@ from ..tensor_values import (
     is_boolean,
     sites_within,
     torch_call,
+    uncertain_tensor,
 )
 from ..tree import walk
 
@@ -80,12 +81,12 @@ class AssertAsync(Rule):
     ```
     The `if` form's test is negated with `~` (or by flipping `==` / `!=`), not
     by flipping `<` into `>=`: `~(x > c)` is true for NaN exactly as
-    `not x > c` was. The message is kept when it is a string literal; an
-    f-string that does not read tensors is kept as its template text
-    (`"at step {step}"`, not filled in): `torch._assert_async` takes a
-    constant string, formatting it would run on every call, and a formatted
-    size or step breaks the compiled graph once it is dynamic. Any other
-    message (a variable, a call) is left out.
+    `not x > c` was. The message is kept when it is a string literal or an
+    f-string that reads no tensor (`f"at step {step}"` stays an f-string, so
+    the text is filled in as before; it is now formatted on every call, not
+    only when the check fails, and a formatted size that is dynamic under
+    `torch.compile` is read on the host). Any other message (a variable, a
+    call) is left out.
 
     ## Fix safety
     **Unsafe** (`--unsafe`): the check keeps its meaning, but how it fails
@@ -175,7 +176,7 @@ class AssertAsync(Rule):
                 import torch
                 def check(loss: torch.Tensor, step: int):
                     # fp16 overflow
-                    torch._assert_async(torch.isfinite(loss).all(), "non-finite loss at step {step}")
+                    torch._assert_async(torch.isfinite(loss).all(), f"non-finite loss at step {step}")
                     torch._assert_async(~(loss > 1e6), "loss diverged")
                     torch._assert_async(loss != 0)
                     return loss
@@ -286,6 +287,9 @@ class AssertAsync(Rule):
 
         if all(not s.certain for s in test_sites):
             return no_fix(UNKNOWN_VALUE_NOTE)
+        uncertain = [r for r in (uncertain_tensor(ctx, s.node) for s in test_sites) if r]
+        if uncertain:
+            return no_fix(f"no fix: {uncertain[0]}")
         function = ctx.enclosing_function(node)
         if ctx.path.name.startswith("test_") or (function is not None and function.name.value.startswith("test")):
             return no_fix(
@@ -331,7 +335,9 @@ class AssertAsync(Rule):
                 reasons.append(f"the message `{ctx.code(message)}` is left out (it must be a constant string)")
             else:
                 if constant is not message:
-                    reasons.append("the f-string message keeps its template text, `{...}` not filled in")
+                    reasons.append(
+                        "the f-string message is now formatted on every call, not only when the check fails"
+                    )
                 arguments.append(constant)
         call = fit_line(ctx, node, torch_call(ctx, "_assert_async", *arguments))
         if isinstance(node, cst.Assert):
@@ -478,18 +484,17 @@ def _reads_tensor(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 
 def _constant_message(message: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``message`` as a constant string: string literals as they are, f-strings as their
-    template text; None for anything else."""
+    """``message`` as ``torch._assert_async`` can take it: string literals as they are,
+    and f-strings kept intact (their fields read no tensor: the caller checked); None
+    for anything else."""
     if isinstance(message, cst.SimpleString):
         return message
     if isinstance(message, cst.FormattedString):
         if not any(isinstance(p, cst.FormattedStringExpression) for p in message.parts):
             return message
-        # Dropping the ``f`` keeps the meaning of every escape in the text parts.
-        prefix = message.prefix.replace("f", "").replace("F", "")
-        body = "".join(_template_parts(message))
-        return cst.SimpleString(f"{prefix}{message.start[len(message.prefix):]}{body}{message.end}",
-                                lpar=message.lpar, rpar=message.rpar)
+        # The same f-string, so that ``{shape}`` is still filled in; it is marked as a
+        # changed node so that the fix names the cost of formatting it on every call.
+        return message.deep_clone()
     if isinstance(message, cst.ConcatenatedString):
         left = _constant_message(message.left)
         right = _constant_message(message.right)
@@ -499,18 +504,6 @@ def _constant_message(message: cst.BaseExpression) -> cst.BaseExpression | None:
             return message
         return message.with_changes(left=left, right=right)
     return None
-
-
-def _template_parts(message: cst.FormattedString) -> list[str]:
-    """The f-string's text with ``{{`` / ``}}`` unescaped and each ``{expr}`` written as is."""
-    module = cst.Module(body=[])
-    parts = []
-    for part in message.parts:
-        if isinstance(part, cst.FormattedStringText):
-            parts.append(part.value.replace("{{", "{").replace("}}", "}"))
-        else:
-            parts.append(module.code_for_node(part))
-    return parts
 
 
 def _statement_for_if(ctx: FileContext, node: cst.If, call: cst.Call) -> cst.SimpleStatementLine:

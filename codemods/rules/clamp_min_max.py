@@ -7,10 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
-from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_value, sites_within
+from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
 
 
 class ClampMinMax(Rule):
@@ -39,12 +38,22 @@ class ClampMinMax(Rule):
     to flow through the bound.
 
     ## Fix safety
-    **Safe** when the result is an operand of arithmetic with a tensor: a
-    0-dim tensor then behaves like the Python number did (same result dtype,
-    same values; the bound is rounded to the tensor's dtype).
-    **Unsafe** elsewhere: the result becomes a 0-dim tensor where the
-    original gave a Python number, which matters to code that needs a
-    number (`range`, JSON, `isinstance`, a learning rate).
+    The result is followed through the names it is stored in to every use.
+    **Safe** when every use is arithmetic with a tensor (directly, or as
+    `norm = max(y.norm().item(), eps)` then `y / norm`): a 0-dim tensor then
+    behaves like the Python number did (same result dtype; the value is the
+    tensor's own, so it is the same; the bound is rounded to the tensor's
+    dtype, which for a float16/bfloat16 tensor can change the result only
+    when the bound itself is selected). A tensor that is not plainly 0-dim
+    gets `.reshape(())`, so that a `(1,)` tensor does not broadcast into the
+    result's shape. (On CUDA a Python divisor is applied as a multiplication
+    by its reciprocal, a tensor divisor is not: `y / norm` can differ in the
+    last bit there.) **Unsafe** when the result is returned or passed to a
+    function fixitem cannot see into. **No fix** when a use needs a Python
+    number (`range`, `torch.arange`/`torch.full`/`zeros` sizes, an index,
+    `int()`, `round()`, JSON, `isinstance`, a `-> float`/`-> int` return,
+    Python control flow, string formatting), or when the value read is not
+    certainly a tensor.
     """
 
     code = "FX103"
@@ -96,7 +105,7 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(loss: torch.Tensor):
-                    lr = torch.clamp(loss.detach(), max=0.1)
+                    lr = torch.clamp(loss.detach().reshape(()), max=0.1)
                     return lr
                 """
             ),
@@ -128,13 +137,20 @@ class ClampMinMax(Rule):
                 continue
             if converted is None:
                 continue
-            parent = ctx.parents.get(node)
-            in_tensor_math = isinstance(parent, cst.BinaryOperation) and ctx.kind(
-                parent.right if parent.left is node else parent.left
-            ) is Kind.TENSOR
+            uncertain = [r for r in (uncertain_tensor(ctx, read) for read in converted.reads) if r]
+            if uncertain:
+                yield Report(node, message, sites=inner, note=f"no fix: {uncertain[0]}")
+                continue
+            flow = value_flow(ctx, node)
+            if flow.blocking:
+                note = (f"no fix: the result would be a 0-dim tensor where a Python number is needed: "
+                        f"{flow.blocking}. Keep the read (once, where the number is needed), or compute "
+                        "the bound from Python numbers")
+                yield Report(node, message, sites=inner, note=note)
+                continue
             safety, reason = Safety.SAFE, ""
-            if not in_tensor_math:
+            if flow.unsafe:
                 safety = Safety.UNSAFE
-                reason = "the result becomes a 0-dim tensor where the original gave a Python number"
+                reason = f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}"
             new = converted.expr
             yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)

@@ -11,6 +11,7 @@ from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..scalar_shapes import detached_scalar
+from ..tensor_values import uncertain_tensor
 
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
@@ -111,8 +112,8 @@ class DetachNotItem(Rule):
             if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
                 continue
             other = parent.right if parent.left is site.node else parent.left
-            if ctx.kind(other) is not Kind.TENSOR:
-                continue
+            if ctx.kind(other) is not Kind.TENSOR or uncertain_tensor(ctx, other):
+                continue  # a Python number there would turn into a tensor
             detached = detached_scalar(ctx, site.value)
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
             yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])

@@ -12,6 +12,7 @@ from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..scalar_shapes import detached_scalar, is_none_argument, split_arguments
+from ..tensor_values import binding_of as _binding_of, name_uses as _name_uses, uncertain_tensor
 
 
 @dataclass(frozen=True)
@@ -483,89 +484,6 @@ def _number_arithmetic_top(ctx: FileContext, node: cst.BaseExpression) -> tuple[
     return current, arithmetic
 
 
-def _binding_of(ctx: FileContext, top: cst.BaseExpression) -> cst.Name | None:
-    """The name ``top`` is assigned to, in a function, when every later read of
-    the name reads this value: its only binding, or the last one of a name
-    rebound from its own value (``num_boxes = torch.clamp(num_boxes, min=1).item()``)
-    outside any loop, all other bindings coming before it."""
-    assign = ctx.parents.get(top)
-    if not isinstance(assign, cst.Assign) or assign.value is not top or len(assign.targets) != 1:
-        return None
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name):
-        return None
-    scope = ctx.provenance.scope_of(target)
-    if not isinstance(scope.node, cst.FunctionDef):
-        return None
-    bindings = scope.bindings.get(target.value, [])
-    if ("value", top) not in bindings:
-        return None
-    if len(bindings) == 1:
-        return target
-    for ancestor in ctx.ancestors(assign):
-        if ancestor is scope.node:
-            break
-        if isinstance(ancestor, (cst.For, cst.While)):
-            return None  # a later iteration would see the value before this line
-    start = ctx.positions[assign].start
-    for how, node in bindings:
-        if node is top or how == "param":
-            continue
-        if node is None:
-            return None
-        end = ctx.positions[node].end
-        if (end.line, end.column) > (start.line, start.column):
-            return None
-    return target
-
-
-def _name_uses(ctx: FileContext, target: cst.Name) -> list[cst.Name] | None:
-    """Every read of the value bound at ``target``, or None when one may escape analysis."""
-    name = target.value
-    scope = ctx.provenance.scope_of(target)
-    function = scope.node
-    assert isinstance(function, cst.FunctionDef)
-    assign = ctx.parents[ctx.parents[target]]
-    rebound = len(scope.bindings[name]) > 1
-    statement = ctx.parents[assign]
-    block = ctx.parents[statement] if isinstance(statement, cst.SimpleStatementLine) else statement
-    assign_end = ctx.positions[assign].end
-    for node in ctx.nodes(cst.Global, cst.Nonlocal):
-        if any(item.name.value == name for item in node.names):  # type: ignore[attr-defined]
-            return None
-    uses: list[cst.Name] = []
-    for node in ctx.nodes(cst.Name):
-        assert isinstance(node, cst.Name)
-        if node is target:
-            continue
-        parent = ctx.parents.get(node)
-        if node.value in ("locals", "vars", "eval", "exec") and isinstance(parent, cst.Call) and parent.func is node:
-            if ctx.enclosing_function(node) is function:
-                return None  # the name may be read by string
-            continue
-        if node.value != name:
-            continue
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            continue
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
-            continue
-        if isinstance(parent, cst.Param) or isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        owner = ctx.provenance.scope_of(node).lookup(name)
-        if owner is not scope:
-            continue  # another variable of the same name
-        if ctx.provenance.scope_of(node) is not scope:
-            return None  # read from a nested function, lambda or comprehension
-        if rebound:
-            position = ctx.positions[node].start
-            if (position.line, position.column) < (assign_end.line, assign_end.column):
-                continue  # reads an earlier value of the name
-            if block not in set(ctx.ancestors(node)):
-                return None  # after the block: may read an earlier value
-        uses.append(node)
-    return uses
-
-
 def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = False) -> Use | None:
     """How ``node`` (the value, or a read of its name) is used, if by a consumer."""
     problems: list[str] = []
@@ -577,7 +495,7 @@ def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = Fal
     parent = ctx.parents.get(node)
     if isinstance(parent, cst.BinaryOperation):
         other = _other_operand(parent, node)
-        if ctx.kind(other) is not Kind.TENSOR:
+        if ctx.kind(other) is not Kind.TENSOR or uncertain_tensor(ctx, other):
             return None
         on_right = parent.right is node
         if not (isinstance(parent.operator, ARITHMETIC_EITHER_SIDE) or (on_right and isinstance(parent.operator, ARITHMETIC_VALUE_RIGHT))):

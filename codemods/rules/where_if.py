@@ -10,26 +10,39 @@ from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..provenance import Kind
 from ..tree import walk
 from ..tensor_values import (
     _operand,
     UNKNOWN_VALUE_NOTE,
+    Converted,
     NotConvertible,
+    binding_of,
     convert_condition,
+    exact_in_every_float_dtype,
     fit_statement,
+    name_flow_after,
+    name_uses,
+    zero_dim_condition,
     purity,
     sites_within,
+    threshold_rounding,
     torch_call,
+    uncertain_tensor,
+    value_flow,
 )
 from ..branches import (
     Assignment,
     BranchError,
     branch_assignments,
+    branch_only_parameters,
     defined_before,
     branch_local,
     kept_value_problem,
     not_selectable,
+    unaliased_fresh_local,
 )
+from ..scalar_shapes import detached_scalar
 
 
 
@@ -68,32 +81,52 @@ class WhereIf(Rule):
     when its value is pure.
 
     ## Fix safety
-    The fix is **safe** when every branch value is a tensor computed by pure
-    tensor arithmetic, `torch` functions and modules known to be pure
-    (`nn.Linear`, convolutions, activations, ...). Then the results are
-    equal, with these documented differences: both branches are computed
-    (extra work); parameters used only in the branch that was not taken get
-    zero gradients instead of `None`; the comparison runs in the tensor's
-    dtype rather than in float64, which can differ only when the value lies
-    within one rounding step of a threshold that the dtype cannot represent
-    exactly (such as `0.1` in float32).
+    The fix is **safe** when it gives the same program, training included:
+    every branch value is a tensor computed by pure tensor arithmetic,
+    `torch` functions and modules known to be pure (`nn.Linear`,
+    convolutions, activations, ...); both branches depend on the same
+    modules and parameters; and every number the condition compares a tensor
+    value with is exact in float16 and bfloat16 (`4.0`, `0.5`, `-1`), so
+    comparing in the tensor's dtype decides as Python's float64 did. Both
+    branches are then computed (extra work) and the results, gradients and
+    optimizer steps are equal. Also safe: selecting Python number literals
+    of one type, exact in every floating dtype, when every later use of the
+    name is tensor arithmetic (`scale = 2.0` / `scale = 1.0`, then `y *
+    scale`); an augmented assignment of such a number to a fresh local
+    tensor nothing else refers to (`h = self.fc(x)`, then `h += 1.0`); a value
+    read into a name (`energy = float(t)`) whose every use is a tensor
+    condition or tensor arithmetic: the read becomes `t.detach()`.
 
     The fix is **unsafe** (applied with `--unsafe`) when a branch:
-    draws random numbers (dropout), updates state (BatchNorm in training,
-    in-place operations, augmented assignment of a tensor, which updated it
-    in place), calls a function fixitem cannot see into, divides by or takes
-    `log`/`sqrt`/... of a value that may be zero (the branch that was not
-    taken then sends NaN into the gradient), or assigns a Python number
-    (it becomes a 0-dim tensor, float32 by default).
+    calls a module or uses a parameter that the other branch does not (its
+    parameters get zero gradients instead of `None` when the other branch is
+    selected, and AdamW's weight decay and moments or SGD momentum then
+    update them where the original left them alone); draws random numbers
+    (dropout); updates state (BatchNorm in training, in-place operations, an
+    augmented assignment of a tensor that may be shared); calls a function
+    fixitem cannot see into; divides by or takes `log`/`sqrt`/... of a value
+    that may be zero (the branch that was not taken then sends NaN into the
+    gradient); assigns a Python number whose later uses fixitem cannot
+    follow (returned, passed to a function); or when the condition compares
+    with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
+    Python variable): Python compared in float64, the tensor compares with the
+    number rounded to its dtype, so a value equal to that rounding decides
+    the other way (for float32, exactly one value per threshold).
 
-    There is **no fix** when a branch may change the shape (indexing,
+    There is **no fix** when the condition's value is not certainly a tensor
+    (a parameter of `autograd.Function.forward` never used as one, a value
+    from `torch.load`); when a branch may change the shape (indexing,
     slicing, `torch.cat`, `reshape`, a reduction as the whole value):
     `torch.where` needs both branches to have the same shape, and would
-    silently broadcast or fail. Nor when a branch returns, raises, breaks, continues,
-    calls a function for its effect, assigns to attributes or items, or
-    assigns a name that is not defined on the other path; `scan` says which.
-    Use `torch.cond` when both branches are functions of tensors with the
-    same output shapes, or move the decision out of the compiled region.
+    silently broadcast or fail; when a branch returns, raises, breaks,
+    continues, calls a function for its effect, assigns to attributes or
+    items, or assigns a name that is not defined on the other path; when a
+    branch selects something that is not a tensor or a number (`None`, a
+    flag, a string, an `Enum` member); or when a selected Python number is
+    later needed as one (`range`, a size, an index, a `-> float` return,
+    Python control flow). `scan` says which. Use `torch.cond` when both
+    branches are functions of tensors with the same output shapes, or move
+    the decision out of the compiled region.
     """
 
     code = "FX101"
@@ -150,6 +183,87 @@ class WhereIf(Rule):
                         return y
                 """
             ),
+            unsafe=True,  # self.fc takes part in one branch only
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(y: torch.Tensor):
+                    energy = float(y.pow(2).mean())
+                    if energy > 4.0:
+                        y = y * 0.5
+                    scale = 2.0 if y.max().item() < 0.5 else 1.0
+                    return y * scale
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(y: torch.Tensor):
+                    energy = y.pow(2).mean().detach()
+                    y = torch.where(energy > 4.0, y * 0.5, y)
+                    scale = torch.where(y.max() < 0.5, 2.0, 1.0)
+                    return y * scale
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.fc(x)
+                        if h.mean().item() < 0:
+                            h += 1.0
+                        return h
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.fc(x)
+                        h = torch.where(h.mean() < 0, h + 1.0, h)
+                        return h
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def pad(x: torch.Tensor):
+                    if x.abs().max().item() > 1.0:
+                        n = 4
+                    else:
+                        n = 8
+                    return x.new_zeros(n)
+                """
+            )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class Scale(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, bias, tp_degree):
+                        if tp_degree > 1:
+                            bias = bias * 0.5
+                        return bias
+                """
+            )
         ),
         Invalid(
             dedent(
@@ -289,18 +403,31 @@ class WhereIf(Rule):
             if isinstance(parent, cst.If) and parent.orelse is node:
                 continue  # an ``elif``: part of its parent's report
             test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
+            stored: dict[cst.CSTNode, cst.BaseExpression] = {}
             if not test_sites:
-                continue
-            report = self._report(ctx, node, test_sites)
+                # ``energy = float(t)`` ... ``if energy > 4.0:``: the read is kept as a
+                # 0-dim tensor when every use of the name works with one.
+                found = stored_reads(ctx, sites, claimed, node.test)
+                if found is None:
+                    continue
+                test_sites, stored = found
+            report = self._report(ctx, node, test_sites, stored)
             if report.fix is None and checks_finite(ctx, node.test) and NAN_ADVICE not in report.note:
                 report.note = f"{report.note.rstrip('.')}. {NAN_ADVICE}"  # NaN-skip logic: the device can decide
             yield report
 
-    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]) -> Report:
+    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite],
+                stored: dict[cst.CSTNode, cst.BaseExpression] | None = None) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
+        if stored:
+            names = ", ".join(f"`{ctx.code(ctx.parents[s.node].targets[0].target)}`" for s in test_sites)
+            message = f"`if {ctx.code(node.test)}:` tests a tensor value read on the host into {names}"
         guard: cst.BaseExpression | None = None  # Python-only leading ``and`` operands
+        uncertain = [r for r in (uncertain_tensor(ctx, s.node) for s in test_sites) if r]
+        if uncertain:
+            return Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
         try:
-            condition = convert_condition(ctx, node.test)
+            condition = Converted(node.test, [node.test]) if stored else convert_condition(ctx, node.test)
         except NotConvertible as exc:
             split = self._split_guard(ctx, node, test_sites)
             if split is None:
@@ -348,7 +475,31 @@ class WhereIf(Rule):
             verdict = purity(ctx, assignment.value)
             if verdict.blocking:
                 return Report(node, message, sites=test_sites, note=f"no fix: {verdict.reason}")
-        fix = self._fix(ctx, node, condition.expr, body, orelse, temporaries)
+        flows: dict[str, str] = {}  # a Python number selected: where the name's value goes
+        for index, assignment in enumerate(body):
+            if index in temporaries:
+                continue
+            other = orelse[index] if orelse is not None else None
+            values = [a.value for a in (assignment, other) if a is not None and a.augmented is None]
+            before = ctx.provenance.name_kind_at(assignment.name, node)
+            if any(ctx.kind(v) is Kind.NUMBER for v in values) or (before is Kind.NUMBER and other is None):
+                flow = name_flow_after(ctx, node, assignment.name)
+                if flow.blocking:
+                    return Report(node, message, sites=test_sites, note=(
+                        f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
+                        f"needed: {flow.blocking}. Keep the `if` (the number must reach the host), or decide "
+                        "it from Python values, such as the data pipeline's, to avoid the read"))
+                flows[assignment.name] = flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+        selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
+        selected += [a.value for a in orelse or [] if a.augmented is None]
+        test = condition.expr if stored else zero_dim_condition(ctx, condition.expr, test_sites, selected)
+        fix = self._fix(ctx, node, test, body, orelse, temporaries, flows)
+        rounding = threshold_rounding(ctx, node.test)
+        if rounding:
+            fix.safety = Safety.UNSAFE
+            fix.reason = "; ".join(r for r in (fix.reason, rounding) if r)
+        for site in test_sites if stored else ():
+            fix.replacements[site.node] = stored[site.node]
         if guard is not None:
             # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python
             # test; only the tensor part becomes a selection inside it.
@@ -398,7 +549,8 @@ class WhereIf(Rule):
         return guard, condition
 
     def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
-             body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int]) -> Fix:
+             body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int],
+             flows: dict[str, str]) -> Fix:
         reasons: list[str] = []
         selected = [i for i in range(len(body)) if i not in temporaries]
         read_by_condition = {n.value for n in walk(condition) if isinstance(n, cst.Name)}
@@ -425,12 +577,21 @@ class WhereIf(Rule):
                 if not verdict.safe:
                     reasons.append(verdict.reason)
             for assignment in (taken, other):
-                if assignment is not None and assignment.augmented:
+                if assignment is not None and assignment.augmented and not (
+                    exact_in_every_float_dtype(assignment.value) and unaliased_fresh_local(ctx, node, assignment.name)
+                ):
                     reasons.append(f"`{assignment.name} {assignment.op_text}= ...` updated the tensor in place; the fix makes a new tensor")
-            for assignment in (taken, other if orelse is not None else None):
-                problem = kept_value_problem(ctx, node, assignment, taken.name)
-                if problem:
-                    reasons.append(problem)
+            if taken.name in flows:
+                if flows[taken.name]:
+                    reasons.append(flows[taken.name])
+            else:
+                for assignment in (taken, other if orelse is not None else None):
+                    problem = kept_value_problem(ctx, node, assignment, taken.name)
+                    if problem:
+                        reasons.append(problem)
+            params = branch_only_parameters(ctx, node, true_value, false_value)
+            if params:
+                reasons.append(params)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)
@@ -443,6 +604,107 @@ class WhereIf(Rule):
         reason = "; ".join(dict.fromkeys(reasons))
         replacement = cst.FlattenSentinel(statements)
         return Fix({node: replacement}, safety, reason)
+
+
+def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, other: Assignment | None) -> str:
+    """Why selecting these Python numbers as a 0-dim tensor may not act as the number
+    did in tensor arithmetic ("" when it does: literals of one type, exact in
+    every floating dtype, so the tensor they meet computes with the same value)."""
+    values = [a.value if a.augmented is None else None for a in (taken, other) if a is not None]
+    if other is None:
+        before = ctx.provenance.name_kind_at(taken.name, node)
+        if before is not Kind.NUMBER:
+            return f"`{taken.name}` is a tensor on one path and a Python number on the other"
+        kept = _literal_before(ctx, node, taken.name)
+        if kept is None:
+            return f"`{taken.name}` keeps a Python number fixitem cannot see on the other path"
+        values.append(kept)
+    if any(v is None or not exact_in_every_float_dtype(v) for v in values):
+        text = ", ".join(f"`{ctx.code(v)}`" for v in values if v is not None)
+        return f"{text or 'the values'} become a 0-dim tensor: fixitem cannot show that they meet a tensor exactly as the number did"
+    if len({type(_literal(v)) for v in values}) != 1:
+        return "an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"
+    return ""
+
+
+def _literal_before(ctx: FileContext, node: cst.If, name: str) -> cst.BaseExpression | None:
+    """The number literal ``name`` certainly holds when ``node`` runs (``scale = 1.0``
+    earlier in the same block, its only other binding), or None."""
+    scope = ctx.provenance.scope_of(node)
+    block = ctx.parents.get(node)
+    values = [v for how, v in scope.bindings.get(name, []) if not any(a is node for a in ctx.ancestors(v) if v is not None)]
+    if len(values) != 1 or not isinstance(values[0], (cst.Integer, cst.Float, cst.UnaryOperation)):
+        return None
+    assign = ctx.parents.get(values[0])
+    statement = ctx.parents.get(assign)
+    if not isinstance(assign, cst.Assign) or ctx.parents.get(statement) is not block or _in_loop(ctx, node):
+        return None
+    if ctx.positions[statement].start.line >= ctx.positions[node].start.line:
+        return None
+    return values[0]
+
+
+def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
+    function = ctx.enclosing_function(node)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is function:
+            return False
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return True
+    return False
+
+
+def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return expr
+
+
+def stored_reads(ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite], test: cst.BaseExpression):
+    """``energy = float(t)`` (or ``t.item()``) read later by ``if energy > 4.0:``: the
+    read sites and the 0-dim tensors that replace them, when every use of each
+    name works the same with a tensor (tensor conditions of ``if`` / conditional
+    expressions against exact numbers, tensor arithmetic). None otherwise."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    by_node = {s.node: s for s in sites if s.kind in ("item", "float") and s.certain and s not in claimed}
+    found: list[SyncSite] = []
+    replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
+    for operand in (test.left, test.comparisons[0].comparator):
+        if not isinstance(operand, cst.Name):
+            if exact_in_every_float_dtype(operand):
+                continue
+            return None
+        scope = ctx.provenance.scope_of(operand).lookup(operand.value)
+        bindings = scope.bindings.get(operand.value, []) if scope is not None else []
+        if len(bindings) != 1 or bindings[0][0] != "value" or bindings[0][1] not in by_node:
+            return None
+        site = by_node[bindings[0][1]]
+        target = binding_of(ctx, site.node)
+        uses = name_uses(ctx, target) if target is not None else None
+        if not uses or not all(_tensor_use(ctx, use) for use in uses):
+            return None
+        found.append(site)
+        replacement = detached_scalar(ctx, site.value)
+        replacements[site.node] = replacement
+    if not found:
+        return None
+    return found, replacements
+
+
+def _tensor_use(ctx: FileContext, use: cst.Name) -> bool:
+    """Does this read of a stored scalar work the same when it is a 0-dim tensor?"""
+    parent = ctx.parents.get(use)
+    comparison = ctx.parents.get(parent) if isinstance(parent, cst.ComparisonTarget) else parent
+    if isinstance(comparison, cst.Comparison):
+        holder = ctx.parents.get(comparison)
+        operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+        return (
+            isinstance(holder, (cst.If, cst.IfExp)) and holder.test is comparison and len(operands) == 2
+            and all(o is use or exact_in_every_float_dtype(o) for o in operands)
+        )
+    flow = value_flow(ctx, use)
+    return not flow.blocking and not flow.unsafe
 
 
 NAN_ADVICE = ADVICE["nan_skip"][0].upper() + ADVICE["nan_skip"][1:]

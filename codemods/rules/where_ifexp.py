@@ -10,8 +10,14 @@ from ..context import FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..branches import branch_only_parameters
 from ..tensor_values import (
     UNKNOWN_VALUE_NOTE,
+    exact_in_every_float_dtype,
+    zero_dim_condition,
+    threshold_rounding,
+    uncertain_tensor,
+    value_flow,
     NotConvertible,
     convert_condition,
     fit_line,
@@ -42,11 +48,20 @@ class WhereIfExp(Rule):
     ```
 
     ## Fix safety
-    **Safe** when both values are tensors computed without side effects
-    (see FX101 for the full list of what is pure). **Unsafe** when a value is
-    a Python number (the result becomes a 0-dim tensor, float32 by default,
-    where the original gave a Python number) or may have side effects,
-    random numbers or NaN gradients, because both values are now computed.
+    **Safe** when both values are tensors computed without side effects and
+    from the same modules and parameters, or both are number literals of one
+    type that every floating dtype holds exactly (`2.0` / `1.0`) and the
+    result is used only in tensor arithmetic (`y * scale`), and the condition
+    compares with numbers exact in float16/bfloat16 (see FX101). **Unsafe**
+    when a value may have side effects, random numbers or NaN gradients
+    (both values are now computed), when only one value uses a module or
+    parameter (zero gradients instead of `None`: AdamW and momentum then
+    move it), when the result is returned or passed on where a Python number
+    was, or when the threshold is not exact in the tensor's dtype. **No fix**
+    when a value is `None`, a flag, a string, a tuple or an `Enum` member,
+    when the condition is not certainly a tensor, or when the result is
+    later needed as a Python number (a size, `range`, an index, a `-> float`
+    return, Python control flow).
     """
 
     code = "FX102"
@@ -86,7 +101,40 @@ class WhereIfExp(Rule):
                     return x * scale
                 """
             ),
-            unsafe=True,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(loss: torch.Tensor):
+                    lr = 0.5 if loss.item() > 1 else 0.25
+                    return lr
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(loss: torch.Tensor):
+                    lr = torch.where(loss.reshape(()) > 1, 0.5, 0.25)
+                    return lr
+                """
+            ),
+            unsafe=True,  # the caller gets a 0-dim tensor
+        ),
+        Invalid(
+            dedent(
+                """
+                import enum
+                import torch
+                class Mode(enum.Enum):
+                    TRAIN = 1
+                    EVAL = 2
+                def f(x: torch.Tensor, k: int):
+                    mode = Mode.TRAIN if x.sum().item() > 0 else Mode.EVAL
+                    n = k if x.sum().item() > 0 else 2 * k
+                    return mode, torch.arange(n)
+                """
+            )
         ),
         Valid(
             dedent(
@@ -114,26 +162,83 @@ class WhereIfExp(Rule):
             if condition is None:
                 yield Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
                 continue
-            containers = [v for v in (node.body, node.orelse) if ctx.kind(v) in (Kind.OTHER, Kind.MODULE, Kind.NUMPY)]
-            if containers:
-                note = f"no fix: `{ctx.code(containers[0])}` is neither a tensor nor a number"
-                yield Report(node, message, sites=test_sites, note=note)
+            uncertain = [r for r in (uncertain_tensor(ctx, site.node) for site in test_sites) if r]
+            if uncertain:
+                yield Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
+                continue
+            refused = [_not_selectable(ctx, v) for v in (node.body, node.orelse)]
+            if any(refused):
+                yield Report(node, message, sites=test_sites, note=f"no fix: {next(r for r in refused if r)}")
                 continue
             blocking = [v for v in (purity(ctx, node.body), purity(ctx, node.orelse)) if v.blocking]
             if blocking:
                 yield Report(node, message, sites=test_sites, note=f"no fix: {blocking[0].reason}")
                 continue
             reasons = []
+            numbers = [v for v in (node.body, node.orelse) if ctx.kind(v) is not Kind.TENSOR]
+            if numbers:
+                flow = value_flow(ctx, node)
+                if flow.blocking:
+                    note = (f"no fix: the result would be a 0-dim tensor where a Python number is needed: "
+                            f"{flow.blocking}")
+                    yield Report(node, message, sites=test_sites, note=note)
+                    continue
+                if flow.unsafe:
+                    reasons.append(f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}")
+                reasons.extend(_number_problems(ctx, node, numbers))
+                unknown = [v for v in numbers if ctx.kind(v) is not Kind.NUMBER]
+                if unknown:
+                    reasons.append(f"`{ctx.code(unknown[0])}` is not known to be a tensor: the result becomes one")
             for value in (node.body, node.orelse):
                 verdict = purity(ctx, value)
                 if not verdict.safe:
                     reasons.append(verdict.reason)
-                kind = ctx.kind(value)
-                if kind is Kind.NUMBER:
-                    reasons.append(f"`{ctx.code(value)}` is a Python number: the result becomes a 0-dim tensor")
-                elif kind is not Kind.TENSOR:
-                    reasons.append(f"`{ctx.code(value)}` is not known to be a tensor: the result becomes a tensor")
-            new = torch_call(ctx, "where", condition.expr, node.body, node.orelse)
+            params = branch_only_parameters(ctx, node, node.body, node.orelse)
+            if params:
+                reasons.append(params)
+            rounding = threshold_rounding(ctx, node.test)
+            if rounding:
+                reasons.append(rounding)
+            test = zero_dim_condition(ctx, condition.expr, test_sites, [node.body, node.orelse])
+            new = torch_call(ctx, "where", test, node.body, node.orelse)
             new = fit_line(ctx, node, new)
             safety = Safety.UNSAFE if reasons else Safety.SAFE
             yield Report(node, message, fix=Fix({node: new}, safety, "; ".join(dict.fromkeys(reasons))), sites=test_sites)
+
+
+def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    return expr
+
+
+def _not_selectable(ctx: FileContext, value: cst.BaseExpression) -> str:
+    """Why ``torch.where`` must not select ``value``: only tensors and numbers can be
+    selected, and a flag, ``None``, a string, a tuple or an ``Enum`` member would be
+    turned into a tensor or fail."""
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return f"`{value.value}` is a Python flag: as a tensor it would be read back wherever it is tested"
+    kind = ctx.kind(value)
+    if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
+        return f"`{ctx.code(value)}` is neither a tensor nor a number"
+    if kind is Kind.UNKNOWN and isinstance(value, (cst.Name, cst.Attribute)):
+        return (f"`{ctx.code(value)}` is not known to be a tensor or a number (an `Enum` member, a string "
+                "and a flag cannot be selected by `torch.where`)")
+    return ""
+
+
+def _number_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
+    """Why the Python numbers selected may not act in tensor arithmetic as they did."""
+    if len(numbers) == 1:
+        return [f"`{ctx.code(numbers[0])}` is a Python number and the other value a tensor: the result "
+                "takes the tensor's dtype where the number met the other operand's"]
+    literals = [_literal(v) for v in numbers]
+    if not all(isinstance(v, (cst.Integer, cst.Float)) for v in literals):
+        return ["a Python number fixitem cannot see becomes a 0-dim tensor"]
+    if not all(exact_in_every_float_dtype(v) for v in numbers):
+        text = ", ".join(f"`{ctx.code(v)}`" for v in numbers if not exact_in_every_float_dtype(v))
+        return [f"{text} is not exact in float32/float16/bfloat16: as a 0-dim float32 tensor it is rounded, "
+                "where Python passed the exact number to the operation"]
+    if len({type(v) for v in literals}) != 1:
+        return ["an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"]
+    return []

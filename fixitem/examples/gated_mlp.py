@@ -21,11 +21,11 @@ class GatedMLP(nn.Module):
         if x.abs().max().item() > 4.0:
             x = x * 0.25
         h = self.act(self.up(x))
-        # A gate decides whether the block contributes at all.
+        # A gate decides how much the block contributes.
         if gate.item() > 0:
             y = x + self.down(h)
         else:
-            y = x
+            y = x + 0.5 * self.down(h)
         return y / max(y.norm().item(), 1e-6)
 
 
