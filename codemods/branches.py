@@ -442,9 +442,9 @@ def _creates_new_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
             return True
         if isinstance(value.func, cst.Attribute) and value.func.attr.value in FRESH_METHODS and ctx.kind(value.func.value) is Kind.TENSOR:
             return value.func.attr.value not in ("item",)
-        from .tensor_values import _module_class
+        from .provenance import module_class_of
 
-        module = _module_class(ctx, value.func)
+        module = module_class_of(ctx.provenance, value.func)
         return module in _FRESH_MODULES
     return False
 

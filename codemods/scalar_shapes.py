@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .context import FileContext
+from .effects import REDUCTIONS
 from .provenance import Kind
 from .tensor_values import method_call
 
@@ -34,12 +35,6 @@ def is_none_argument(arg: cst.Arg | None) -> bool:
     return arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None")
 
 
-FULL_REDUCTIONS = frozenset(
-    {
-        "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "all", "any",
-        "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "trace", "dot", "vdot",
-    }
-)
 ELEMENTWISE = frozenset(
     {
         "float", "double", "half", "bfloat16", "long", "int", "detach", "clone", "abs", "sqrt", "exp",
@@ -76,7 +71,7 @@ def _zero_dim(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, s
         if qualified.startswith("torch.") and positional:
             short = qualified.rsplit(".", 1)[-1]
             first = positional[0].value
-            if short in FULL_REDUCTIONS:
+            if short in REDUCTIONS:
                 return len(positional) == 1 and set(keywords) <= {"dtype"}
             if short in ELEMENTWISE:
                 rest = positional[1:] + list(keywords.values())
@@ -86,7 +81,7 @@ def _zero_dim(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, s
             return False
         if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
             method = func.attr.value
-            if method in FULL_REDUCTIONS:
+            if method in REDUCTIONS:
                 return not positional and set(keywords) <= {"dtype"}
             if method in ELEMENTWISE:
                 args = positional + list(keywords.values())

@@ -19,17 +19,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .context import FileContext
-from .provenance import Kind, dotted_name, is_module_class
+from .effects import REDUCTIONS, call_effect
+from .provenance import Kind
 from .tree import walk
 
-RANDOM_FUNCTIONS = frozenset(
-    {
-        "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
-        "bernoulli", "multinomial", "normal", "poisson", "dropout", "dropout1d", "dropout2d",
-        "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rrelu", "gumbel_softmax",
-        "native_dropout", "uniform", "exponential", "geometric", "cauchy", "log_normal",
-    }
-)
 # Functions whose gradient is infinite or NaN somewhere in their domain: in the
 # branch that was not taken, 0 * inf = NaN reaches the gradient.
 NAN_GRADIENT_FUNCTIONS = frozenset(
@@ -39,15 +32,6 @@ NAN_GRADIENT_FUNCTIONS = frozenset(
         "digamma", "polygamma", "lgamma", "erfinv", "cdist", "norm", "pdist", "atan2",
     }
 )
-RANDOM_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU"})
-STATEFUL_MODULES = frozenset(
-    {
-        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
-        "LazyBatchNorm2d", "LazyBatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-        "LSTM", "GRU", "RNN",  # flatten_parameters and hidden state handling
-    }
-)
-PURE_BUILTINS = frozenset({"abs"})
 
 
 class NotConvertible(Exception):
@@ -346,7 +330,6 @@ SHAPE_CHANGING = frozenset(
         "topk", "split", "chunk", "interpolate", "gather", "einsum", "matmul", "mm", "bmm",
     }
 )
-REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "any", "all"})
 
 
 def _shape_problem(ctx: FileContext, call: cst.Call, top: bool) -> str:
@@ -377,61 +360,23 @@ def _non_negative_integer(expr: cst.BaseExpression) -> bool:
 
 
 def _call_problem(ctx: FileContext, call: cst.Call) -> str:
+    """Why evaluating ``call`` also where the original did not (both branches of ``torch.where``)
+    changes the program, or "": its effects (:func:`~fixitem.codemods.effects.call_effect`), and a
+    gradient that is infinite somewhere (0 * inf = NaN reaches the untaken branch's gradient)."""
     func = call.func
-    q = ctx.provenance.imports.qualify(func)
-    name = q.split(".")[-1] if q else ""
-    if q and q.startswith("torch."):
-        if name in RANDOM_FUNCTIONS:
-            return f"`{ctx.code(call)}` draws random numbers: evaluating it in both branches changes the random stream"
-        if name.endswith("_"):
-            return f"`{ctx.code(call)}` modifies a tensor in place"
-        if name in NAN_GRADIENT_FUNCTIONS:
-            return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
-        return ""
-    if isinstance(func, cst.Attribute):
-        receiver_kind = ctx.kind(func.value)
-        method = func.attr.value
-        if receiver_kind is Kind.TENSOR:
-            if method.endswith("_"):
-                return f"`{ctx.code(call)}` modifies a tensor in place"
-            if method in RANDOM_FUNCTIONS or method in ("bernoulli", "multinomial"):
-                return f"`{ctx.code(call)}` draws random numbers"
-            if method in NAN_GRADIENT_FUNCTIONS:
-                return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
-            return ""
-    if isinstance(func, cst.Name) and func.value in PURE_BUILTINS:
-        return ""
-    module_class = _module_class(ctx, func)
-    if module_class is not None:
-        short = module_class.split(".")[-1]
-        if short in RANDOM_MODULES:
-            return f"`{ctx.code(call)}` applies dropout: random in training"
-        if short in STATEFUL_MODULES:
-            return f"`{ctx.code(call)}` updates running statistics in training"
-        if module_class.startswith("torch.nn."):
-            return ""
-        return f"`{ctx.code(call)}` calls module `{short}`, whose forward fixitem has not checked for side effects"
-    return f"`{ctx.code(call)}` calls `{ctx.code(func)}`, which fixitem cannot prove free of side effects"
-
-
-def _module_class(ctx: FileContext, func: cst.BaseExpression) -> str | None:
-    """The class a called module was built from (``self.fc`` -> ``torch.nn.Linear``)."""
-    if ctx.kind(func) is not Kind.MODULE:
-        return None
-    values: list[cst.BaseExpression] = []
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = ctx.provenance.enclosing_class(func)
-        if cls is not None:
-            values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, [])
-    classes = set()
-    for value in values:
-        if isinstance(value, cst.Call):
-            q = ctx.provenance.imports.qualify(value.func)
-            if is_module_class(q, ctx.provenance.module_classes):
-                classes.add(q)
-    if len(classes) == 1:
-        return classes.pop()
-    return dotted_name(func)
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified.startswith("torch."):
+        name = qualified.rsplit(".", 1)[-1]
+    elif isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
+        name = func.attr.value
+    else:
+        name = ""
+    found = call_effect(ctx, call)
+    if not found.effect.pure:
+        return found.reason
+    if name in NAN_GRADIENT_FUNCTIONS:
+        return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
+    return ""
 
 
 def sites_within(ctx: FileContext, sites, root: cst.CSTNode) -> list:

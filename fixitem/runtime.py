@@ -164,7 +164,6 @@ from __future__ import annotations
 import atexit
 import collections
 import functools
-import io
 import logging  # imported first so that its atexit shutdown runs after our flush
 import math
 import multiprocessing.util

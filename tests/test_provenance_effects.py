@@ -81,21 +81,38 @@ def test_builtin_sets_follow_from_the_one_table():
     assert "setattr" not in effects.TENSOR_SAFE_BUILTINS
 
 
-def test_one_definition_covers_every_older_one():
-    """The definitions rules still carry are contained in effects.py's, so that
-    replacing them by it only adds knowledge."""
+def test_rules_ask_effects_instead_of_keeping_copies():
     from fixitem.codemods import scalar_shapes, tensor_values
-    from fixitem.codemods.rules import one_tolist
+    from fixitem.codemods.rules import deferred_logging, one_tolist
 
-    assert tensor_values.REDUCTIONS <= effects.REDUCTIONS
-    assert scalar_shapes.FULL_REDUCTIONS <= effects.REDUCTIONS
-    assert tensor_values.PURE_BUILTINS <= effects.PURE_BUILTINS
-    assert one_tolist.PURE_BUILTINS <= effects.TENSOR_SAFE_BUILTINS
-    assert one_tolist.CONTAINER_METHODS <= effects.CONTAINER_READS | effects.CONTAINER_WRITES
-    assert one_tolist.WRITING_TENSOR_METHODS <= effects.WRITING_TENSOR_METHODS
-    assert tensor_values.RANDOM_FUNCTIONS == effects.RANDOM_FUNCTIONS
-    assert tensor_values.RANDOM_MODULES == effects.RANDOM_MODULES
-    assert tensor_values.STATEFUL_MODULES == effects.STATEFUL_MODULES
+    assert tensor_values.REDUCTIONS is effects.REDUCTIONS
+    assert scalar_shapes.REDUCTIONS is effects.REDUCTIONS
+    assert deferred_logging.PURE_BUILTINS is effects.PURE_BUILTINS
+    for module, name in [(tensor_values, "PURE_BUILTINS"), (tensor_values, "RANDOM_FUNCTIONS"),
+                         (tensor_values, "RANDOM_MODULES"), (tensor_values, "STATEFUL_MODULES"),
+                         (one_tolist, "PURE_BUILTINS"), (one_tolist, "CONTAINER_METHODS"),
+                         (one_tolist, "WRITING_TENSOR_METHODS"), (scalar_shapes, "FULL_REDUCTIONS")]:
+        assert not hasattr(module, name), f"{module.__name__}.{name} is a copy of an effects.py definition"
+
+
+def test_an_in_place_keyword_in_a_branch_is_not_a_safe_select(tmp_path):
+    import fixitem
+
+    model = tmp_path / "m.py"
+    model.write_text(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from torch import nn\n\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, x, h):\n"
+        "        h = h * 2\n"
+        "        if x.sum().item() > 0:\n"
+        "            h = F.relu(h, inplace=True)\n"
+        "        return h\n"
+    )
+    found = [f for f in fixitem.scan([model], isolated=True, cache=False).findings if f.rule == "FX101"]
+    assert found and all(f.fix != "safe" for f in found)
+    assert any("writes into a tensor" in f.note for f in found), [f.note for f in found]
 
 
 def test_reductions_give_zero_dim_results():

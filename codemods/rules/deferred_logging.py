@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..context import FileContext
+from ..effects import PURE_BUILTINS
 from ..output_calls import OutputCall, OutputKind, live_context, output_call, output_wrappers
 from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -19,13 +20,6 @@ from ..tree import children_of, walk
 
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))
-PURE_BUILTINS = frozenset(
-    {
-        "str", "repr", "format", "ascii", "round", "abs", "int", "float", "bool", "complex", "min", "max",
-        "sum", "len", "divmod", "pow", "hex", "oct", "bin", "chr", "ord", "list", "tuple", "dict", "set",
-        "sorted", "zip", "range", "enumerate", "reversed", "any", "all",
-    }
-)
 LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString)
 
 

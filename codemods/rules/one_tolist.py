@@ -9,10 +9,10 @@ import libcst as cst
 
 from ..advice import usage
 from ..context import FileContext
+from ..effects import CONTAINER_WRITES, TENSOR_SAFE_BUILTINS, Effect, call_effect
 from ..dtypes import certainly_floating, certainly_integer
-from ..provenance import Kind, Scope, dotted_name, is_torch_function
+from ..provenance import Kind, Scope, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..output_calls import output_call
 from ..syncs import SyncSite, is_item_call
 from ..tensor_values import method_call
 from ..tree import walk
@@ -20,26 +20,6 @@ from ..tree import walk
 READ_KINDS = ("item", "float", "int")
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
-# Builtins that neither run user code on their arguments nor write to tensors.
-PURE_BUILTINS = frozenset(
-    {
-        "abs", "round", "min", "max", "sum", "len", "float", "int", "bool", "str", "repr", "format",
-        "list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "range",
-        "isinstance", "divmod", "pow", "any", "all", "print", "chr", "ord", "hex", "oct", "bin", "hash",
-        "id", "type", "complex", "slice",
-    }
-)
-# Methods of Python containers and strings (on a receiver that is not a tensor).
-CONTAINER_METHODS = frozenset(
-    {
-        "append", "extend", "add", "update", "insert", "setdefault", "get", "pop", "popleft",
-        "appendleft", "remove", "discard", "clear", "count", "index", "items", "keys", "values", "copy",
-        "format", "join", "lower", "upper", "strip", "rstrip", "lstrip", "split", "startswith",
-        "endswith", "replace", "is_integer", "conjugate",
-    }
-)
-# Tensor methods that write to a tensor without a trailing underscore.
-WRITING_TENSOR_METHODS = frozenset({"backward", "record_stream", "share_memory_"})
 # Calls that consume a generator at once, and treat a list the same way.
 CONSUMERS = frozenset({"sum", "min", "max", "sorted", "list", "tuple", "set", "frozenset", "any", "all"})
 QUALIFIED_CONSUMERS = frozenset(
@@ -731,31 +711,19 @@ class OneToList(Rule):
         return ctx.kind(target) is Kind.TENSOR
 
     def _call_problem(self, ctx: FileContext, call: cst.Call) -> str:
+        """Why ``call``, made between two element reads, may change the tensor being read, or ""."""
         func = call.func
         unknown = f"fixitem cannot see what `{ctx.code(call)}` does: it may write to the tensor between two element reads"
-        if isinstance(func, cst.Name) and func.value in PURE_BUILTINS:
+        if isinstance(func, cst.Name) and func.value in TENSOR_SAFE_BUILTINS:
             return "" if not self._builtin_shadowed(ctx, call, func.value) else unknown
-        qualified = ctx.provenance.imports.qualify(func) or ""
-        if qualified.startswith("math."):
+        found = call_effect(ctx, call)
+        if found.effect.writes_no_tensor:
             return ""
-        if output_call(ctx, call) is not None:
-            return ""  # output calls write no tensor
-        if is_torch_function(qualified):
-            name = qualified.split(".")[-1]
-            if name.endswith("_") or any(a.keyword is not None and a.keyword.value in ("out", "inplace") for a in call.args):
-                return f"`{ctx.code(call)}` writes to a tensor"
-            return ""
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            receiver = ctx.kind(func.value)
-            if receiver is Kind.TENSOR:
-                if method.endswith("_") or method in WRITING_TENSOR_METHODS:
-                    return f"`{ctx.code(call)}` modifies a tensor in place"
-                return ""
-            if receiver is Kind.MODULE:
-                return unknown
-            if method in CONTAINER_METHODS:
-                return ""
+        if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_WRITES and \
+                ctx.kind(func.value) not in (Kind.TENSOR, Kind.MODULE):
+            return ""  # a list or dict changes, not a tensor
+        if found.effect is Effect.WRITES:
+            return found.reason
         return unknown
 
     def _consumer_problem(self, ctx: FileContext, gen: cst.GeneratorExp) -> str:

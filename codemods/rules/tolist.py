@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..context import FileContext
-from ..rule import Invalid, Valid, dedent
+from ..rule import Invalid, Valid
 from ..site_rule import SiteRule
 from ..syncs import SyncSite
 

@@ -252,7 +252,8 @@ class WhereIf(Rule):
                 """
             )
         ),
-        Invalid(
+        # A parameter of autograd.Function.forward that is never used as a tensor is a Python value.
+        Valid(
             dedent(
                 """
                 import torch
