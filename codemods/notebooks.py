@@ -111,11 +111,11 @@ def parse_notebook(path: Path, data: bytes, display: str | None = None) -> Noteb
         raise NotebookError(
             f"{name}: not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
-    if not isinstance(content, dict) or not isinstance(content.get("cells"), list):
-        raise NotebookError(f"{name}: not a valid notebook: no list of cells")
-    version = content.get("nbformat")
+    version = content.get("nbformat") if isinstance(content, dict) else None
     if version != 4:
         raise NotebookError(f"{name}: not a notebook in nbformat 4 (nbformat is {version!r}); only nbformat 4 is read")
+    if not isinstance(content.get("cells"), list):
+        raise NotebookError(f"{name}: not a valid notebook: no list of cells")
     cells = []
     for number, item in enumerate(content["cells"], start=1):
         if not isinstance(item, dict):
@@ -322,6 +322,7 @@ def _split(module: _Module, new_text: str) -> dict[int, str] | None:
     if seen != expected:
         return None
     texts: dict[int, str] = {}
+    alias = _runtime_alias(new_text)
     for part, lines in zip(module.parts, pieces):
         restored: list[str] = []
         used: set[int] = set()
@@ -338,11 +339,73 @@ def _split(module: _Module, new_text: str) -> dict[int, str] | None:
         if used != set(part.prepared.ipython):
             return None
         text = "".join(restored)
+        python = "".join(lines)
+        if python != part.prepared.text:
+            text = _flushed(text, python, alias)
         original = part.cell.text
         if not original.endswith("\n") and text.endswith("\n"):
             text = text[:-1]
         texts[part.cell.number] = text
     return texts
+
+
+_RUNTIME_ALIAS = re.compile(r"^from fixitem import runtime as (\w+)[ \t]*$|^import fixitem\.runtime as (\w+)[ \t]*$", re.M)
+
+
+def _runtime_alias(text: str) -> str | None:
+    match = _RUNTIME_ALIAS.search(text)
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def _calls(node: ast.AST, alias: str, method: str) -> bool:
+    """``node`` calls ``alias.method(...)`` outside the functions and classes it defines."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if (
+            isinstance(current, ast.Call) and isinstance(current.func, ast.Attribute)
+            and current.func.attr == method and isinstance(current.func.value, ast.Name)
+            and current.func.value.id == alias
+        ):
+            return True
+        stack.extend(ast.iter_child_nodes(current))
+    return False
+
+
+def _flushed(text: str, python: str, alias: str | None) -> str:
+    """A cell whose own code now defers output ends by emitting it: output stays under its cell.
+
+    The kernel outlives the cell, so records would otherwise show up cells later
+    (or at exit). ``flush()`` goes last, or before a last expression, whose value
+    the notebook displays after the cell's printed output.
+    """
+    if alias is None:
+        return text
+    try:
+        body = ast.parse(python).body
+    except SyntaxError:
+        return text
+    recording = [i for i, stmt in enumerate(body) if _calls(stmt, alias, "record")]
+    if not recording:
+        return text
+    if any(_calls(stmt, alias, "flush") for stmt in body[recording[-1]:]):
+        return text
+    lines = text.splitlines(keepends=True)
+    at = len(lines)
+    last = body[-1]
+    shown = isinstance(last, ast.Expr) and last is not body[recording[-1]]  # the value the cell displays
+    if shown or _PLACEHOLDER_LINE.match(python.splitlines()[last.lineno - 1]):
+        at = last.lineno - 1
+    call = f"{alias}.flush()\n"
+    if at == len(lines):
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines.append(call)
+    else:
+        lines.insert(at, call)
+    return "".join(lines)
 
 
 # --------------------------------------------------------------------------- writing
