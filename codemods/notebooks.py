@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -48,9 +49,12 @@ SUFFIX = ".ipynb"
 _PLACEHOLDER = "import fixitem_ipython_{}"
 _NESTED_PLACEHOLDER = "pass  # fixitem-ipython {}"
 _PLACEHOLDER_LINE = re.compile(r"^(?:import fixitem_ipython_(\d+)|[ \t]+pass  # fixitem-ipython (\d+))[ \t]*$")
-# Between two cells in the module text.
-_MARKER = "# fixitem-cell {}"
-_MARKER_LINE = re.compile(r"^[ \t]*# fixitem-cell (\d+)[ \t]*$")
+# Between two cells in the module text: a statement of its own (a comment would join the next
+# statement's leading lines, and be rewritten with it). It also ends the module's leading imports,
+# so that imports a fix adds go into the first cell.
+_MARKER = "fixitem_cell_{} = None"
+_LEADING_MARKER = "import fixitem_cell_{}"
+_MARKER_LINE = re.compile(r"^(?:fixitem_cell_(\d+) = None|import fixitem_cell_(\d+))[ \t]*$")
 # ``name = !cmd``, ``a, b = %magic ...``
 _CAPTURE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]")
 
@@ -264,21 +268,34 @@ class _Module:
         return chosen.cell.number, max(1, line - chosen.first_line + 1)
 
 
-def _parses(text: str) -> str | None:
-    """None when ``text`` parses as Python (both ast and libcst); else why not."""
+def _parses(text: str) -> tuple[ast.Module | None, str | None]:
+    """The cell's tree when ``text`` parses as Python (both ast and libcst); else why not."""
     try:
-        ast.parse(text)
+        tree = ast.parse(text)
     except SyntaxError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
+        return None, f"line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError) as exc:
-        return str(exc)
+        return None, str(exc)
     try:
         cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return f"line {exc.raw_line}: cannot parse"
+        return None, f"line {exc.raw_line}: cannot parse"
     except RecursionError:
-        return "too deeply nested"
-    return None
+        return None, "too deeply nested"
+    return tree, None
+
+
+def _imports(tree: ast.Module) -> tuple[bool, bool]:
+    """(only imports, IPython lines and a docstring; has an import of its own) for a cell."""
+    only, own = True, False
+    for index, stmt in enumerate(tree.body):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else []
+            own = own or not (len(names) == 1 and names[0].startswith("fixitem_ipython_"))
+        elif not (index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                  and isinstance(stmt.value.value, str)):
+            only = False
+    return only, own
 
 
 def _module(notebook: Notebook, display: str) -> _Module:
@@ -287,19 +304,24 @@ def _module(notebook: Notebook, display: str) -> _Module:
     parts: list[_Part] = []
     notes: list[str] = []
     line = 1
+    leading = True  # every cell so far holds only IPython lines or a docstring: no import of its own
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
         prepared = _prepare(cell.text, counter)
         if prepared is None:
             continue
-        why = _parses(prepared.text) if prepared.text.strip() else None
+        tree, why = _parses(prepared.text)
         if why is not None:
             notes.append(f"{display}:cell {cell.number}: not analysed: it does not parse as Python ({why})")
             continue
         if parts:
-            chunks.append(_MARKER.format(cell.number) + "\n")
+            # Until a cell with imports, the marker is import-shaped: the module's leading imports
+            # run on into the next cell, and imports a fix adds go into the first cell that has some.
+            chunks.append((_LEADING_MARKER if leading else _MARKER).format(cell.number) + "\n")
             line += 1
+        only, own = _imports(tree) if tree is not None else (True, False)
+        leading = leading and only and not own
         count = prepared.text.count("\n")
         parts.append(_Part(cell, prepared, line, count))
         chunks.append(prepared.text)
@@ -315,7 +337,7 @@ def _split(module: _Module, new_text: str) -> dict[int, str] | None:
     for line in new_text.splitlines(keepends=True):
         match = _MARKER_LINE.match(line)
         if match:
-            seen.append(int(match.group(1)))
+            seen.append(int(match.group(1) or match.group(2)))
             pieces.append([])
         else:
             pieces[-1].append(line)
@@ -611,21 +633,25 @@ def process_notebook(
     return result
 
 
+@functools.lru_cache(maxsize=32)
+def _layout(path: str, _stamp: tuple[int, int]) -> tuple[str, list[Cell], list[tuple[int, int] | None]]:
+    notebook = read_notebook(Path(path))
+    return notebook.raw, notebook.cells, source_spans(notebook.raw)
+
+
 def notebook_line(path: Path, cell: int, line: int) -> int | None:
     """The line of the notebook file that holds ``line`` of ``cell`` (for tools that show the file)."""
     try:
-        notebook = read_notebook(path)
-        spans = source_spans(notebook.raw)
-    except (NotebookError, ValueError, IndexError, AssertionError):
+        stat = path.stat()
+        raw, cells, spans = _layout(str(path), (stat.st_mtime_ns, stat.st_size))
+    except (OSError, NotebookError, ValueError, IndexError, AssertionError):
         return None
     if not 0 < cell <= len(spans) or spans[cell - 1] is None:
         return None
-    start, _ = spans[cell - 1]  # type: ignore[misc]
-    first = notebook.raw.count("\n", 0, start) + 1
-    source = notebook.cells[cell - 1].source
-    if isinstance(source, list):
-        text = notebook.raw[start:spans[cell - 1][1]]  # type: ignore[index]
-        # A list laid out one element a line: element k on line first + k (after the bracket's line).
-        if text.count("\n") >= len(source):
-            return first + min(line, len(source))
+    start, end = spans[cell - 1]  # type: ignore[misc]
+    first = raw.count("\n", 0, start) + 1
+    source = cells[cell - 1].source
+    # A list laid out one element a line: element k on line first + k (after the bracket's line).
+    if isinstance(source, list) and raw.count("\n", start, end) >= len(source):
+        return first + min(line, len(source))
     return first

@@ -50,6 +50,12 @@ def _file_line(finding: Finding) -> int:
     return notebook_line(Path(finding.path), finding.cell, finding.line) or 1
 
 
+def _region(finding: Finding) -> dict[str, int]:
+    if finding.cell is not None:  # the column is the cell's, not the JSON line's: the line alone
+        return {"startLine": _file_line(finding)}
+    return {"startLine": finding.line, "startColumn": finding.col}
+
+
 def _rule_descriptor(code: str) -> dict[str, object]:
     cls = rule_class(code)
     doc = inspect.getdoc(cls) or ""
@@ -103,7 +109,7 @@ def sarif(result: RunResult) -> dict[str, object]:
                     {
                         "physicalLocation": {
                             "artifactLocation": location,
-                            "region": {"startLine": _file_line(finding), "startColumn": finding.col},
+                            "region": _region(finding),
                         }
                     }
                 ],
@@ -150,8 +156,9 @@ def github_line(finding: Finding) -> str:
         message += f"\nnote: {finding.note}"
     if finding.cell is not None:
         message = f"cell {finding.cell}, line {finding.line}: {message}"
+    column = f",col={finding.col}" if finding.cell is None else ""  # a notebook: the JSON line alone
     return (
-        f"::warning file={escape_property(path)},line={_file_line(finding)},col={finding.col},"
+        f"::warning file={escape_property(path)},line={_file_line(finding)}{column},"
         f"title={escape_property(finding.rule)}::{escape_data(message)}"
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 
@@ -247,3 +248,29 @@ def test_a_notebook_of_another_language_is_not_read(tmp_path):
     nb.write_text(json.dumps(data), encoding="utf-8")
     assert fixitem.scan([nb], isolated=True, cache=False).findings == []
     assert parse_notebook(nb, nb.read_bytes()).is_python is False
+
+
+@pytest.mark.parametrize("fixture", ["threshold/hoisted_condition.py", "threshold/gate_if_else.py",
+                                     "logging/train_loop.py", "assert_async/assertions.py"])
+def test_a_file_cut_into_cells_is_fixed_as_the_file_is(tmp_path, fixture):
+    """One cell per top-level statement: the fixes (provenance across cells) are those of the file."""
+    text = (FIXTURES / fixture).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    tree = ast.parse(text)
+    starts = [1] + [(n.decorator_list[0] if getattr(n, "decorator_list", None) else n).lineno for n in tree.body[1:]]
+    chunks = ["".join(lines[a - 1:b - 1]) for a, b in zip(starts, starts[1:] + [len(lines) + 1])]
+    nb, py = tmp_path / "cells.ipynb", tmp_path / "whole.py"
+    nb.write_text(_notebook(*(("code", chunk) for chunk in chunks)), encoding="utf-8")
+    py.write_text(text, encoding="utf-8")
+    whole = fixitem.apply([py], isolated=True, cache=False, unsafe=True)
+    cells = fixitem.apply([nb], isolated=True, cache=False, unsafe=True)
+    assert not cells.errors and [f.rule for f in cells.applied] == [f.rule for f in whole.applied] != []
+    joined = "".join("".join(c["source"]) for c in json.loads(nb.read_text(encoding="utf-8"))["cells"])
+    fixed = py.read_text(encoding="utf-8").splitlines()
+    got = [line for line in joined.splitlines() if line != "deferred.flush()"]  # a notebook flushes per cell
+
+    def imports(found):
+        return sorted(line for line in found if line.startswith(("import ", "from ")))
+
+    assert imports(got) == imports(fixed)  # the same imports, after the first cell's own
+    assert [line for line in got if line not in imports(got)] == [line for line in fixed if line not in imports(fixed)]
