@@ -59,6 +59,15 @@ _MARKER_LINE = re.compile(r"^(?:fixitem_cell_(\d+) = None|import fixitem_cell_(\
 _CAPTURE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]")
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as Jupyter and Python count them: split at "\n" only, each keeping it."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def is_notebook(path: Path) -> bool:
     return path.suffix.lower() == SUFFIX
 
@@ -214,7 +223,7 @@ class _Prepared:
 
 def _prepare(text: str, counter: list[int]) -> _Prepared | None:
     """The cell as Python (IPython lines replaced); None for a cell magic's cell."""
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     if lines and lines[0].lstrip().startswith("%%"):
         return None
     out: list[str] = []
@@ -334,7 +343,7 @@ def _split(module: _Module, new_text: str) -> dict[int, str] | None:
     expected = [part.cell.number for part in module.parts[1:]]
     seen: list[int] = []
     pieces: list[list[str]] = [[]]
-    for line in new_text.splitlines(keepends=True):
+    for line in _lines(new_text):
         match = _MARKER_LINE.match(line)
         if match:
             seen.append(int(match.group(1) or match.group(2)))
@@ -414,11 +423,11 @@ def _flushed(text: str, python: str, alias: str | None) -> str:
         return text
     if any(_calls(stmt, alias, "flush") for stmt in body[recording[-1]:]):
         return text
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     at = len(lines)
     last = body[-1]
     shown = isinstance(last, ast.Expr) and last is not body[recording[-1]]  # the value the cell displays
-    if shown or _PLACEHOLDER_LINE.match(python.splitlines()[last.lineno - 1]):
+    if shown or _PLACEHOLDER_LINE.match(_lines(python)[last.lineno - 1].rstrip("\r\n")):
         at = last.lineno - 1
     call = f"{alias}.flush()\n"
     if at == len(lines):
@@ -509,14 +518,17 @@ def _style(raw: str, span: tuple[int, int], value: str | list[str], newline: str
 
 
 def _as_source(old: str | list[str], text: str) -> str | list[str]:
-    return text.splitlines(keepends=True) if isinstance(old, list) else text
+    return _lines(text) if isinstance(old, list) else text
 
 
 def rewrite(notebook: Notebook, new_texts: dict[int, str]) -> bytes:
     """The notebook's bytes with the sources of the cells in ``new_texts`` replaced (nothing else)."""
     raw = notebook.raw
-    spans = source_spans(raw)
     name = str(notebook.path)
+    try:
+        spans = source_spans(raw)
+    except (ValueError, IndexError, AssertionError):
+        spans = []
     if len(spans) != len(notebook.cells):
         raise NotebookError(f"{name}: cannot locate the cells in the file's text; notebook left unchanged")
     newline = "\r\n" if "\r\n" in raw else "\n"
@@ -563,7 +575,7 @@ def cell_diff(display: str, number: int, before: str, after: str) -> str:
         before += "\n"
     if not after.endswith("\n"):
         after += "\n"
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new))
+    return "".join(difflib.unified_diff(_lines(before), _lines(after), old, new))
 
 
 # --------------------------------------------------------------------------- one run

@@ -117,6 +117,12 @@ def test_ipython_lines_are_found_at_statement_starts(text, ipython):
     compile(prepared.text, "<cell>", "exec")
 
 
+def test_only_newlines_end_lines():
+    text = 's = "a\u2028b\x0cc"\n%time f()\n'
+    prepared = _prepare(text, [0])
+    assert prepared.text.split("\n")[0] == 's = "a\u2028b\x0cc"' and list(prepared.ipython.values()) == ["%time f()"]
+
+
 def test_a_cell_magic_cell_is_left_out():
     assert _prepare("%%capture\nprint(x.item())\n", [0]) is None
 
