@@ -607,10 +607,15 @@ def process_notebook(
     fix: bool = False,
     unsafe: bool = False,
     flush_every: int | None = None,
+    data: bytes | None = None,
 ) -> NotebookOutcome:
-    """Scan (or, with ``fix``, rewrite) one notebook; never raises for a problem in the user's file."""
+    """Scan (or, with ``fix``, rewrite) one notebook; never raises for a problem in the user's file.
+
+    ``data``: the notebook's bytes (an editor's unsaved buffer); by default the file is read.
+    The rewritten notebook comes back as ``data`` of the outcome; nothing is written here.
+    """
     try:
-        notebook = read_notebook(path, display)
+        notebook = read_notebook(path, display) if data is None else parse_notebook(path, data, display)
     except NotebookError as exc:
         return NotebookOutcome(error=str(exc))
     if not notebook.is_python:
