@@ -1,9 +1,9 @@
 """Which files a run looks at.
 
 Files named on the command line are always taken (whatever their suffix);
-folders are walked for ``*.py`` files, skipping hidden folders, virtual
-environments, caches and build output, and what the folder's ``.gitignore``
-files ignore (simple patterns: names, globs, ``dir/``, ``/anchored``; negations
+folders are walked for ``*.py`` files and ``*.ipynb`` notebooks, skipping
+hidden folders, virtual environments, caches and build output, and what the
+folder's ``.gitignore`` files ignore (simple patterns: names, globs, ``dir/``, ``/anchored``; negations
 are not supported and are ignored).
 """
 
@@ -20,6 +20,10 @@ SKIPPED_DIRS = frozenset(
         "venv", "env", ".venv", ".env", ".tox", ".nox", ".eggs",
     }
 )
+
+
+# Python files and Jupyter notebooks (whose code cells are read as one module).
+SUFFIXES = (".py", ".ipynb")
 
 
 class PathNotFound(Exception):
@@ -94,7 +98,7 @@ def _walk(root: Path, exclude: Callable[[Path], bool]) -> Iterator[Path]:
             keep.append(name)
         dirnames[:] = keep
         for name in sorted(filenames):
-            if name.endswith(".py") and not excluded(here / name, False):
+            if name.endswith(SUFFIXES) and not excluded(here / name, False):
                 yield here / name
 
 

@@ -39,6 +39,7 @@ class Finding:
     costs: tuple[str, ...]  # "graph-break" and/or "host-sync"
     note: str = ""  # why unsafe / why no fix / what to do by hand
     applied: bool = False
+    cell: int | None = None  # in a notebook: the cell (1-based position); ``line`` is then the cell's line
 
     @property
     def graph_breaks(self) -> tuple[str, ...]:
@@ -55,6 +56,7 @@ class Finding:
             "name": self.name, "message": self.message, "fix": self.fix,
             "costs": list(self.costs), "graph_breaks": list(self.graph_breaks), "note": self.note,
             "applied": self.applied,
+            **({"cell": self.cell} if self.cell is not None else {}),
         }
 
 

@@ -32,6 +32,7 @@ from typing import Any, Literal, Union
 
 from fixitem.codemods.discovery import PathNotFound, discover
 from fixitem.codemods.engine import FileOutcome, Finding, process
+from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.rule import Report, Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
@@ -55,6 +56,7 @@ class FileResult:
     diff: str = ""  # unified diff of the change (apply only)
     error: str | None = None
     written: bool = False
+    notes: list[str] = field(default_factory=list)  # what was left out of the analysis, and why (not errors)
 
 
 @dataclass
@@ -75,6 +77,10 @@ class RunResult:
     @property
     def errors(self) -> list[str]:
         return [r.error for r in self.files if r.error]
+
+    @property
+    def notes(self) -> list[str]:
+        return [note for r in self.files for note in r.notes]
 
     @property
     def changed(self) -> list[FileResult]:
@@ -266,8 +272,25 @@ def _write(result: FileResult, source: SourceFile, text: str) -> None:
         result.error = str(exc)
 
 
+def _run_notebook(job: _Job) -> FileResult:
+    """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
+    done = process_notebook(
+        job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
+    )
+    result = FileResult(job.path, done.findings, done.applied, done.diff, done.error, notes=done.notes)
+    if done.data is not None and job.write:
+        try:
+            write_atomically(job.path, done.data)
+            result.written = True
+        except SourceError as exc:
+            result.error = str(exc)
+    return result
+
+
 def _run_job(job: _Job) -> FileResult:
     """Process one file (in a worker or in-process); never raises for the user's file."""
+    if is_notebook(job.path):
+        return _run_notebook(job)
     source, error = _read(job.path)
     if source is None:
         return FileResult(job.path, error=error)
@@ -469,6 +492,9 @@ def _answer(value: Answer | bool) -> str:
 
 
 def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -> FileResult:
+    if is_notebook(job.path):
+        message = f"{_display(job.path)}: fixes in notebooks are not offered one by one; notebook left unchanged"
+        return FileResult(job.path, _run_notebook(replace(job, fix=False, write=False)).findings, error=message)
     source, error = _read(job.path)
     if source is None:
         return FileResult(job.path, error=error)

@@ -131,6 +131,8 @@ def _progress(quiet: bool = False, interactive: bool = False) -> Optional[_Bar]:
 
 
 def _report_errors(result: api.RunResult) -> None:
+    for note in result.notes:
+        err.print(f"[bold yellow]note:[/] {escape(note)}", highlight=False)
     for message in result.errors:
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
 

@@ -11,6 +11,7 @@ from fixitem import __version__
 from fixitem.api import RunResult
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.engine import Finding
+from fixitem.codemods.notebooks import notebook_line
 from fixitem.codemods.registry import rule_class
 from fixitem.output import COSTS
 
@@ -40,6 +41,19 @@ def _uri(path: str) -> tuple[str, bool]:
         return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix(), True
     except ValueError:
         return Path(path).as_uri(), False
+
+
+def _file_line(finding: Finding) -> int:
+    """The line in the file: in a notebook, the line of its JSON that holds the cell's line."""
+    if finding.cell is None:
+        return finding.line
+    return notebook_line(Path(finding.path), finding.cell, finding.line) or 1
+
+
+def _region(finding: Finding) -> dict[str, int]:
+    if finding.cell is not None:  # the column is the cell's, not the JSON line's: the line alone
+        return {"startLine": _file_line(finding)}
+    return {"startLine": finding.line, "startColumn": finding.col}
 
 
 def _rule_descriptor(code: str) -> dict[str, object]:
@@ -80,6 +94,11 @@ def sarif(result: RunResult) -> dict[str, object]:
         text = _message(finding)
         if finding.note:
             text += f"\nnote: {finding.note}"
+        properties: dict[str, object] = {"fix": finding.fix, "costs": list(finding.costs),
+                                         "graphBreaks": list(finding.graph_breaks)}
+        if finding.cell is not None:  # a notebook: where in the cell, as Jupyter shows it
+            text = f"cell {finding.cell}, line {finding.line}: {text}"
+            properties.update(cell=finding.cell, cellLine=finding.line, cellColumn=finding.col)
         results.append(
             {
                 "ruleId": finding.rule,
@@ -90,12 +109,11 @@ def sarif(result: RunResult) -> dict[str, object]:
                     {
                         "physicalLocation": {
                             "artifactLocation": location,
-                            "region": {"startLine": finding.line, "startColumn": finding.col},
+                            "region": _region(finding),
                         }
                     }
                 ],
-                "properties": {"fix": finding.fix, "costs": list(finding.costs),
-                               "graphBreaks": list(finding.graph_breaks)},
+                "properties": properties,
             }
         )
     notifications = [{"level": "error", "message": {"text": message}} for message in result.errors]
@@ -136,8 +154,11 @@ def github_line(finding: Finding) -> str:
     message = _message(finding)
     if finding.note:
         message += f"\nnote: {finding.note}"
+    if finding.cell is not None:
+        message = f"cell {finding.cell}, line {finding.line}: {message}"
+    column = f",col={finding.col}" if finding.cell is None else ""  # a notebook: the JSON line alone
     return (
-        f"::warning file={escape_property(path)},line={finding.line},col={finding.col},"
+        f"::warning file={escape_property(path)},line={_file_line(finding)}{column},"
         f"title={escape_property(finding.rule)}::{escape_data(message)}"
     )
 

@@ -11,9 +11,15 @@ from fixitem.codemods.engine import Finding
 COSTS = {"graph-break": "graph break", "host-sync": "host sync"}
 
 
+def location(finding: Finding) -> str:
+    """``path:line:col``; in a notebook ``path:cell N:line:col`` (the line within the cell)."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{finding.path}:{cell}{finding.line}:{finding.col}"
+
+
 def finding_line(finding: Finding) -> str:
     costs = f" ({', '.join(COSTS[c] for c in finding.costs)})" if finding.costs else ""
-    return f"{finding.path}:{finding.line}:{finding.col}: {finding.rule} {finding.message}{costs} [fix: {finding.fix}]"
+    return f"{location(finding)}: {finding.rule} {finding.message}{costs} [fix: {finding.fix}]"
 
 
 def finding_text(finding: Finding, verbose_notes: bool = True) -> str:

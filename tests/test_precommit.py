@@ -37,7 +37,7 @@ def test_hooks_file_declares_both_hooks():
     assert found["fixitem-apply"]["entry"] == "fixitem apply"
     for hook in found.values():
         assert hook["language"] == "python"
-        assert hook["types"] == ["python"]
+        assert hook["types_or"] == ["python", "jupyter"]
         assert hook["name"] and hook["description"]
 
 
@@ -58,7 +58,9 @@ def _repo(tmp_path: Path, hook_ids: list[str]) -> tuple[Path, dict[str, str]]:
     repo.mkdir()
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_CONFIG_NOSYSTEM": "1",
            "HOME": str(tmp_path), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           # The fixitem command of this interpreter's environment (this checkout), not another one on PATH.
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
     local = []
     for hook_id in hook_ids:
         hook = dict(hooks()[hook_id])
@@ -69,6 +71,7 @@ def _repo(tmp_path: Path, hook_ids: list[str]) -> tuple[Path, dict[str, str]]:
     (repo / "model.py").write_text(SYNC, encoding="utf-8")
     (repo / "clean.py").write_text("import torch\n\n\ndef g(x):\n    return x * 2\n", encoding="utf-8")
     (repo / "notes.txt").write_text("x.item()\n", encoding="utf-8")
+    (repo / "rescale.ipynb").write_bytes((ROOT / "fixtures" / "notebooks" / "rescale.ipynb").read_bytes())
     subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
     subprocess.run(["git", "add", "."], cwd=repo, env=env, check=True)
     return repo, env
@@ -83,10 +86,12 @@ def test_scan_hook_fails_on_a_sync(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert "fixitem scan" in run.stdout and "Failed" in run.stdout
     assert "model.py:7:" in run.stdout and "FX103" in run.stdout
-    assert "notes.txt" not in run.stdout  # types: [python]
+    assert "notes.txt" not in run.stdout  # types_or: [python, jupyter]
+    assert "rescale.ipynb:cell 5:1:1: FX101" in run.stdout
     assert (repo / "model.py").read_text(encoding="utf-8") == SYNC  # scan writes nothing
 
     # Once fixed, the hook passes.
+    (repo / "rescale.ipynb").unlink()
     (repo / "model.py").write_text("import torch\n\n\ndef f(x):\n    return x * 2\n", encoding="utf-8")
     run = subprocess.run([*cmd, "run", "--all-files", "--color=never"], cwd=repo, env=env,
                          capture_output=True, text=True, timeout=300)
@@ -107,6 +112,7 @@ def test_apply_hook_rewrites_and_fails_for_review(tmp_path):
     assert "torch.clamp(y.norm().detach(), min=1e-6)" in rewritten
     assert ".item()" not in rewritten
     assert (repo / "notes.txt").read_text(encoding="utf-8") == "x.item()\n"
+    assert "torch.where(" in (repo / "rescale.ipynb").read_text(encoding="utf-8")
 
     # A second run has nothing left to change: it passes.
     run = subprocess.run([*cmd, "run", "--all-files", "--color=never"], cwd=repo, env=env,
