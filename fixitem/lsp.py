@@ -12,14 +12,18 @@ What an editor gets:
   too when the client setting ``fixitem.unsafe`` is true (or, without that
   setting, ``unsafe = true`` in the configuration), and the source action
   "fixitem: apply all safe fixes" (kind ``source.fixAll.fixitem``). Each
-  edit replaces exactly the text that the fix changes.
+  edit replaces exactly the text that the fix changes. A client that
+  resolves actions (``codeAction/resolve``) gets the list at once and the
+  edit of the action the user picks; others get every edit with the list.
 
 Settings come from ``[tool.fixitem]`` found from the document's path, as for
 the command line (``select``, ``ignore``, ``exclude``, ``per-file-ignores``,
 ``flush-every``, ``unsafe``), read again for each analysis so that an edit of
-``pyproject.toml`` takes effect on the next change. Client settings:
-``{"unsafe": true}`` (or ``{"fixitem": {"unsafe": true}}``) in
-``initializationOptions`` or in ``workspace/didChangeConfiguration``.
+``pyproject.toml`` takes effect on the next change. The client setting
+``fixitem.unsafe``: ``{"unsafe": true}`` (or ``{"fixitem": {"unsafe": true}}``)
+in ``initializationOptions``, or the ``fixitem`` section of its settings
+(``workspace/didChangeConfiguration``; a client that sends none there is
+asked with ``workspace/configuration``), which wins when it has the key.
 
 All analysis runs on one worker thread, off the thread that reads messages;
 results for a text already analysed (with the same rules and settings) are
@@ -274,11 +278,18 @@ class FixitemServer(LanguageServer):
         super().__init__("fixitem", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.analyser = Analyser()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fixitem-analysis")
-        self.client_unsafe: bool | None = None
+        # fixitem.unsafe as the client set it: in its settings (workspace/didChangeConfiguration or
+        # workspace/configuration), else in initializationOptions; None: as configured in [tool.fixitem].
+        self.settings_unsafe: bool | None = None
+        self.init_unsafe: bool | None = None
         self.debounce_s = DEBOUNCE_S
         self.shut_down = False
         self._pending: dict[str, asyncio.Task] = {}
         self._config_errors: set[str] = set()
+
+    @property
+    def client_unsafe(self) -> bool | None:
+        return self.settings_unsafe if self.settings_unsafe is not None else self.init_unsafe
 
     # -- documents
 
@@ -366,21 +377,45 @@ class FixitemServer(LanguageServer):
             return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(identifier, [edit])])
         return types.WorkspaceEdit(changes={document.uri: [edit]})
 
-    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        document = self.open_document(params.text_document.uri)
+    def resolves_edits(self) -> bool:
+        """Whether the client asks for an action's edit when it is chosen (codeAction/resolve)."""
+        text_document = self.client_capabilities.text_document
+        code_action = text_document.code_action if text_document else None
+        support = code_action.resolve_support if code_action else None
+        return bool(support and "edit" in support.properties)
+
+    async def _current(self, uri: str) -> tuple[TextDocument, Settings, Analysis] | None:
+        document = self.open_document(uri)
         if document is None:
-            return []
-        source = document.source
+            return None
         settings = self.settings(document)
         if settings is None or not settings.codes:
-            return []
-        analysis: Analysis = await self.run(self.analyser.analyse, settings, source)
+            return None
+        analysis: Analysis = await self.run(self.analyser.analyse, settings, document.source)
         if analysis.error:
+            return None
+        return document, settings, analysis
+
+    async def _edit(
+        self, document: TextDocument, settings: Settings, analysis: Analysis, finding: Finding | None
+    ) -> types.WorkspaceEdit | None:
+        """The edit of ``finding``'s fix (None: of all safe fixes); None when it changes nothing."""
+        source = document.source
+        new_text = await self.run(self.analyser.fixed, settings, source, finding)
+        if new_text is None:
+            return None
+        edit = text_edit(analysis.text, new_text, document.position_codec, _newline(source))
+        return self.workspace_edit(document, edit)
+
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        current = await self._current(params.text_document.uri)
+        if current is None:
             return []
+        document, settings, analysis = current
         only = params.context.only
         lines = Lines(analysis.text, document.position_codec)
-        newline = _newline(source)
-        actions: list[types.CodeAction] = []
+        # Each action with the finding it fixes (None: all safe fixes).
+        offered: list[tuple[types.CodeAction, Finding | None]] = []
         if _kind_wanted(types.CodeActionKind.QuickFix, only):
             for finding in analysis.findings:
                 if finding.fix == "none" or (finding.fix == "unsafe" and not settings.unsafe):
@@ -388,32 +423,48 @@ class FixitemServer(LanguageServer):
                 diag = diagnostic(finding, lines)
                 if not _overlaps(diag.range, params.range):
                     continue
-                new_text = await self.run(self.analyser.fixed, settings, source, finding)
-                if new_text is None:
-                    continue
                 title = f"fixitem: fix {finding.rule} ({finding.name})"
                 if finding.fix == "unsafe":
                     title += " (unsafe: review it)"
-                actions.append(types.CodeAction(
-                    title=title,
-                    kind=types.CodeActionKind.QuickFix,
-                    diagnostics=[diag],
+                action = types.CodeAction(
+                    title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
                     is_preferred=finding.fix == "safe",
-                    edit=self.workspace_edit(
-                        document, text_edit(analysis.text, new_text, document.position_codec, newline)
-                    ),
-                ))
+                )
+                offered.append((action, finding))
         if _kind_wanted(FIX_ALL, only) and any(f.fix == "safe" for f in analysis.findings):
-            new_text = await self.run(self.analyser.fixed, settings, source, None)
-            if new_text is not None:
-                actions.append(types.CodeAction(
-                    title=FIX_ALL_TITLE,
-                    kind=FIX_ALL,
-                    edit=self.workspace_edit(
-                        document, text_edit(analysis.text, new_text, document.position_codec, newline)
-                    ),
-                ))
+            offered.append((types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL), None))
+        actions = []
+        for action, finding in offered:
+            if self.resolves_edits():  # the edit is computed when the user picks the action
+                action.data = {"uri": document.uri, "version": document.version, **_key(finding)}
+                actions.append(action)
+                continue
+            action.edit = await self._edit(document, settings, analysis, finding)
+            if action.edit is not None:
+                actions.append(action)
         return actions
+
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else {}
+        current = await self._current(str(data.get("uri", "")))
+        if current is None:
+            return action
+        document, settings, analysis = current
+        if data.get("all"):
+            action.edit = await self._edit(document, settings, analysis, None)
+            return action
+        for finding in analysis.findings:
+            if _key(finding) == {k: data.get(k) for k in ("rule", "line", "col")}:
+                action.edit = await self._edit(document, settings, analysis, finding)
+                break
+        return action
+
+
+def _key(finding: Finding | None) -> dict[str, Any]:
+    """What names a finding in a code action's ``data`` (positions of the text the action was made for)."""
+    if finding is None:
+        return {"all": True}
+    return {"rule": finding.rule, "line": finding.line, "col": finding.col}
 
 
 def create_server() -> FixitemServer:
@@ -421,7 +472,7 @@ def create_server() -> FixitemServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: FixitemServer, params: types.InitializeParams) -> None:
-        ls.client_unsafe = _client_unsafe(params.initialization_options)
+        ls.init_unsafe = _client_unsafe(params.initialization_options)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FixitemServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -453,17 +504,21 @@ def create_server() -> FixitemServer:
                 except Exception as exc:  # noqa: BLE001 - a client that cannot answer keeps the old settings
                     log.warning("workspace/configuration failed: %s", exc)
                     return
-        ls.client_unsafe = _client_unsafe(settings)
+        ls.settings_unsafe = _client_unsafe(settings)
         ls._config_errors.clear()
         for uri in list(ls.workspace.text_documents):
             ls.schedule(uri, 0)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True),
     )
     async def code_action(ls: FixitemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return await ls.code_actions(params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: FixitemServer, action: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve(action)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: FixitemServer, params: None) -> None:

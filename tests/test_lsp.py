@@ -127,11 +127,11 @@ class Client:
         except queue.Empty:
             return True
 
-    def initialize(self, root: Path, options: object = None) -> dict:
+    def initialize(self, root: Path, options: object = None, capabilities: dict | None = None) -> dict:
         result = self.request("initialize", {
             "processId": os.getpid(),
             "rootUri": root.as_uri(),
-            "capabilities": {"workspace": {"configuration": True}},
+            "capabilities": capabilities or {"workspace": {"configuration": True}},
             "initializationOptions": options,
         })
         self.notify("initialized", {})
@@ -367,6 +367,13 @@ def test_unsafe_from_initialization_options(project: Path, session: InProcess) -
     uri = client.open(project / "lr.py", UNSAFE)
     [diag] = client.diagnostics(uri)["diagnostics"]
     assert [a["kind"] for a in client.code_actions(uri, diag["range"])] == ["quickfix"]
+    # Settings without the key (as VS Code's client sends at start) keep the initialization option.
+    client.notify("workspace/didChangeConfiguration", {"settings": {"fixitem": {}}})
+    client.diagnostics(uri)
+    assert [a["kind"] for a in client.code_actions(uri, diag["range"])] == ["quickfix"]
+    client.notify("workspace/didChangeConfiguration", {"settings": {"fixitem": {"unsafe": False}}})
+    client.diagnostics(uri)
+    assert client.code_actions(uri, diag["range"]) == []
 
 
 def test_tool_fixitem_configuration_is_honoured(project: Path, session: InProcess) -> None:
@@ -410,6 +417,27 @@ def test_only_the_requested_kind_and_fix_all(project: Path, session: InProcess, 
     assert fix_all["title"] == "fixitem: apply all safe fixes"
     assert apply_edit(text, fix_all["edit"], uri) == written_by_apply(tmp_path, "two.py", text)
     assert client.code_actions(uri, {"start": start, "end": start}, only=["quickfix"]) == []
+
+
+def test_edits_are_resolved_when_the_client_asks_for_them(project: Path, session: InProcess, tmp_path: Path) -> None:
+    client = session.client
+    client.initialize(project, capabilities={
+        "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+        "workspace": {"workspaceEdit": {"documentChanges": True}},
+    })
+    uri = client.open(project / "model.py", MODEL, version=7)
+    [diag] = client.diagnostics(uri)["diagnostics"]
+    runs = session.server.analyser.runs
+    actions = client.code_actions(uri, diag["range"])
+    assert [a["kind"] for a in actions] == ["quickfix", FIX_ALL]
+    assert all("edit" not in a for a in actions)  # listing the actions runs no fix
+    assert session.server.analyser.runs == runs
+    expected = written_by_apply(tmp_path, "model.py", MODEL)
+    for action in actions:
+        resolved = client.request("codeAction/resolve", action)
+        [change] = resolved["edit"]["documentChanges"]
+        assert change["textDocument"] == {"uri": uri, "version": 7}  # a stale edit is refused by the client
+        assert apply_edit(MODEL, resolved["edit"], uri) == expected
 
 
 def test_closing_clears_the_diagnostics(project: Path, session: InProcess) -> None:
