@@ -65,6 +65,8 @@ CACHE_SIZE = 128
 SOURCE = "fixitem"
 FIX_ALL = "source.fixAll.fixitem"
 FIX_ALL_TITLE = "fixitem: apply all safe fixes"
+# Suffixes of files analysed whatever language the client says they are in.
+PYTHON = (".py", ".pyi")
 
 
 # --------------------------------------------------------------------------- analysis (worker thread)
@@ -302,6 +304,9 @@ class FixitemServer(LanguageServer):
         return Path(path) if path else Path(document.filename or "untitled.py")
 
     def settings(self, document: TextDocument) -> Settings | None:
+        """The settings for ``document``; None for a document fixitem does not read, or bad configuration."""
+        if document.language_id not in (None, "python") and Path(document.filename or "").suffix not in PYTHON:
+            return None
         try:
             return settings_for(self.document_path(document), self.client_unsafe)
         except ConfigError as exc:

@@ -440,6 +440,16 @@ def test_edits_are_resolved_when_the_client_asks_for_them(project: Path, session
         assert apply_edit(MODEL, resolved["edit"], uri) == expected
 
 
+def test_other_languages_are_left_alone(project: Path, session: InProcess) -> None:
+    client = session.client
+    client.initialize(project)
+    uri = (project / "notes.md").as_uri()
+    client.notify("textDocument/didOpen", {
+        "textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": MODEL},
+    })
+    assert client.diagnostics(uri)["diagnostics"] == []
+
+
 def test_closing_clears_the_diagnostics(project: Path, session: InProcess) -> None:
     client = session.client
     client.initialize(project)
