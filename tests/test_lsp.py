@@ -296,9 +296,16 @@ class InProcess:
 
     def stop(self) -> None:
         self.client.close()
+        self.join()
+        assert self.status == [0]
+
+    def join(self) -> None:
         self.thread.join(TIMEOUT)
         assert not self.thread.is_alive()
-        assert self.status == [0]
+        for stream in (self._stdin, self._stdout, self.client.writer):
+            stream.close()
+        self.client.thread.join(TIMEOUT)  # the server's end is closed: the client reads the end of the stream
+        self.client.reader.close()
 
 
 @pytest.fixture
@@ -462,7 +469,7 @@ def test_closing_clears_the_diagnostics(project: Path, session: InProcess) -> No
 def test_exit_without_shutdown_is_status_1() -> None:
     running = InProcess()
     running.client.notify("exit", None)
-    running.thread.join(TIMEOUT)
+    running.join()
     assert running.status == [1]
 
 
