@@ -510,3 +510,17 @@ def test_text_edit_keeps_the_document_line_endings() -> None:
     assert (edit.range.start.line, edit.range.start.character, edit.range.end.line, edit.range.end.character) == (
         1, 0, 1, 2
     )
+
+
+def test_a_rule_with_graph_break_codes_links_to_pytorchs_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fixitem.codemods.engine import Finding
+    from fixitem.lsp import diagnostic
+
+    monkeypatch.setattr(rule_class("FX001"), "graph_breaks", ("GB0124",))
+    finding = Finding("m.py", 2, 5, "FX001", "item-read", "`t.item()` reads", "none", ("host-sync",),
+                      end_line=2, end_col=15)
+    diag = diagnostic(finding, Lines("import torch\nx = t.item() + 1\n", PositionCodec()))
+    assert diag.code_description is not None
+    assert diag.code_description.href == graph_break_codes.url("GB0124")
+    assert (diag.range.start.line, diag.range.start.character, diag.range.end.character) == (1, 4, 14)
+    assert diag.message == "`t.item()` reads (host sync) [fix: none]"
