@@ -15,6 +15,8 @@ What an editor gets:
   edit replaces exactly the text that the fix changes. A client that
   resolves actions (``codeAction/resolve``) gets the list at once and the
   edit of the action the user picks; others get every edit with the list.
+  Each finding also has "fixitem: ignore CODE on this line", which adds
+  ``# fixitem: ignore[CODE]`` to its line.
 
 Settings come from ``[tool.fixitem]`` found from the document's path, as for
 the command line (``select``, ``ignore``, ``exclude``, ``per-file-ignores``,
@@ -32,6 +34,7 @@ kept in memory.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import bisect
 import logging
@@ -53,6 +56,8 @@ from fixitem.api import fix_one, rules_for
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.engine import Finding, process
 from fixitem.codemods.registry import UnknownRule, rule_class, select_rules
+from fixitem.codemods.suppression import _PATTERN as IGNORE_COMMENT
+from fixitem.codemods.suppression import Suppressions
 from fixitem.config import Config, ConfigError, discover_config
 from fixitem.output import COSTS
 
@@ -208,6 +213,30 @@ def text_edit(before: str, after: str, codec: PositionCodec, newline: str = "\n"
         range=types.Range(lines.position(start), lines.position(end)),
         new_text=new.replace("\n", newline) if newline != "\n" else new,
     )
+
+
+def ignore_comment(text: str, finding: Finding) -> str | None:
+    """``text`` with ``# fixitem: ignore[CODE]`` for ``finding`` on its line; None where a comment cannot go there
+    (the line ends inside a string, or continues with a backslash)."""
+    lines = text.split("\n")
+    if not 0 < finding.line <= len(lines):
+        return None
+    line = lines[finding.line - 1]
+    existing = IGNORE_COMMENT.search(line)
+    if existing is not None and existing.group("codes") is not None:  # add the code to the list
+        codes = [c.strip() for c in existing.group("codes").split(",") if c.strip()]
+        new_line = f"{line[:existing.start()]}# fixitem: ignore[{', '.join([*codes, finding.rule])}]{line[existing.end():]}"
+    elif existing is None and not line.rstrip().endswith("\\"):
+        new_line = f"{line.rstrip()}  # fixitem: ignore[{finding.rule}]"
+    else:
+        return None
+    new_text = "\n".join([*lines[: finding.line - 1], new_line, *lines[finding.line:]])
+    try:  # the same program: the comment did not land inside a string
+        if ast.dump(ast.parse(new_text)) != ast.dump(ast.parse(text)):
+            return None
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return new_text if Suppressions(new_text).suppressed(finding.line, finding.rule) else None
 
 
 def _newline(source: str) -> str:
@@ -421,12 +450,20 @@ class FixitemServer(LanguageServer):
         lines = Lines(analysis.text, document.position_codec)
         # Each action with the finding it fixes (None: all safe fixes).
         offered: list[tuple[types.CodeAction, Finding | None]] = []
+        ignores: list[types.CodeAction] = []
         if _kind_wanted(types.CodeActionKind.QuickFix, only):
             for finding in analysis.findings:
-                if finding.fix == "none" or (finding.fix == "unsafe" and not settings.unsafe):
-                    continue
                 diag = diagnostic(finding, lines)
                 if not _overlaps(diag.range, params.range):
+                    continue
+                ignore = ignore_comment(analysis.text, finding)
+                if ignore is not None:
+                    edit = text_edit(analysis.text, ignore, document.position_codec, _newline(document.source))
+                    ignores.append(types.CodeAction(
+                        title=f"fixitem: ignore {finding.rule} on this line", kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag], edit=self.workspace_edit(document, edit),
+                    ))
+                if finding.fix == "none" or (finding.fix == "unsafe" and not settings.unsafe):
                     continue
                 title = f"fixitem: fix {finding.rule} ({finding.name})"
                 if finding.fix == "unsafe":
@@ -447,7 +484,7 @@ class FixitemServer(LanguageServer):
             action.edit = await self._edit(document, settings, analysis, finding)
             if action.edit is not None:
                 actions.append(action)
-        return actions
+        return actions + ignores  # the fixes first
 
     async def resolve(self, action: types.CodeAction) -> types.CodeAction:
         data = action.data if isinstance(action.data, dict) else {}

@@ -149,11 +149,15 @@ class Client:
             "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}],
         })
 
-    def code_actions(self, uri: str, rng: dict, only: list[str] | None = None) -> list[dict]:
+    def code_actions(self, uri: str, rng: dict, only: list[str] | None = None, ignores: bool = False) -> list[dict]:
+        """The code actions for ``rng``; without ``ignores``, less the "ignore on this line" ones."""
         context: dict = {"diagnostics": []}
         if only:
             context["only"] = only
-        return self.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": rng, "context": context})
+        actions = self.request(
+            "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": rng, "context": context}
+        )
+        return [a for a in actions if ignores or not a["title"].startswith("fixitem: ignore ")]
 
     def close(self) -> None:
         assert self.request("shutdown", None) is None
@@ -455,6 +459,44 @@ def test_other_languages_are_left_alone(project: Path, session: InProcess) -> No
         "textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": MODEL},
     })
     assert client.diagnostics(uri)["diagnostics"] == []
+
+
+def test_ignore_on_this_line(project: Path, session: InProcess) -> None:
+    client = session.client
+    client.initialize(project)
+    uri = client.open(project / "model.py", MODEL)
+    [diag] = client.diagnostics(uri)["diagnostics"]
+    actions = client.code_actions(uri, diag["range"], ignores=True)
+    assert [a["title"] for a in actions] == [
+        "fixitem: fix FX101 (where-if)", "fixitem: apply all safe fixes", "fixitem: ignore FX101 on this line",
+    ]
+    ignore = actions[-1]
+    assert ignore["kind"] == "quickfix" and ignore["diagnostics"][0]["code"] == "FX101"
+    ignored = apply_edit(MODEL, ignore["edit"], uri)
+    assert ignored == MODEL.replace("y = y * 2\n", "y = y * 2  # fixitem: ignore[FX101]\n", 1)
+    client.change(uri, ignored, 2)
+    assert client.diagnostics(uri)["diagnostics"] == []
+
+    # A line that already silences other rules gets the code added to its list.
+    other = MODEL.replace("y = y * 2\n", "y = y * 2  # fixitem: ignore[FX001]\n", 1)
+    client.change(uri, other, 3)
+    [diag] = client.diagnostics(uri)["diagnostics"]
+    [ignore] = [a for a in client.code_actions(uri, diag["range"], ignores=True) if "ignore" in a["title"]]
+    assert apply_edit(other, ignore["edit"], uri) == MODEL.replace(
+        "y = y * 2\n", "y = y * 2  # fixitem: ignore[FX001, FX101]\n", 1
+    )
+
+
+def test_no_ignore_comment_inside_a_string(project: Path, session: InProcess) -> None:
+    text = 'import torch\n\n\ndef f(t: torch.Tensor):\n    print(t.item(), """\n    done""")\n'
+    client = session.client
+    client.initialize(project)
+    uri = client.open(project / "p.py", text)
+    diags = client.diagnostics(uri)["diagnostics"]
+    assert diags
+    for diag in diags:
+        titles = [a["title"] for a in client.code_actions(uri, diag["range"], ignores=True)]
+        assert not any(t.startswith("fixitem: ignore") for t in titles), titles
 
 
 def test_closing_clears_the_diagnostics(project: Path, session: InProcess) -> None:
