@@ -225,7 +225,8 @@ def ignore_comment(text: str, finding: Finding) -> str | None:
     existing = IGNORE_COMMENT.search(line)
     if existing is not None and existing.group("codes") is not None:  # add the code to the list
         codes = [c.strip() for c in existing.group("codes").split(",") if c.strip()]
-        new_line = f"{line[:existing.start()]}# fixitem: ignore[{', '.join([*codes, finding.rule])}]{line[existing.end():]}"
+        comment = f"# fixitem: ignore[{', '.join([*codes, finding.rule])}]"
+        new_line = f"{line[:existing.start()]}{comment}{line[existing.end():]}"
     elif existing is None and not line.rstrip().endswith("\\"):
         new_line = f"{line.rstrip()}  # fixitem: ignore[{finding.rule}]"
     else:
