@@ -40,6 +40,10 @@ class Finding:
     note: str = ""  # why unsafe / why no fix / what to do by hand
     applied: bool = False
     cell: int | None = None  # in a notebook: the cell (1-based position); ``line`` is then the cell's line
+    # Where the reported code ends: 1-based line, and the column after its last character
+    # (as SARIF's endColumn); 0 when not known (results kept by the cache do not keep it).
+    end_line: int = field(default=0, compare=False)
+    end_col: int = field(default=0, compare=False)
 
     @property
     def graph_breaks(self) -> tuple[str, ...]:
@@ -117,7 +121,11 @@ def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: 
     fix = report.fix
     safety = fix.safety.value if fix is not None else Safety.NONE.value
     note = report.note or (fix.reason if fix is not None else "")
-    return Finding(str(path), line, col, rule.code, rule.name, report.message, safety, costs, note, applied)
+    end = ctx.positions[report.node].end
+    return Finding(
+        str(path), line, col, rule.code, rule.name, report.message, safety, costs, note, applied,
+        end_line=end.line, end_col=end.column + 1,
+    )
 
 
 def _span(ctx: FileContext, fix: Fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:

@@ -595,7 +595,12 @@ def _in_cells(module: _Module, findings: Sequence[Finding]) -> list[Finding]:
     out = []
     for finding in findings:
         cell, line = module.locate(finding.line)
-        out.append(replace(finding, line=line, cell=cell))
+        end_line = 0
+        if finding.end_line:
+            end_cell, end_line = module.locate(finding.end_line)
+            end_line = end_line if end_cell == cell else 0
+        out.append(replace(finding, line=line, cell=cell, end_line=end_line,
+                           end_col=finding.end_col if end_line else 0))
     return out
 
 

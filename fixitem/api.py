@@ -466,6 +466,22 @@ class _OneFix(Rule):
         return True
 
 
+def fix_one(
+    path: Path, text: str, rules: Sequence[Rule], finding: Finding, *, unsafe: bool = False,
+    flush_every: int | None = None,
+) -> FileOutcome:
+    """``text`` with the fix of ``finding`` alone applied (one of ``process(path, text, rules)``'s findings).
+
+    The engine runs as it does for a whole file (the imports the fix needs are
+    added, the result must parse), with the fixes of every other finding held
+    back. ``new_text`` is None when the fix changes nothing (or needs ``unsafe``).
+    Interactive apply and the language server's code actions both use it.
+    """
+    options = {"flush_every": flush_every} if flush_every is not None else {}
+    spent = {"spent": False}
+    return process(path, text, [_OneFix(r, finding, spent) for r in rules], fix=True, unsafe=unsafe, **options)
+
+
 def _fixable(finding: Finding, unsafe: bool) -> bool:
     return finding.fix == "safe" or (unsafe and finding.fix == "unsafe")
 
@@ -516,11 +532,7 @@ def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -
         if pick is None:
             break
         finding, key = pick
-        spent = {"spent": False}
-        one = process(
-            display, text, [_OneFix(r, finding, spent) for r in rules], fix=True, unsafe=job.unsafe,
-            **_engine_options(job),
-        )
+        one = fix_one(display, text, rules, finding, unsafe=job.unsafe, flush_every=job.flush_every)
         if one.error or one.new_text is None or one.new_text == text:
             declined.add(key)  # nothing to show: leave it for the report
             continue

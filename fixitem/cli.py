@@ -370,6 +370,14 @@ def demo(
                 raise typer.Exit(1)
 
 
+@app.command()
+def lsp() -> None:
+    """Run the language server for editors (LSP over stdin and stdout)."""
+    from fixitem.lsp import serve
+
+    raise typer.Exit(serve())
+
+
 def _register_verify() -> None:
     from fixitem.verify.command import verify_command
 
