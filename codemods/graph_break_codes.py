@@ -20,11 +20,8 @@ SITE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{}.html"
 TITLES = {
     "GB0007": "Attempted to call function marked as skipped",
     "GB0033": "Data dependent operator",
-    "GB0034": "Data-dependent assertion failed (cannot compile partial graph)",
-    "GB0035": "Data-dependent branching with non-constant __bool__",
     "GB0036": "Dynamic shape operator",
     "GB0059": "Failed to trace builtin operator",
-    "GB0105": "Tensor.numpy() with trace_numpy=False",
     "GB0109": "Tensor.tolist() with non-integer tensor",
     "GB0124": "Unsupported Tensor.item() call with capture_scalar_outputs=False",
     "GB0170": "Data-dependent branching",

@@ -72,3 +72,35 @@ def test_dynamo_names_the_break_with_the_code_we_quote(fn, code, capsys):
     assert code in seen, collector.messages
     assert url(code) in " ".join(collector.messages)
     torch._dynamo.reset()
+
+
+def test_every_rule_code_has_a_title_and_every_title_a_rule():
+    from fixitem.codemods.registry import RULE_CLASSES
+
+    used = {code for cls in RULE_CLASSES for code in cls.graph_breaks}
+    assert used == set(TITLES)
+
+
+def test_json_and_sarif_carry_the_codes_of_a_graph_break(tmp_path):
+    import fixitem
+    from fixitem import formats
+
+    model = tmp_path / "m.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * x.sum().item()\n\n\n"
+        "def evaluate(x: torch.Tensor):\n"
+        "    return x.sum().item()\n"
+    )
+    result = fixitem.scan([model], isolated=True, cache=False)
+    by_line = {f.line: f.to_dict() for f in result.findings}
+    assert "GB0124" in by_line[7]["graph_breaks"]  # in forward: a graph break
+    assert by_line[11]["graph_breaks"] == []  # outside traced code: a host sync only
+    log = formats.sarif(result)
+    rules = {r["id"]: r for r in log["runs"][0]["tool"]["driver"]["rules"]}
+    rule = rules[by_line[7]["rule"]]
+    assert rule["helpUri"] == url(rule["properties"]["graphBreaks"][0])
+    props = [r["properties"]["graphBreaks"] for r in log["runs"][0]["results"]]
+    assert any("GB0124" in p for p in props) and [] in props

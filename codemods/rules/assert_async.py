@@ -113,6 +113,7 @@ class AssertAsync(Rule):
     code = "FX401"
     name = "assert-async"
     summary = "`assert` / `if ...: raise` on a tensor value: check on the device with `torch._assert_async`"
+    graph_breaks = ("GB0124", "GB0170")
     examples = [
         Invalid(
             dedent(

@@ -39,6 +39,7 @@ class DataDependentSize(SiteRule):
     code = "FX006"
     name = "data-dependent-size"
     summary = "tensor value used as a Python size or index"
+    graph_breaks = ("GB0124", "GB0036")
     kinds = ("item", "int", "size")
     examples = [
         Invalid(

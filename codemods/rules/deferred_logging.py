@@ -368,6 +368,7 @@ class DeferredLogging(Rule):
     code = "FX201"
     name = "deferred-logging"
     summary = "output call reads tensor values: defer it with `fixitem.runtime.record`"
+    graph_breaks = ("GB0059", "GB0291", "GB0007", "GB0124")
     examples = [
         Invalid(
             dedent(

@@ -58,6 +58,7 @@ class DetachNotItem(Rule):
     code = "FX301"
     name = "detach-not-item"
     summary = "`.item()` used as an operand of tensor arithmetic: use `.detach()`"
+    graph_breaks = ("GB0124",)
     examples = [
         Invalid(
             dedent(

@@ -304,6 +304,7 @@ class DeviceAccumulation(Rule):
     code = "FX202"
     name = "device-accumulation"
     summary = "running sum of `.item()` values: accumulate on the device, read once"
+    graph_breaks = ("GB0124",)
     examples = [
         Invalid(
             dedent(

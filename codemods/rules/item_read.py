@@ -40,6 +40,7 @@ class ItemRead(SiteRule):
     code = "FX001"
     name = "item-read"
     summary = "tensor value read into a Python number"
+    graph_breaks = ("GB0124",)
     kinds = ("item", "float", "int")
     examples = [
         Invalid(

@@ -130,6 +130,7 @@ class OneToList(Rule):
     code = "FX303"
     name = "one-tolist"
     summary = "per-element `.item()` in a loop or comprehension: read the tensor once with `.tolist()`"
+    graph_breaks = ("GB0124", "GB0109")
     examples = [
         Invalid(
             dedent(

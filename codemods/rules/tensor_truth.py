@@ -41,6 +41,7 @@ class TensorTruth(SiteRule):
     code = "FX004"
     name = "tensor-truth"
     summary = "tensor used as a Python truth value"
+    graph_breaks = ("GB0170",)
     kinds = ("truth", "bool", "contains")
     examples = [
         Invalid(

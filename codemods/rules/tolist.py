@@ -36,6 +36,7 @@ class ToList(SiteRule):
     code = "FX002"
     name = "tolist"
     summary = "tensor copied into a Python list"
+    graph_breaks = ("GB0109", "GB0033")
     kinds = ("tolist",)
     examples = [
         Invalid("import torch\nvalues = torch.arange(4).tolist()\n"),

@@ -132,6 +132,7 @@ class WhereIf(Rule):
     code = "FX101"
     name = "where-if"
     summary = "`if` on a tensor value: select with `torch.where` instead"
+    graph_breaks = ("GB0124", "GB0170")
     examples = [
         Invalid(
             dedent(

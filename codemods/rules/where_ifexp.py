@@ -67,6 +67,7 @@ class WhereIfExp(Rule):
     code = "FX102"
     name = "where-ifexp"
     summary = "conditional expression on a tensor value: select with `torch.where` instead"
+    graph_breaks = ("GB0124", "GB0170")
     examples = [
         Invalid(
             dedent(
