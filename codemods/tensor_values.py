@@ -790,7 +790,7 @@ def _uncertain(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, 
         if scope is None or (id(scope), expr.value) in seen:
             return ""
         for how, value in scope.bindings.get(expr.value, []):
-            if how == "value" and isinstance(value, cst.BaseExpression) and ctx.kind(value) is Kind.TENSOR:
+            if how == "value" and isinstance(value, cst.BaseExpression) and ctx.kind(value) is not Kind.NUMBER:
                 reason = _uncertain(ctx, value, seen | {(id(scope), expr.value)}, proven)
                 if reason:
                     return reason

@@ -105,11 +105,12 @@ def test_python_values_are_never_selected_or_returned_as_tensors(copy_fixture):
     result = apply([target], unsafe=True)
     assert target.read_bytes() == original
     notes = [f.note for f in result.findings if f.rule in ("FX101", "FX102", "FX103")]
-    assert len(notes) == 7 and all(n.startswith("no fix:") for n in notes)
+    assert len(notes) == 6 and all(n.startswith("no fix:") for n in notes)
     joined = "\n".join(notes)
-    for reason in ("`tp_degree` is a tensor only if", "`Mode.TRAIN` is not known", "Python flag",
-                   "torch.load", "torch.arange", "-> float"):
+    for reason in ("`Mode.TRAIN` is not known", "Python flag", "torch.load", "torch.arange", "-> float"):
         assert reason in joined
+    # `tp_degree`, a number parameter of autograd.Function.forward, is not a tensor: no finding at all.
+    assert not [f for f in result.findings if f.line == 11]
     module = load_module(target)
     bias, (mode, resumed), span, peak = module.run()
     assert isinstance(mode, module.Mode) and isinstance(resumed, bool)

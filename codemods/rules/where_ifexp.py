@@ -160,12 +160,12 @@ class WhereIfExp(Rule):
             except NotConvertible as exc:
                 yield Report(node, message, sites=test_sites, note=f"no fix: {exc}")
                 continue
+            uncertain = [r for r in (uncertain_tensor(ctx, site.node) for site in test_sites) if r]
+            if uncertain:  # says where the value comes from: more use to the reader than "not known"
+                yield Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
+                continue
             if condition is None:
                 yield Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
-                continue
-            uncertain = [r for r in (uncertain_tensor(ctx, site.node) for site in test_sites) if r]
-            if uncertain:
-                yield Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
                 continue
             refused = [_not_selectable(ctx, v) for v in (node.body, node.orelse)]
             if any(refused):
