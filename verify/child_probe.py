@@ -43,14 +43,25 @@ _state = {"torch": None, "skip": ()}
 _local = threading.local()
 
 
-def _site(skip: tuple[str, ...]) -> tuple[str, int]:
+def _runtime_file() -> str:
+    """fixitem's runtime module, once rewritten code has imported it: its reads are the flushes."""
+    module = sys.modules.get("fixitem.runtime")
+    return os.path.abspath(module.__file__) if module is not None and getattr(module, "__file__", None) else ""
+
+
+def _site(skip: tuple[str, ...]) -> tuple[str, int, bool]:
+    """The first frame outside torch, the probe and fixitem's runtime; and whether the runtime made the read."""
+    runtime = _runtime_file()
+    through_runtime = False
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(skip):
-            return os.path.abspath(filename), frame.f_lineno
+        if runtime and filename == runtime:
+            through_runtime = True
+        elif not filename.startswith(skip):
+            return os.path.abspath(filename), frame.f_lineno, through_runtime
         frame = frame.f_back
-    return "<unknown>", 0
+    return "<exit>", 0, through_runtime
 
 
 def _counting(original, kind: str, torch):
@@ -63,7 +74,8 @@ def _counting(original, kind: str, torch):
             return original(self, *args, **kwargs)
         depth = getattr(_local, "depth", 0)
         if depth == 0:
-            key = (*_site(_state["skip"]), kind)
+            file, line, through_runtime = _site(_state["skip"])
+            key = (file, line, f"{kind} (fixitem runtime)" if through_runtime else kind)
             entry = _syncs.setdefault(key, [0, 0])
             entry[0] += 1
             if self.device.type not in ("cpu", "meta"):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import linecache
 import json
 import os
 import re
@@ -60,12 +61,8 @@ class SyncLine:
     on_device: int = 0
     #: ``"FX201 safe"`` when ``fixitem scan`` has a fix for this line (profile only).
     fixable: str = ""
-
-    @property
-    def code(self) -> str:
-        import linecache
-
-        return linecache.getline(self.file, self.line).strip()
+    #: The source line, read while the run's tree still exists.
+    code: str = ""
 
     def to_json(self) -> dict:
         return {"file": self.file, "line": self.line, "kind": self.kind, "count": self.count,
@@ -204,7 +201,9 @@ def _read_probe(run: CommandRun, files: Sequence[Path]) -> None:
                 lines[key].count += count
                 lines[key].on_device += on_device
             else:
-                lines[key] = SyncLine(file, line, kind, count, on_device)
+                linecache.checkcache(file)  # the same path may hold another version than in the last run
+                lines[key] = SyncLine(file, line, kind, count, on_device,
+                                      code=linecache.getline(file, line).strip() if line else "")
         messages = data.get("break_messages", [])
         found.extend(_parse(m) for m in messages)
         for reason, n in data.get("break_counter", {}).items():
