@@ -16,7 +16,8 @@ their code is never part of this repository. For each script:
    local modules it imports) in two copies in place: ``fixitem.apply(files,
    isolated=True)`` (safe fixes, the default mode) and ``fixitem.apply(files,
    unsafe=True, isolated=True)``.
-3. **Run** the original and both rewritten copies, each in its own
+3. **Run** the original and both rewritten copies (a copy that ``apply`` left
+   unchanged is not run again unless ``--run-unchanged``), each in its own
    subprocess with a timeout, through this file's ``_run`` runner: tiny
    settings (the arguments and environment of the table below), fake data,
    one torch thread, fixed seeds (``random``, ``numpy`` and ``torch`` seeded
@@ -75,7 +76,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve()
-ROOT = HERE.parent.parent
 CACHE = Path(os.environ.get("FIXITEM_BENCH_CACHE", Path.home() / ".cache" / "fixitem-bench")) / "real-scripts"
 
 
@@ -134,6 +134,11 @@ SCRIPTS = [
             "--batch-size", "8", "--imageSize", "64", "--nz", "8", "--ngf", "8", "--ndf", "8",
             "--manualSeed", "1", "--outf", "out", "--workers", "0", "--disable-dp"),
            {"FIXITEM_BENCH_FAKE_TRAIN": "240", "FIXITEM_BENCH_FAKE_TEST": "16"}),
+    Script("opacus/cifar10", "opacus", "examples/cifar10.py",
+           ("--device", "cpu", "--epochs", "1", "--batch-size", "32", "--batch-size-test", "64",
+            "--print-freq", "1", "--workers", "0", "--seed", "0", "--data-root", "data",
+            "--log-dir", "logs", "--checkpoint-file", "checkpoint", "--lr-schedule", "constant"),
+           {"FIXITEM_BENCH_FAKE_TRAIN": "96", "FIXITEM_BENCH_FAKE_TEST": "64"}),
     Script("torch-optimizer/mnist", "torch-optimizer", "examples/mnist.py", (),
            {"FIXITEM_BENCH_FAKE_TRAIN": "128", "FIXITEM_BENCH_FAKE_TEST": "100"},
            ("torchvision", "tensorboard")),
@@ -148,11 +153,6 @@ SCRIPTS = [
            ("--batch-size", "32", "--test-batch-size", "64", "--epochs", "2", "--log-interval", "2",
             "--no-gpu"),
            {"FIXITEM_BENCH_FAKE_TRAIN": "128", "FIXITEM_BENCH_FAKE_TEST": "64"}),
-    Script("pytorch-warmup/cifar10", "pytorch-warmup", "examples/cifar10/main.py",
-           ("--batch-size", "32", "--test-batch-size", "64", "--epochs", "2", "--log-interval", "2",
-            "--milestones", "1", "--warmup", "linear", "--warmup-period", "4", "--algorithm", "adamw",
-            "--no-gpu", "--output", "out"),
-           {"FIXITEM_BENCH_FAKE_TRAIN": "96", "FIXITEM_BENCH_FAKE_TEST": "64"}),
     Script("ignite/mnist", "pytorch-ignite", "examples/mnist/mnist.py",
            ("--batch_size", "32", "--val_batch_size", "64", "--epochs", "2", "--log_interval", "2"),
            {"FIXITEM_BENCH_FAKE_TRAIN": "128", "FIXITEM_BENCH_FAKE_TEST": "64"}),
@@ -162,9 +162,12 @@ SCRIPTS = [
 # Order matters: dates before clock times before durations.
 MASKS: list[tuple[str, str]] = [
     (r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?", "<datetime>"),  # timestamps
+    (r"\b\d\d/\d\d/\d{4}\b", "<date>"),  # logging's %x dates
     (r"\b\d+:\d\d(?::\d\d)?(?:\.\d+)?\b", "<clock>"),  # tqdm's elapsed/remaining, H:MM:SS
     (r" *(?:\b\d+(?:\.\d+)?(?:e[-+]?\d+)?|\?)\s?(?:it/s|s/it|samples/s|img/s)", " <rate>"),  # progress rates
     (r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?(?:ms|s|sec|secs|seconds)\b", "<duration>"),  # elapsed times
+    # A number labelled as a time ("Elapsed Time: 1.2", "'time_per_epoch': [2.8, 3.1]").
+    (r"(?i)((?:time|elapsed)\w*['\"]?\s*[:=]?\s*)(\[[\d.,\s]*\]|\d+(?:\.\d+)?)", r"\1<duration>"),
     (r"\b0x[0-9a-fA-F]{4,}\b", "<address>"),  # object reprs
     # Line numbers in warnings and tracebacks: a rewrite adds an import line.
     (r"(\.py):\d+:", r"\1:<line>:"),
@@ -431,7 +434,9 @@ def run_copy(script: Script, folder: Path, site: Path) -> RunOutcome:
     env.update(script.env)
     env.update({"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                 "PYTHONHASHSEED": "0", "TQDM_MININTERVAL": "0", "PYTHONDONTWRITEBYTECODE": "1"})
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    import fixitem  # the rewritten copies import the runtime of the fixitem that rewrote them
+
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(Path(fixitem.__file__).resolve().parent.parent)])
     script_path = Path(script.path).name
     command = [sys.executable, str(HERE), "_run", ",".join(script.stubs), script_path, *script.args]
     existing = {p for p in folder.parent.rglob("*") if p.is_file()}
@@ -487,6 +492,7 @@ def prepare(script: Script, work: Path) -> tuple[dict[str, Any], dict[str, Path]
         row[f"apply_seconds_{mode}"] = round(time.perf_counter() - started, 2)
         row[f"fixes_{mode}"] = dict(sorted(collections.Counter(f.rule for f in result.applied).items()))
         row[f"apply_errors_{mode}"] = result.errors
+        row[f"changed_{mode}"] = bool(result.diff)
         (base / f"{mode}.diff").write_text(result.diff.replace(str(copies[mode].parent), ""))
     row["diffs"] = {mode: str(base / f"{mode}.diff") for mode in ("safe", "unsafe")}
     return row, copies
@@ -538,7 +544,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             out.append(f"| {row['script']} | error: {row['error'][:80]} | | | | | | |")
             continue
         crash = " / ".join("yes" if row["crash"][m] else "no" for m in ("before", "safe", "unsafe"))
-        secs = " / ".join(f"{row['seconds'][m]:.1f}" for m in ("before", "safe", "unsafe"))
+        secs = " / ".join(f"{row['seconds'][m]:.1f}" if row["seconds"][m] or m == "before" else "-"
+                          for m in ("before", "safe", "unsafe"))
         same = {m: ("yes" if row[f"identical_{m}"] else "**no**") for m in ("safe", "unsafe")}
         out.append(f"| {row['script']} | {fixes_text(row['fixes_safe'])} | {fixes_text(row['fixes_unsafe'])} "
                    f"| {row['lines']} | {same['safe']} | {same['unsafe']} | {crash} | {secs} |")
@@ -556,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="subprocesses at a time (default 2)")
     parser.add_argument("--keep", type=Path, help="keep the copies and their diffs in DIR")
     parser.add_argument("--list", action="store_true", help="list the scripts and exit")
+    parser.add_argument("--run-unchanged", action="store_true",
+                        help="also run a copy that apply left unchanged (checks that the masks hide all noise)")
     opts = parser.parse_args(argv)
     if opts.list:
         for s in SCRIPTS:
@@ -593,10 +602,14 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"script": script.name, "error": f"{type(e).__name__}: {e}"})
         with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
             futures = [(script, row, {mode: pool.submit(run_copy, script, folder, site)
-                                      for mode, folder in copies.items()})
+                                      for mode, folder in copies.items()
+                                      if mode == "before" or row[f"changed_{mode}"] or opts.run_unchanged})
                        for script, row, copies in prepared]
             for script, row, runs in futures:
-                compare(row, {mode: f.result() for mode, f in runs.items()})
+                outcomes = {mode: f.result() for mode, f in runs.items()}
+                for mode in ("safe", "unsafe"):  # not rewritten: the original's run stands for it
+                    outcomes.setdefault(mode, outcomes["before"]._replace(seconds=0.0))
+                compare(row, outcomes)
                 rows.append(row)
                 status = "DIFFERS" if failed(row) else "ok" if row["ran"] else "original fails"
                 print(f"{script.name}: {status} ({sum(row['seconds'].values()):.0f} s)", file=sys.stderr, flush=True)
