@@ -45,6 +45,8 @@ def test_masks_hide_only_what_differs_between_two_runs(tmp_path):
     # Values are not masked: a loss that changes is a difference.
     assert bench.mask(one, tmp_path) != bench.mask(one.replace("loss 0.5", "loss 0.6"), tmp_path)
     assert bench.mask("Accuracy: 9/64 (14.06%)", tmp_path) == "Accuracy: 9/64 (14.06%)"
+    # tqdm pads a redrawn line to the width of the previous one.
+    assert bench.mask(" 2/4 [00:01, 12.50it/s] \r", tmp_path) == bench.mask(" 2/4 [00:01,  9.80it/s]\r", tmp_path)
     assert bench.first_differences("a\nb\nc", "a\nB\nc") == ["-2: b", "+2: B"]
 
 
