@@ -58,6 +58,11 @@ Ordering guarantee (by construction)
     * ``os.fork``: pending records are replayed (and the Python stream
       buffers flushed) before the fork, so a child's output comes after
       what the parent printed before starting it.
+    * a change of logging configuration (``Logger.setLevel`` /
+      ``addHandler`` / ``removeHandler``, ``Handler.setLevel`` /
+      ``setFormatter``, ``logging.disable``, hence ``basicConfig`` and
+      ``dictConfig``): pending logging calls are replayed under the
+      configuration they were made under.
 
     Replaying costs the one host read that keeps the order, paid only when
     something else is written while records are pending. Records are
@@ -756,6 +761,29 @@ def _install_stream_hooks() -> None:
         setattr(sys, name, _OrderedStream(stream))
 
 
+#: What changes how a later replayed logging call is handled: levels, handlers, formats.
+_LOGGING_CHANGES = (
+    (logging.Logger, "setLevel"), (logging.Logger, "addHandler"), (logging.Logger, "removeHandler"),
+    (logging.Handler, "setLevel"), (logging.Handler, "setFormatter"), (logging, "disable"),
+)
+
+
+def _replay_before(owner: Any, name: str) -> None:
+    """Make ``owner.name(...)`` replay the pending records before it runs."""
+    original = getattr(owner, name)
+    if getattr(original, "_fixitem_ordered", False):
+        return
+
+    @functools.wraps(original)
+    def changed(*args, **kwargs):
+        if _order.dirty and not _tls.in_logging:
+            _before_output(_WRITE_WAIT_S)
+        return original(*args, **kwargs)
+
+    changed._fixitem_ordered = True  # type: ignore[attr-defined]
+    setattr(owner, name, changed)
+
+
 def _install_logging_hooks() -> None:
     original = logging.Logger.callHandlers
     if getattr(original, "_fixitem_ordered", False):
@@ -774,6 +802,11 @@ def _install_logging_hooks() -> None:
 
     callHandlers._fixitem_ordered = True  # type: ignore[attr-defined]
     logging.Logger.callHandlers = callHandlers  # type: ignore[method-assign]
+
+    # A change of level, handler or format applies to the records still to be replayed, not only
+    # to later ones: replay what is pending first, so that it logs as the original did.
+    for owner, name in _LOGGING_CHANGES:
+        _replay_before(owner, name)
 
     original_shutdown = logging.shutdown
     if not getattr(original_shutdown, "_fixitem_ordered", False):

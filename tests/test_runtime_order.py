@@ -127,6 +127,35 @@ def test_every_log_record_replays_pending_records_first():
         logger.removeHandler(handler)
 
 
+@pytest.mark.parametrize("change", ["logger level", "handler level", "formatter", "disable", "handler"])
+def test_a_logging_configuration_change_replays_pending_records_first(change):
+    sink = io.StringIO()
+    logger = logging.getLogger(f"fixitem.test.order.config.{change}")
+    handler = logging.StreamHandler(sink)
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    try:
+        rec = Recorder(flush_every=1000)
+        rec.record(lambda v: logger.debug("step %d", v), torch.tensor(3))
+        if change == "logger level":
+            logger.setLevel(logging.WARNING)
+        elif change == "handler level":
+            handler.setLevel(logging.WARNING)
+        elif change == "formatter":
+            handler.setFormatter(logging.Formatter("changed: %(message)s"))
+        elif change == "disable":
+            logging.disable(logging.INFO)
+        else:
+            logger.removeHandler(handler)
+        # The original logged "step 3" under the configuration of that moment.
+        assert sink.getvalue() == "step 3\n"
+        assert rec.pending() == 0
+    finally:
+        logging.disable(logging.NOTSET)
+        logger.removeHandler(handler)
+
+
 def test_replayed_logging_does_not_recurse_or_reorder():
     seen = []
 

@@ -338,10 +338,9 @@ class DeferredLogging(Rule):
     Logging records keep their `lineno` (the call stays on one line when it
     fits) but `funcName` becomes `<lambda>` and `created` is the replay time.
     The logger checks its level when the call is replayed: a call whose level
-    is disabled printed nothing before and prints nothing after; a level or
-    handler change made after the call and before its replay applies to it
-    (scripts set up logging before they log tensor values; call
-    `deferred.flush()` before reconfiguring logging in mid-run).
+    is disabled printed nothing before and prints nothing after; a change of
+    level, handler or format replays the pending calls first, so each is
+    handled under the configuration it was made under.
     `warning_once` keeps its once-per-message behaviour (it is called once
     per replayed record, as before).
     **Unsafe** when a name passed may be a mutable object (a dict, a list,
