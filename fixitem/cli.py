@@ -237,6 +237,11 @@ def apply(
         help="Run this shell command before and after the fixes; keep only the fixes under which it prints the "
              "same and syncs no more (the others are found by bisection and reverted).",
     ),
+    verify_factory: Optional[str] = typer.Option(
+        None, "--verify-factory", show_default=False,
+        help="Keep only the fixes under which `fixitem verify --factory F` finds the same outputs, gradients, "
+             "syncs and graph breaks: a function of each changed file (make), FILE.py:FUNCTION or MODULE:FUNCTION.",
+    ),
     verify_cwd: Path = typer.Option(Path("."), "--verify-cwd", help="With --verify-run: the folder to run it in."),
     verify_env: Optional[List[str]] = typer.Option(
         None, "--verify-env", show_default=False, help="With --verify-run: KEY=VALUE for the command (repeatable)."
@@ -250,11 +255,14 @@ def apply(
     ),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
-    if verify_run is not None:
+    if verify_run is not None or verify_factory is not None:
         if diff or interactive:
-            raise _usage_error("--verify-run writes the verified fixes: not with --diff or --interactive")
+            raise _usage_error("--verify-run / --verify-factory write the verified fixes: not with --diff or "
+                               "--interactive")
+        if verify_run is not None and verify_factory is not None:
+            raise _usage_error("give either --verify-run or --verify-factory, not both")
         _apply_verified(
-            paths, verify_run, verify_cwd, verify_env or [], verify_timeout, verify_mask or [], quiet,
+            paths, verify_run, verify_factory, verify_cwd, verify_env or [], verify_timeout, verify_mask or [], quiet,
             unsafe=unsafe, select=_split(select), ignore=_split(ignore), exclude=exclude, config=config,
             isolated=isolated, flush_every=flush_every,
         )
@@ -283,9 +291,9 @@ def apply(
     raise typer.Exit(1 if diff and result.changed else 0)
 
 
-def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) -> None:
-    """``apply --verify-run``: keep the fixes that keep the command's behaviour; always exits."""
-    from fixitem.verified import apply_verified
+def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **options) -> None:
+    """``apply --verify-run`` / ``--verify-factory``: keep the fixes that verify; always exits."""
+    from fixitem.verified import apply_verified, apply_verified_model
     from fixitem.verify.run import parse_env
 
     def log(line: str) -> None:
@@ -293,8 +301,11 @@ def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) 
             err.print(line, markup=False, highlight=False)
 
     try:
-        result = apply_verified(paths, command, cwd=cwd, env=parse_env(env), timeout=timeout, masks=masks,
-                                log=log, **options)
+        if factory is not None:
+            result = apply_verified_model(paths, factory, cwd=cwd, log=log, **options)
+        else:
+            result = apply_verified(paths, command, cwd=cwd, env=parse_env(env), timeout=timeout, masks=masks,
+                                    log=log, **options)
     except api.UsageError as exc:
         raise _usage_error(str(exc))
     out = Console(highlight=False, soft_wrap=True)
@@ -308,8 +319,8 @@ def _apply_verified(paths, command, cwd, env, timeout, masks, quiet, **options) 
     if result.gave_up:
         out.print(f"every fix reverted: {result.gave_up}", markup=False)
     if not quiet:
-        out.print(f"{len(result.kept)} fix(es) kept, verified by `{command}`; {len(result.reverted)} reverted; "
-                  f"{result.runs} run(s) of the command.", markup=False)
+        out.print(f"{len(result.kept)} fix(es) kept, verified by `{result.command}`; {len(result.reverted)} "
+                  f"reverted; {result.runs} run(s) of the check.", markup=False)
     for message in result.errors:
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(2 if result.errors else 0)

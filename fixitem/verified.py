@@ -1,4 +1,9 @@
-"""``fixitem apply --verify-run CMD``: keep only the fixes under which the command behaves the same.
+"""``fixitem apply --verify-run CMD`` / ``--verify-factory F``: keep only the fixes that verify.
+
+With a command, "the same behaviour" is what ``fixitem verify --run``
+compares; with a model factory, what ``fixitem verify --factory`` compares
+(outputs and gradients equal, no more host syncs per call, no more graph
+breaks). The steps, for a command:
 
 1. Compute every fix (nothing written), then run the command on the tree as
    it is: the reference run.
@@ -19,9 +24,14 @@ fixes; what is left in the files is exactly that set.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Union
 
 from fixitem import api
 from fixitem.codemods.engine import Finding
@@ -38,7 +48,7 @@ FixKey = tuple[str, str, int]
 class RevertedFix:
     path: Path
     finding: Finding
-    #: What the command did differently with this fix (the comparison's failures and first diff).
+    #: What the program did differently with this fix (the failures, and the first diff of a command's text).
     failures: list[str]
     diff: str = ""
 
@@ -47,13 +57,15 @@ class RevertedFix:
 class VerifiedResult:
     command: str
     reference: CommandRun | None = None
-    final: RunComparison | None = None
+    final: RunComparison | ModelOutcome | None = None
     kept: list[tuple[Path, Finding]] = field(default_factory=list)
     reverted: list[RevertedFix] = field(default_factory=list)
     runs: int = 0
     #: Set when the fixes could not be verified at all (every fix reverted).
     gave_up: str = ""
     errors: list[str] = field(default_factory=list)
+    #: The changed files and their original bytes, for the model check.
+    model_state: dict = field(default_factory=dict, repr=False)
 
     @property
     def changed(self) -> bool:
@@ -106,12 +118,131 @@ def apply_verified(
     ``apply_options`` are those of :func:`fixitem.api.apply` (``unsafe``,
     ``select``, ``config``...). ``log`` is called with one line per step.
     """
-    say = log or (lambda _line: None)
     compile_masks(masks)  # a bad pattern is a usage error before anything runs
-    options = {k: v for k, v in apply_options.items() if k not in ("write", "confirm", "jobs")}
-    options.setdefault("cache", False)
     cwd = Path(cwd).resolve()
     result = VerifiedResult(command)
+
+    def start(say) -> Callable[[], Outcome]:
+        say("running the command as it is")
+        result.reference = reference = run_command(command, cwd, "before", env, timeout)
+        result.runs += 1
+
+        def check() -> Outcome:
+            after = run_command(command, cwd, "after", env, timeout)
+            result.runs += 1
+            return compare_runs(command, reference, after, masks)
+
+        return check
+
+    return _keep_verified(paths, result, start, log, apply_options)
+
+
+def apply_verified_model(
+    paths: Sequence[Path | str],
+    factory: str,
+    *,
+    cwd: Path | str = ".",
+    log: Callable[[str], None] | None = None,
+    **apply_options,
+) -> VerifiedResult:
+    """Apply the fixes below ``paths`` under which the model keeps its outputs, gradients,
+    syncs and graph breaks (``fixitem verify`` with ``factory``); revert the others.
+
+    ``factory`` is a function name of each changed file (``make``), or
+    ``FILE.py:FUNCTION`` / ``MODULE:FUNCTION`` of the project in ``cwd`` (its
+    before version is then a copy of the tree as it was before any fix).
+    """
+    from fixitem.verify.loading import parse_factory
+
+    project = parse_factory(factory)
+    cwd = Path(cwd).resolve()
+    result = VerifiedResult(f"verify --factory {factory}")
+
+    def start(say) -> Callable[[], Outcome]:
+        return _model_check(result, project, factory, cwd, say)
+
+    return _keep_verified(paths, result, start, log, apply_options)
+
+
+@dataclass
+class ModelOutcome:
+    """What ``fixitem verify`` found for one set of fixes, as the bisection reads it."""
+
+    failures: list[str]
+    differences: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+Outcome = Union[RunComparison, ModelOutcome]
+
+
+def _same_model(report) -> list[str]:
+    """The ways the after model behaves differently from the before one (not: still has breaks)."""
+    failures = []
+    if not report.equivalent:
+        bad = [r for r in report.inputs if r.status != "equal"]
+        where = f" on {bad[0].name}: {'; '.join(bad[0].details[:2])}" if bad else ""
+        failures.append(f"outputs or gradients differ{where}")
+    b, a = report.before, report.after
+    if a.syncs_per_call > b.syncs_per_call:
+        failures.append(f"host syncs per call: {a.syncs_per_call} after, more than {b.syncs_per_call} before")
+    if a.graph_breaks > b.graph_breaks:
+        failures.append(f"graph breaks: {a.graph_breaks} after, more than {b.graph_breaks} before")
+    return failures
+
+
+def _model_check(result: VerifiedResult, project, factory: str, cwd: Path, say) -> Callable[[], Outcome]:
+    from fixitem.verify import run_verify
+    from fixitem.verify.errors import UsageError
+
+    state = result.model_state
+    if project is not None:
+        # The before version of a project factory: the tree as it is now, before any fix is written.
+        before = Path(tempfile.mkdtemp(prefix="fixitem-verified-before-"))
+        shutil.copytree(cwd, before / "tree", symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", "__pycache__", ".venv", "venv", "*.egg-info", ".fixitem_cache"))
+        state["cleanup"] = before
+
+    def check() -> Outcome:
+        failures: list[str] = []
+        result.runs += 1
+        files = state["files"]
+        try:
+            if project is not None:
+                with _chdir(cwd):
+                    report = run_verify(files[0], before=state["cleanup"] / "tree", factory=factory, backend="eager")
+                failures = _same_model(report)
+            else:
+                for path in files:
+                    report = run_verify(path, before_source=state["originals"][path].decode("utf-8"),
+                                        factory=factory, backend="eager")
+                    failures += [f"{path.name}: {f}" for f in _same_model(report)]
+        except UsageError as exc:
+            failures.append(f"verify could not run: {exc.message}")
+        return ModelOutcome(failures)
+
+    say(f"verifying models with {factory}")
+    return check
+
+
+@contextlib.contextmanager
+def _chdir(folder: Path):
+    saved = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> VerifiedResult:
+    """Write every fix, check, bisect and revert the guilty ones (see the module docstring)."""
+    say = log or (lambda _line: None)
+    options = {k: v for k, v in apply_options.items() if k not in ("write", "confirm", "jobs")}
+    options.setdefault("cache", False)
     plan = api.apply(paths, write=False, **options)
     result.errors = plan.errors
     changed = [r.path for r in plan.changed]
@@ -119,16 +250,15 @@ def apply_verified(
         return result
     fixes = {path: _fixes_of(path, options) for path in changed}
     originals = {path: path.read_bytes() for path in changed}
-    say(f"{sum(len(v) for v in fixes.values())} fixes in {len(changed)} files; running the command as it is")
-    result.reference = reference = run_command(command, cwd, "before", env, timeout)
-    result.runs += 1
+    result.model_state.update(files=changed, originals=originals)
+    say(f"{sum(len(v) for v in fixes.values())} fixes in {len(changed)} files")
     try:
-        def run_with(selection: Mapping[Path, set[FixKey]]) -> RunComparison:
+        check = start(say)
+
+        def run_with(selection: Mapping[Path, set[FixKey]]) -> Outcome:
             for path in changed:
                 _write_selection(path, originals[path], selection.get(path, set()), options)
-            after = run_command(command, cwd, "after", env, timeout)
-            result.runs += 1
-            return compare_runs(command, reference, after, masks)
+            return check()
 
         universe = {path: {key for key, _ in fixes[path]} for path in changed}
         for round_number in range(1, MAX_ROUNDS + 1):
@@ -153,7 +283,7 @@ def apply_verified(
             for path in changed:
                 write_atomically(path, originals[path])
             if any(universe.values()):
-                result.gave_up = "the command still behaves differently with the remaining fixes"
+                result.gave_up = "the program still behaves differently with the remaining fixes"
                 say(f"{result.gave_up}: every fix reverted")
         else:
             result.kept = [(path, f) for path in changed for key, f in fixes[path] if key in universe[path]]
@@ -161,6 +291,10 @@ def apply_verified(
         for path in changed:  # never leave a half-applied tree behind
             write_atomically(path, originals[path])
         raise
+    finally:
+        folder = result.model_state.pop("cleanup", None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     return result
 
 
@@ -178,7 +312,7 @@ def _bisect_files(universe: dict[Path, set[FixKey]], failed: RunComparison, run_
     return found
 
 
-def _culprits(items: list, differs_with: Callable[[Iterable], RunComparison], known_bad: RunComparison | None = None):
+def _culprits(items: list, differs_with: Callable[[Iterable], Outcome], known_bad: Outcome | None = None):
     """Items that make the command differ, each with the comparison that showed it (bisection).
 
     ``differs_with(subset)`` runs the command with only ``subset`` applied.

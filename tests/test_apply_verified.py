@@ -75,4 +75,38 @@ def test_command_line_reports_kept_and_reverted_fixes(script):
     assert result.exit_code == 0, result.output
     assert "reverted: " in result.stdout and "FX101" in result.stdout
     assert "fixed: " in result.stdout and "FX202" in result.stdout
-    assert "run(s) of the command" in result.stdout
+    assert "run(s) of the check" in result.stdout
+
+
+MODEL = Path(__file__).resolve().parent.parent / "fixtures" / "verify" / "planted_model.py"
+
+
+def test_verify_factory_reverts_the_fix_that_changes_the_gradients(tmp_path):
+    from fixitem.verified import apply_verified_model
+
+    model = tmp_path / "model.py"
+    shutil.copy(MODEL, model)
+    result = apply_verified_model([model], "make", unsafe=True, isolated=True)
+    assert [f.finding.rule for f in result.reverted] == ["FX101"]
+    assert "gradients differ" in " ".join(result.reverted[0].failures)
+    assert [f.rule for _, f in result.kept] == ["FX103"]
+    text = model.read_text()
+    assert "if h.min().item() > 0:" in text and "torch.clamp(h.std().detach(), min=0.5)" in text
+
+
+def test_verify_factory_of_the_project_on_the_command_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fixitem.cli import app
+
+    (tmp_path / "checks").mkdir()
+    shutil.copy(MODEL, tmp_path / "model.py")
+    (tmp_path / "checks" / "factories.py").write_text("from model import make as make_model\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["apply", "--isolated", "--unsafe", "--verify-factory",
+                                      "checks/factories.py:make_model", "model.py"])
+    assert result.exit_code == 0, result.output
+    assert "reverted: " in result.stdout and "FX101" in result.stdout and "FX103" in result.stdout
+    assert "if h.min().item() > 0:" in (tmp_path / "model.py").read_text()
+    result = CliRunner().invoke(app, ["apply", "--verify-factory", "make", "--verify-run", "x", "model.py"])
+    assert result.exit_code == 2 and "not both" in result.stderr
