@@ -65,12 +65,19 @@ class Finding:
 
 
 @dataclass
-class FileOutcome:
+class FileResult:
+    """What processing one file gave. :func:`process` fills ``findings``,
+    ``applied``, ``new_text`` and ``error``; :mod:`fixitem.api` adds the diff,
+    whether it wrote the file, and notes."""
+
     path: Path
-    findings: list[Finding] = field(default_factory=list)  # what remains (or, for scan, all)
+    findings: list[Finding] = field(default_factory=list)  # what remains after apply (or, for scan, all)
     applied: list[Finding] = field(default_factory=list)  # what was fixed
-    new_text: str | None = None  # set when fixes changed the text
+    diff: str = ""  # unified diff of the change (apply only)
     error: str | None = None  # the file could not be processed
+    written: bool = False  # apply wrote the file
+    notes: list[str] = field(default_factory=list)  # what was left out of the analysis, and why (not errors)
+    new_text: str | None = None  # set when fixes changed the text
 
 
 def worth_parsing(text: str) -> bool:
@@ -159,8 +166,8 @@ def process(
     fix: bool = False,
     unsafe: bool = False,
     flush_every: int | None = None,
-) -> FileOutcome:
-    outcome = FileOutcome(path)
+) -> FileResult:
+    outcome = FileResult(path)
     if not worth_parsing(text):
         return outcome
     current = text

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from fixitem.codemods.discovery import PathNotFound, discover
-from fixitem.codemods.engine import FileOutcome, Finding, process
+from fixitem.codemods.engine import FileResult, Finding, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.rule import Report, Rule
@@ -46,17 +46,6 @@ PARALLEL_MIN_FILES = 8
 CHUNK_SIZE = 4
 # The most fixes offered one by one in one file (a guard; the engine reaches a fixed point).
 MAX_INTERACTIVE_STEPS = 1000
-
-
-@dataclass
-class FileResult:
-    path: Path
-    findings: list[Finding] = field(default_factory=list)  # remaining after apply; all for scan
-    applied: list[Finding] = field(default_factory=list)
-    diff: str = ""  # unified diff of the change (apply only)
-    error: str | None = None
-    written: bool = False
-    notes: list[str] = field(default_factory=list)  # what was left out of the analysis, and why (not errors)
 
 
 @dataclass
@@ -303,7 +292,7 @@ def _run_job(job: _Job) -> FileResult:
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
             return FileResult(job.path, hit[0], [], "", hit[1])
     rules = rules_for(job.codes)
-    outcome: FileOutcome = process(
+    outcome: FileResult = process(
         Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
     )
     if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
@@ -469,7 +458,7 @@ class _OneFix(Rule):
 def fix_one(
     path: Path, text: str, rules: Sequence[Rule], finding: Finding, *, unsafe: bool = False,
     flush_every: int | None = None,
-) -> FileOutcome:
+) -> FileResult:
     """``text`` with the fix of ``finding`` alone applied (one of ``process(path, text, rules)``'s findings).
 
     The engine runs as it does for a whole file (the imports the fix needs are

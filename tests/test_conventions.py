@@ -59,3 +59,11 @@ def test_exclude_on_the_command_line_matches_like_the_configured_glob(tmp_path, 
     assert names(fixitem.scan(["src"], cache=False)) == ["src/model.py"]
     # Named explicitly (as pre-commit names files), an excluded file is still skipped.
     assert names(fixitem.scan(["src/legacy/old.py"], exclude=["src/legacy"], isolated=True, cache=False)) == []
+
+
+def test_one_file_result_for_the_engine_and_the_api():
+    from fixitem import api
+    from fixitem.codemods import engine
+
+    assert api.FileResult is engine.FileResult is fixitem.FileResult
+    assert not hasattr(engine, "FileOutcome")
