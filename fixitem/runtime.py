@@ -403,6 +403,26 @@ class _Signals:
     deferred: tuple[int, Any] | None = None
 
 
+class _InRuntime:
+    """``with _IN_RUNTIME:`` marks this thread as busy inside the runtime (it may hold ``_LOCK``):
+    a SIGTERM that arrives meanwhile is handled when the outermost such block is left."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _tls.depth += 1
+
+    def __exit__(self, *exc: object) -> bool:
+        tls = _tls
+        tls.depth -= 1
+        if not tls.depth and _Signals.deferred is not None:
+            _leave()
+        return False
+
+
+_IN_RUNTIME = _InRuntime()
+
+
 def _leave() -> None:
     """Run a SIGTERM handling postponed while this (main) thread was busy."""
     if _Signals.deferred is not None and threading.get_ident() == _MAIN_IDENT:
@@ -439,16 +459,10 @@ class Recorder:
         if max_outstanding < 1:
             raise ValueError("max_outstanding must be >= 1")
         self.max_outstanding = max_outstanding
-        tls = _tls
-        tls.depth += 1  # a SIGTERM handled now must not wait for _LOCK held here
-        try:
+        with _IN_RUNTIME:  # a SIGTERM handled now must not wait for _LOCK held here
             with _LOCK:
                 _RECORDERS[:] = [r for r in _RECORDERS if r() is not None]
                 _RECORDERS.append(weakref.ref(self))
-        finally:
-            tls.depth -= 1
-            if not tls.depth and _Signals.deferred is not None:
-                _leave()
 
     # -- configuration ----------------------------------------------------
     def set_flush_every(self, n: int) -> None:
@@ -468,9 +482,7 @@ class Recorder:
         if not callable(fn):
             raise TypeError(f"fixitem.runtime.record: fn must be callable, got {fn!r}")
         rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs))
-        tls = _tls
-        tls.depth += 1
-        try:
+        with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
                     _drain_inbox_locked()
@@ -483,24 +495,14 @@ class Recorder:
                 outstanding = len(self._batches)
             if outstanding:
                 self._emit(block=False, keep=self.max_outstanding if full else None)
-        finally:
-            tls.depth -= 1
-            if not tls.depth and _Signals.deferred is not None:
-                _leave()
 
     def pending(self) -> int:
         """Number of records not yet emitted."""
-        tls = _tls
-        tls.depth += 1
-        try:
+        with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
                     _drain_inbox_locked()
                 return len(self._pending) + sum(len(b.records) for b in self._batches)
-        finally:
-            tls.depth -= 1
-            if not tls.depth and _Signals.deferred is not None:
-                _leave()
 
     def flush(self) -> None:
         """Emit every pending record, blocking on device transfers as needed.
@@ -514,18 +516,12 @@ class Recorder:
 
     def _flush(self, wait: float) -> None:
         """``flush``; ``wait``: seconds to wait for another thread's replay (-1: forever)."""
-        tls = _tls
-        tls.depth += 1
-        try:
+        with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
                     _drain_inbox_locked()
                 self._start_batch_locked()
             self._emit(block=True, wait=wait)
-        finally:
-            tls.depth -= 1
-            if not tls.depth and _Signals.deferred is not None:
-                _leave()
 
     # -- internals --------------------------------------------------------
     def _start_batch_locked(self) -> None:
@@ -589,17 +585,11 @@ def _flush_all(wait: float = -1) -> None:
     ``wait``: seconds to wait for a replay running in another thread (-1:
     as long as it takes); after that, nothing is flushed.
     """
-    tls = _tls
-    if tls.replaying:
+    if _tls.replaying:
         return
-    tls.depth += 1
-    try:
+    with _IN_RUNTIME:
         if _REPLAY_LOCK.acquire(timeout=wait):
             _flush_all_locked()
-    finally:
-        tls.depth -= 1
-        if not tls.depth and _Signals.deferred is not None:
-            _leave()
 
 
 def _flush_all_locked() -> None:
