@@ -879,6 +879,14 @@ def _get(row: dict, version: str, key: str):
     return row.get(version, {}).get("explain", {}).get(key)
 
 
+def logging_lines(row: dict, version: str) -> int | None:
+    """Distinct source lines of the logging breaks of one run (from its break reasons)."""
+    explain = row.get(version, {}).get("explain")
+    if not explain or explain.get("breaks") is None:
+        return None
+    return len({r.get("location") for r in explain.get("reasons") or [] if r.get("logging")})
+
+
 def fmt_int(x) -> str:
     return "-" if x is None else str(x)
 
@@ -923,7 +931,7 @@ def report(data: dict[str, Any]) -> None:
             fmt_int(_get(row, "before", "counter_breaks")), fmt_int(_get(row, "after", "counter_breaks")),
             fmt_int(_get(row, "before", "break_sites")), fmt_int(_get(row, "after", "break_sites")),
             fmt_int(_get(row, "before", "graphs")), fmt_int(_get(row, "after", "graphs")),
-            fmt_int(_get(row, "before", "logging_sites")), fmt_int(_get(row, "after", "logging_sites")),
+            fmt_int(logging_lines(row, "before")), fmt_int(logging_lines(row, "after")),
             fmt_equal(row.get("outputs")), fmt_equal(row.get("grads")),
             "yes" if row.get("logs_equal") else "NO",
             (reasons[0] if reasons else "")
@@ -933,8 +941,8 @@ def report(data: dict[str, Any]) -> None:
                  "grads equal", "logs", "top remaining break reason (after)"], rows)
     t = data["totals"]
     print(f"{'TOTAL':<10} breaks {t['breaks_before']} -> {t['breaks_after']} (counter {t['counter_before']} -> "
-          f"{t['counter_after']}, sites {t['sites_before']} -> {t['sites_after']}; logging sites "
-          f"{t['logging_sites_before']} -> {t['logging_sites_after']} in {t['logging_models_before']} -> "
+          f"{t['counter_after']}, sites {t['sites_before']} -> {t['sites_after']}; logging lines "
+          f"{t['logging_lines_before']} -> {t['logging_lines_after']} in {t['logging_models_before']} -> "
           f"{t['logging_models_after']} models), graphs {t['graphs_before']} -> {t['graphs_after']}; models ok {t['ok']}/"
           f"{t['models']}, outputs equal {t['outputs_equal']}/{t['compared']}, grads equal {t['grads_equal']}/"
           f"{t['compared']}, logs equal {t.get('logs_equal', '?')}/{t['compared']}, errors {t['errors']}, "
@@ -943,7 +951,7 @@ def report(data: dict[str, Any]) -> None:
         print(f"skipped {m}: {why}")
     print("(brk: torch._dynamo.explain graph breaks (misses a break before the first traced op); ctr: "
           "counters['graph_break']; site: distinct break locations (file:line, reason) from Dynamo's graph-break "
-          "log; gr: graphs; log: break sites whose reason, file or line names warning_once/info_once/logging/"
+          "log; gr: graphs; log: distinct source lines of the breaks whose reason, file or line names warning_once/info_once/logging/"
           "logger/GB0291; b/a: before/after; outputs: eval forward, exact/total tensors; grads: one train step; "
           "logs: transformers log text equal)")
     print()
@@ -1005,10 +1013,11 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "counter_before": s("before", "counter_breaks"), "counter_after": s("after", "counter_breaks"),
         "sites_before": s("before", "break_sites"), "sites_after": s("after", "break_sites"),
         "graphs_before": s("before", "graphs"), "graphs_after": s("after", "graphs"),
-        "logging_sites_before": s("before", "logging_sites"), "logging_sites_after": s("after", "logging_sites"),
+        "logging_lines_before": sum(logging_lines(r, "before") or 0 for r in measured),
+        "logging_lines_after": sum(logging_lines(r, "after") or 0 for r in measured),
         "logging_events_before": s("before", "logging_events"), "logging_events_after": s("after", "logging_events"),
-        "logging_models_before": sum(1 for r in measured if _get(r, "before", "logging_sites")),
-        "logging_models_after": sum(1 for r in measured if _get(r, "after", "logging_sites")),
+        "logging_models_before": sum(1 for r in measured if logging_lines(r, "before")),
+        "logging_models_after": sum(1 for r in measured if logging_lines(r, "after")),
         "compared": len(compared),
         "outputs_equal": sum(1 for r in compared if r["outputs"]["equal"]),
         "outputs_exact": sum(1 for r in compared if r["outputs"]["exact"] == r["outputs"]["tensors"]),

@@ -88,10 +88,13 @@ def test_hf_models_attributes_logging_breaks():
                                    "transformers/models/longformer/modeling_longformer.py:1175",
                                    "is_global_attn = is_index_global_attn.flatten().any().item()")
     assert set(hf.GROUPS["warning_once"]) <= set(hf.ALL_MODELS)
-    rows = [{"before": {"explain": {"breaks": 1, "logging_sites": 1}}, "after": {"explain": {"breaks": 0,
-             "logging_sites": 0}}}]
-    t = hf.totals([{**r, "status": "ok"} for r in rows])
-    assert (t["logging_sites_before"], t["logging_sites_after"]) == (1, 0)
+    logging_break = {"reason": "logging.Logger method not supported for non-export cases",
+                     "location": "transformers/modeling_utils.py:4778", "logging": True, "events": 1}
+    other = dict(logging_break, reason="Encountered graph break that we cannot resume from")
+    rows = [{"status": "ok", "before": {"explain": {"breaks": 1, "reasons": [logging_break, other]}},
+             "after": {"explain": {"breaks": 0, "reasons": []}}}]
+    t = hf.totals(rows)
+    assert (t["logging_lines_before"], t["logging_lines_after"]) == (1, 0)  # one line, two reasons
     assert (t["logging_models_before"], t["logging_models_after"]) == (1, 0)
 
 
