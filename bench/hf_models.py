@@ -1,17 +1,22 @@
 """What fixitem does to real Hugging Face transformers models (tiny random configs).
 
-    python bench/hf_models.py [--unsafe] [--models bert,gpt2,...] [--json out.json]
-                              [--jobs N] [--timeout S] [--full-tree] [--no-cache] [--keep DIR]
+    python bench/hf_models.py [--unsafe] [--transformers 5.24.0|4.52.4] [--models bert,gpt2,...]
+                              [--json out.json] [--jobs N] [--timeout S] [--full-tree] [--no-cache]
+                              [--keep DIR]
+    python bench/hf_models.py --report out.json   # the report of an earlier --json again
 
 ``--models`` takes model names and groups: ``default`` (22 common architectures,
 the default), ``rewritten`` (6 models whose code fixitem does rewrite, with the
-inputs or dtype that run the rewritten lines) and ``all``. On a 2-core machine
+inputs or dtype that run the rewritten lines), ``warning_once`` (3 models whose
+``forward`` calls ``logger.warning_once`` with these inputs) and ``all``. A model
+whose folder or classes do not exist in the chosen version is skipped with a note. On a 2-core machine
 ``default`` takes 4-10 minutes (more when the cores are shared), ``all`` about 5
 on idle cores.
 
-1. **Install** ``transformers==5.24.0`` and its dependencies, pinned, with
-   ``pip install --no-deps --target`` into ``~/.cache/fixitem-bench/hf-site-transformers-5.24.0``
-   (once; never into the running environment). torch and numpy are not
+1. **Install** ``transformers==5.24.0`` (or ``--transformers 4.52.4``) and its
+   dependencies, pinned per version, with ``pip install --no-deps --target`` into
+   ``~/.cache/fixitem-bench/hf-site-transformers-VERSION`` (once per version; never
+   into the running environment). torch and numpy are not
    installed there: the environment's own are used.
 2. **Rewrite** a copy of the installed ``transformers`` package with
    ``fixitem.apply`` (safe fixes; ``--unsafe`` adds the unsafe ones). By
@@ -20,7 +25,7 @@ on idle cores.
    ``generation/`` and the selected models' folders (``--full-tree``
    rewrites the whole package, 2-7 minutes on 2 cores). The rewritten
    tree is cached under ``~/.cache/fixitem-bench/hf-rewritten/``, keyed by a
-   hash of fixitem's source, the mode and the file list (``--no-cache``
+   hash of fixitem's source, the mode, the version's pins and the file list (``--no-cache``
    rewrites again). The diff is written next to it (``apply.diff``) and its
    path printed. Every module whose file changed is imported, before and
    after, in a subprocess: one that imports before but not after is a bug.
@@ -34,8 +39,10 @@ on idle cores.
    Each process runs the model eagerly (outputs saved), counts graphs and
    graph breaks with ``torch._dynamo.explain(model)(**inputs)`` (its
    compiler is eager: no code generation) and
-   ``torch._dynamo.utils.counters["graph_break"]``, records up to 5 distinct
-   break reasons with ``file:line``, and runs one training step
+   ``torch._dynamo.utils.counters["graph_break"]``, records the distinct
+   break reasons with ``file:line`` (and whether each is a logging break: its
+   reason, file or source line names ``warning_once``/``info_once``/``logging``/
+   ``logger``/GB0291), and runs one training step
    (``model.train()``, seeded, ``loss.backward()``; gradients saved). Log
    records of the ``transformers`` logger during the eager runs are kept (after
    ``fixitem.runtime.flush()``), so deferred logging is checked to print the
@@ -68,47 +75,77 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve()
-REFERENCE = ("transformers", "5.24.0")
+DEFAULT_VERSION = "5.24.0"
 CACHE = Path(os.environ.get("FIXITEM_BENCH_CACHE", Path.home() / ".cache" / "fixitem-bench"))
 TEST_CACHE = Path.home() / ".cache" / "fixitem-tests"  # may already hold the transformers wheel
-SITE = CACHE / f"hf-site-{REFERENCE[0]}-{REFERENCE[1]}"
 REWRITTEN = CACHE / "hf-rewritten"
 
-# transformers 5.24.0 and the closure of its Requires-Dist (and huggingface_hub's, typer's),
-# resolved once with `pip install --dry-run --report` and pinned. Not numpy or torch: the
-# running environment's are used (a second numpy on the path would shadow torch's).
-PINS = [
-    "transformers==5.24.0",
-    "huggingface_hub==2.4.0",
-    "tokenizers==0.23.3",
-    "safetensors==0.8.0",
-    "regex==2026.11.19",
-    "pyyaml==6.0.4",
-    "packaging==26.4",
-    "tqdm==4.70.1",
-    "typer==0.29.2",
-    "filelock==4.3.1",
-    "fsspec==2026.9.0",
-    "hf-xet==1.8.0",
-    "httpx2==2.16.2",
-    "httpcore2==2.16.2",
-    "anyio==4.16.0",
-    "idna==3.20",
-    "h11==0.16.0",
-    "truststore==0.10.5",
-    "click==8.5.1",
-    "typing_extensions==4.16.0",
-    "shellingham==1.5.4",
-    "annotated-doc==0.0.7",
-    "rich==15.0.0",
-    "markdown-it-py==4.3.0",
-    "mdurl==0.1.2",
-    "pygments==2.21.0",
-    "pydantic==2.14.4",
-    "pydantic_core==2.50.5",
-    "annotated-types==0.8.0",
-    "typing-inspection==0.4.5",
-]
+# Each transformers version and the closure of its Requires-Dist (and its dependencies'),
+# resolved once with `pip install --dry-run --report - --ignore-installed transformers==V` and
+# pinned. Not numpy or torch: the running environment's are used (a second numpy on the path
+# would shadow torch's).
+PINS_BY_VERSION: dict[str, list[str]] = {
+    "5.24.0": [
+        "transformers==5.24.0",
+        "huggingface_hub==2.4.0",
+        "tokenizers==0.23.3",
+        "safetensors==0.8.0",
+        "regex==2026.11.19",
+        "pyyaml==6.0.4",
+        "packaging==26.4",
+        "tqdm==4.70.1",
+        "typer==0.29.2",
+        "filelock==4.3.1",
+        "fsspec==2026.9.0",
+        "hf-xet==1.8.0",
+        "httpx2==2.16.2",
+        "httpcore2==2.16.2",
+        "anyio==4.16.0",
+        "idna==3.20",
+        "h11==0.16.0",
+        "truststore==0.10.5",
+        "click==8.5.1",
+        "typing_extensions==4.16.0",
+        "shellingham==1.5.4",
+        "annotated-doc==0.0.7",
+        "rich==15.0.0",
+        "markdown-it-py==4.3.0",
+        "mdurl==0.1.2",
+        "pygments==2.21.0",
+        "pydantic==2.14.4",
+        "pydantic_core==2.50.5",
+        "annotated-types==0.8.0",
+        "typing-inspection==0.4.5",
+    ],
+    "4.52.4": [
+        "transformers==4.52.4",
+        "huggingface_hub==0.36.2",
+        "tokenizers==0.21.4",
+        "safetensors==0.8.0",
+        "regex==2026.11.19",
+        "pyyaml==6.0.4",
+        "packaging==26.4",
+        "tqdm==4.70.1",
+        "filelock==4.3.1",
+        "fsspec==2026.9.0",
+        "hf-xet==1.8.0",
+        "requests==2.34.2",
+        "certifi==2026.10.19.post1",
+        "charset-normalizer==3.5.3",
+        "idna==3.20",
+        "urllib3==2.8.0",
+        "typing_extensions==4.16.0",
+    ],
+}
+PINS = PINS_BY_VERSION[DEFAULT_VERSION]
+
+
+def site_dir(version: str) -> Path:
+    """The per-version install folder (``pip install --target``)."""
+    return CACHE / f"hf-site-transformers-{version}"
+
+
+SITE = site_dir(DEFAULT_VERSION)
 
 # Folders of the package (besides the models' own) that the models run.
 CORE_DIRS = ["integrations", "utils", "loss", "generation"]
@@ -135,7 +172,8 @@ class Spec(NamedTuple):
 #   input kinds: mlm (input_ids, attention_mask, labels), mlm_tt (+ token_type_ids),
 #   causal (input_ids, attention_mask, labels), seq2seq (input_ids, attention_mask, labels),
 #   seq2seq_cache (+ use_cache=True, which BART warns about in forward when labels are given),
-#   binary (input_ids, attention_mask, 0/1 token labels), image (pixel_values, labels), pixels (pixel_values),
+#   binary (input_ids, attention_mask, 0/1 token labels), cls (input_ids, attention_mask, class labels),
+#   cls_embeds (inputs_embeds instead of input_ids), text (input_ids, attention_mask), image (pixel_values, labels), pixels (pixel_values),
 #   whisper (input_features, labels), ctc (input_values, labels)
 MODELS: dict[str, Spec] = {
     "bert": Spec("BertConfig", "BertForMaskedLM", dict(_TEXT, type_vocab_size=2), "mlm_tt"),
@@ -221,8 +259,26 @@ REWRITTEN_MODELS: dict[str, Spec] = {
                              decoder_start_token_id=0, pad_token_id=0, eos_token_id=1),
                         "seq2seq", folder="longt5", dtype="float16"),
 }
-ALL_MODELS: dict[str, Spec] = {**MODELS, **REWRITTEN_MODELS}
-GROUPS = {"default": list(MODELS), "rewritten": list(REWRITTEN_MODELS), "all": list(ALL_MODELS)}
+# Models whose `forward` calls `logger.warning_once` on every call with these inputs (found by
+# looking for `warning_once` inside `forward` in models/*/modeling_*.py of both versions and keeping
+# the calls whose condition ordinary inputs meet): `--models warning_once`.
+WARNING_ONCE_MODELS: dict[str, Spec] = {
+    # "`attention_mask` was passed, but it is unused in this model." (RwkvForCausalLM does not pass
+    # the mask on, so the base model)
+    "rwkv": Spec("RwkvConfig", "RwkvModel",
+                 dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, attention_hidden_size=32,
+                      intermediate_size=64, context_length=64), "text"),
+    # "Initializing global attention on CLS token..." (no global_attention_mask given)
+    "longformer": Spec("LongformerConfig", "LongformerForSequenceClassification",
+                       dict(_TEXT, attention_window=4, pad_token_id=1, num_labels=3), "cls"),
+    # "... will not detect padding tokens in `inputs_embeds`. ..." (inputs_embeds, no input_ids)
+    "gpt2_cls": Spec("GPT2Config", "GPT2ForSequenceClassification",
+                     dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, pad_token_id=0,
+                          num_labels=3), "cls_embeds", folder="gpt2"),
+}
+ALL_MODELS: dict[str, Spec] = {**MODELS, **REWRITTEN_MODELS, **WARNING_ONCE_MODELS}
+GROUPS = {"default": list(MODELS), "rewritten": list(REWRITTEN_MODELS), "warning_once": list(WARNING_ONCE_MODELS),
+          "all": list(ALL_MODELS)}
 
 # Tolerances for "close" (the same code on the same machine should be bitwise equal).
 RTOL, ATOL = 1e-5, 1e-6
@@ -266,6 +322,13 @@ def _make_inputs(kind: str, config) -> dict[str, Any]:
             labels[:, 1:SEQ:3] = inputs["input_ids"][:, 1:SEQ:3]
             inputs["labels"] = labels
         return inputs
+    if kind == "text":
+        return {"input_ids": ids(SEQ), "attention_mask": mask}
+    if kind == "cls":
+        return {"input_ids": ids(SEQ), "attention_mask": mask, "labels": torch.tensor([0, 2])}
+    if kind == "cls_embeds":
+        embeds = torch.randn(BATCH, SEQ, config.hidden_size, generator=g)
+        return {"inputs_embeds": embeds, "attention_mask": mask, "labels": torch.tensor([0, 2])}
     if kind in ("seq2seq", "seq2seq_cache"):
         inputs = {"input_ids": ids(SEQ), "attention_mask": mask, "labels": ids(7)}
         if kind == "seq2seq_cache":  # labels with use_cache=True: BART logs a warning in forward
@@ -365,7 +428,8 @@ def _break_reasons(explanation, messages: list[str]) -> list[dict[str, Any]]:
         else:
             # The source line lets the parent match a break across a rewrite that moved it.
             code = linecache.getline(file, line).strip()[:120] if file and line else ""
-            found[key] = {"reason": reason[:160], "location": location, "code": code, "events": 1}
+            found[key] = {"reason": reason[:160], "location": location, "code": code, "events": 1,
+                          "logging": is_logging_break(reason, location, code)}
 
     if messages and _parse is not None:
         for message in messages:
@@ -377,6 +441,26 @@ def _break_reasons(explanation, messages: list[str]) -> list[dict[str, Any]]:
             add(summarise_reason(getattr(br, "reason", str(br))),
                 stack[-1].filename if stack else None, stack[-1].lineno if stack else None)
     return list(found.values())
+
+
+_LOGGING_WORDS = ("warning_once", "info_once", "logging", "logger", "GB0291")
+
+
+def is_logging_break(reason: str, location: str | None, code: str) -> bool:
+    """Whether a break is attributed to logging: its reason, file or source line names it."""
+    text = f"{reason} {location or ''} {code}"
+    return any(w in text for w in _LOGGING_WORDS)
+
+
+def missing_in(site: Path, name: str) -> str | None:
+    """Why a model spec cannot run on this install (its folder or classes do not exist), or None."""
+    spec = ALL_MODELS[name]
+    folder = site / "transformers" / "models" / (spec.folder or name)
+    if not folder.is_dir():
+        return f"transformers/models/{spec.folder or name} does not exist in this version"
+    text = "\n".join(f.read_text(errors="replace") for f in folder.glob("*.py"))
+    absent = [c for c in (spec.config, spec.model) if f"class {c}(" not in text]
+    return f"no class {', '.join(absent)} in this version" if absent else None
 
 
 def _explain(model, inputs) -> dict[str, Any]:
@@ -412,6 +496,8 @@ def _explain(model, inputs) -> dict[str, Any]:
     messages = collector.messages if collector is not None else []
     reasons = _break_reasons(explanation, messages)
     result["break_sites"] = len(reasons)
+    result["logging_sites"] = sum(1 for r in reasons if r["logging"])
+    result["logging_events"] = sum(r["events"] for r in reasons if r["logging"])
     result["reasons"] = reasons
     torch._dynamo.reset()
     return result
@@ -523,22 +609,24 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def ensure_site() -> Path:
-    """The pinned transformers install (``pip install --target``), made once."""
-    marker = SITE / ".fixitem-pins"
-    wanted = "\n".join(PINS) + "\n"
-    if marker.is_file() and marker.read_text() == wanted and (SITE / "transformers" / "__init__.py").is_file():
-        return SITE
-    staging = SITE.with_name(SITE.name + ".partial")
+def ensure_site(version: str = DEFAULT_VERSION) -> Path:
+    """The pinned install of one transformers version (``pip install --target``), made once."""
+    pins = PINS_BY_VERSION[version]
+    site = site_dir(version)
+    marker = site / ".fixitem-pins"
+    wanted = "\n".join(pins) + "\n"
+    if marker.is_file() and marker.read_text() == wanted and (site / "transformers" / "__init__.py").is_file():
+        return site
+    staging = site.with_name(site.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    log(f"installing {' '.join(PINS[:1])} and {len(PINS) - 1} pinned dependencies into {SITE} ...")
+    log(f"installing {pins[0]} and {len(pins) - 1} pinned dependencies into {site} ...")
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
                "--only-binary=:all:", "--no-compile", "--target", str(staging)]
     for folder in (CACHE, TEST_CACHE):
         if folder.is_dir():
             command += ["--find-links", str(folder)]
-    proc = subprocess.run(command + PINS, capture_output=True, text=True)
+    proc = subprocess.run(command + pins, capture_output=True, text=True)
     if proc.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise RuntimeError(f"pip install --target failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -546,9 +634,9 @@ def ensure_site() -> Path:
         if (staging / leaked).exists():
             raise RuntimeError(f"pip put {leaked} into {staging}: refusing to shadow the environment's")
     (staging / ".fixitem-pins").write_text(wanted)
-    shutil.rmtree(SITE, ignore_errors=True)
-    staging.rename(SITE)
-    return SITE
+    shutil.rmtree(site, ignore_errors=True)
+    staging.rename(site)
+    return site
 
 
 def fixitem_source_hash() -> str:
@@ -575,13 +663,15 @@ def rewrite_targets(tree: Path, models: list[str], full: bool) -> list[Path]:
     return targets
 
 
-def rewrite(site: Path, models: list[str], unsafe: bool, full: bool, use_cache: bool) -> tuple[Path, dict[str, Any]]:
+def rewrite(site: Path, models: list[str], unsafe: bool, full: bool, use_cache: bool,
+            version: str = DEFAULT_VERSION) -> tuple[Path, dict[str, Any]]:
     """A rewritten copy of the installed package: (folder holding ``transformers``, apply record)."""
     import fixitem
 
     scope = "full" if full else ",".join(sorted(models))
-    key = hashlib.sha256(f"{fixitem_source_hash()}|{unsafe}|{scope}|{'|'.join(PINS[:1])}".encode()).hexdigest()[:16]
-    dest = REWRITTEN / f"{'unsafe' if unsafe else 'safe'}-{key}"
+    pins = "|".join(PINS_BY_VERSION[version])
+    key = hashlib.sha256(f"{fixitem_source_hash()}|{unsafe}|{scope}|{pins}".encode()).hexdigest()[:16]
+    dest = REWRITTEN / f"{'unsafe' if unsafe else 'safe'}-{version}-{key}"
     record_path = dest / "apply.json"
     if use_cache and record_path.is_file() and (dest / "transformers" / "__init__.py").is_file():
         record = json.loads(record_path.read_text())
@@ -789,6 +879,14 @@ def _get(row: dict, version: str, key: str):
     return row.get(version, {}).get("explain", {}).get(key)
 
 
+def logging_lines(row: dict, version: str) -> int | None:
+    """Distinct source lines of the logging breaks of one run (from its break reasons)."""
+    explain = row.get(version, {}).get("explain")
+    if not explain or explain.get("breaks") is None:
+        return None
+    return len({r.get("location") for r in explain.get("reasons") or [] if r.get("logging")})
+
+
 def fmt_int(x) -> str:
     return "-" if x is None else str(x)
 
@@ -823,7 +921,7 @@ def report(data: dict[str, Any]) -> None:
     for row in data["models"]:
         if row["status"] == "error" or (row["status"] == "BROKEN AFTER" and not row.get("outputs")):
             err = row.get("before", {}).get("error") or row.get("after", {}).get("error") or "?"
-            rows.append([row["model"], "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+            rows.append([row["model"], "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
                          f"{row['status'].upper()}: {err.splitlines()[0][:110]}"])
             continue
         reasons = top_reasons(row, "after", 1)
@@ -833,21 +931,28 @@ def report(data: dict[str, Any]) -> None:
             fmt_int(_get(row, "before", "counter_breaks")), fmt_int(_get(row, "after", "counter_breaks")),
             fmt_int(_get(row, "before", "break_sites")), fmt_int(_get(row, "after", "break_sites")),
             fmt_int(_get(row, "before", "graphs")), fmt_int(_get(row, "after", "graphs")),
+            fmt_int(logging_lines(row, "before")), fmt_int(logging_lines(row, "after")),
             fmt_equal(row.get("outputs")), fmt_equal(row.get("grads")),
             "yes" if row.get("logs_equal") else "NO",
             (reasons[0] if reasons else "")
             + (f"  (after: {row['after']['explain']['error'][:60]})" if _get(row, "after", "error") else ""),
         ])
-    print_table(["model", "brk b", "brk a", "ctr b", "ctr a", "site b", "site a", "gr b", "gr a", "outputs equal",
+    print_table(["model", "brk b", "brk a", "ctr b", "ctr a", "site b", "site a", "gr b", "gr a", "log b", "log a", "outputs equal",
                  "grads equal", "logs", "top remaining break reason (after)"], rows)
     t = data["totals"]
     print(f"{'TOTAL':<10} breaks {t['breaks_before']} -> {t['breaks_after']} (counter {t['counter_before']} -> "
-          f"{t['counter_after']}, sites {t['sites_before']} -> {t['sites_after']}), graphs {t['graphs_before']} -> {t['graphs_after']}; models ok {t['ok']}/"
+          f"{t['counter_after']}, sites {t['sites_before']} -> {t['sites_after']}; logging lines "
+          f"{t['logging_lines_before']} -> {t['logging_lines_after']} in {t['logging_models_before']} -> "
+          f"{t['logging_models_after']} models), graphs {t['graphs_before']} -> {t['graphs_after']}; models ok {t['ok']}/"
           f"{t['models']}, outputs equal {t['outputs_equal']}/{t['compared']}, grads equal {t['grads_equal']}/"
-          f"{t['compared']}, errors {t['errors']}, broken after {t['broken_after']}, differing {t['differing']}")
+          f"{t['compared']}, logs equal {t.get('logs_equal', '?')}/{t['compared']}, errors {t['errors']}, "
+          f"broken after {t['broken_after']}, differing {t['differing']}")
+    for m, why in (data.get("skipped") or {}).items():
+        print(f"skipped {m}: {why}")
     print("(brk: torch._dynamo.explain graph breaks (misses a break before the first traced op); ctr: "
           "counters['graph_break']; site: distinct break locations (file:line, reason) from Dynamo's graph-break "
-          "log; gr: graphs; b/a: before/after; outputs: eval forward, exact/total tensors; grads: one train step; "
+          "log; gr: graphs; log: distinct source lines of the breaks whose reason, file or line names warning_once/info_once/logging/"
+          "logger/GB0291; b/a: before/after; outputs: eval forward, exact/total tensors; grads: one train step; "
           "logs: transformers log text equal)")
     print()
     ap = data["apply"]
@@ -908,10 +1013,16 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "counter_before": s("before", "counter_breaks"), "counter_after": s("after", "counter_breaks"),
         "sites_before": s("before", "break_sites"), "sites_after": s("after", "break_sites"),
         "graphs_before": s("before", "graphs"), "graphs_after": s("after", "graphs"),
+        "logging_lines_before": sum(logging_lines(r, "before") or 0 for r in measured),
+        "logging_lines_after": sum(logging_lines(r, "after") or 0 for r in measured),
+        "logging_events_before": s("before", "logging_events"), "logging_events_after": s("after", "logging_events"),
+        "logging_models_before": sum(1 for r in measured if logging_lines(r, "before")),
+        "logging_models_after": sum(1 for r in measured if logging_lines(r, "after")),
         "compared": len(compared),
         "outputs_equal": sum(1 for r in compared if r["outputs"]["equal"]),
         "outputs_exact": sum(1 for r in compared if r["outputs"]["exact"] == r["outputs"]["tensors"]),
         "grads_equal": sum(1 for r in compared if r["grads"]["equal"]),
+        "logs_equal": sum(1 for r in compared if r.get("logs_equal")),
         "ok": sum(1 for r in rows if r["status"] == "ok"),
         "errors": sum(1 for r in rows if r["status"] == "error"),
         "broken_after": sum(1 for r in rows if r["status"] == "BROKEN AFTER"),
@@ -922,6 +1033,9 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--unsafe", action="store_true", help="also apply fixitem's unsafe fixes")
+    parser.add_argument("--transformers", default=DEFAULT_VERSION, choices=list(PINS_BY_VERSION),
+                        metavar="VERSION", help=f"transformers version: {', '.join(PINS_BY_VERSION)} "
+                        f"(default {DEFAULT_VERSION})")
     parser.add_argument("--models", default=None,
                         help="comma-separated models or groups (default: the group 'default'; 'rewritten': models "
                         f"whose code fixitem rewrites; 'all'): {','.join(ALL_MODELS)}")
@@ -932,6 +1046,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the core and the selected models")
     parser.add_argument("--no-cache", action="store_true", help="rewrite again even if a cached rewrite exists")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-model outputs in this folder")
+    parser.add_argument("--report", type=Path, default=None, metavar="JSON",
+                        help="print the report of a --json file written earlier (totals recomputed) and exit")
     # internal: subprocess modes
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--version", default=None, help=argparse.SUPPRESS)
@@ -943,6 +1059,11 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
     if args.import_check:
         return import_check(args)
+    if args.report:
+        data = json.loads(args.report.read_text())
+        data["totals"] = totals(data["models"])
+        report(data)
+        return 0
 
     models: list[str] = []
     for item in (args.models or "default").split(","):
@@ -957,14 +1078,19 @@ def main(argv: list[str] | None = None) -> int:
     jobs = args.jobs or max(1, min(2, os.cpu_count() or 1))
     t0 = time.perf_counter()
     try:
-        site = ensure_site()
+        site = ensure_site(args.transformers)
     except (RuntimeError, OSError) as exc:
         log(f"error: {exc}")
         return 2
     t_install = time.perf_counter() - t0
 
     t1 = time.perf_counter()
-    rewritten, apply_record = rewrite(site, models, args.unsafe, args.full_tree, not args.no_cache)
+    skipped = {m: why for m in models if (why := missing_in(site, m))}
+    for m, why in skipped.items():
+        log(f"skipping {m}: {why}")
+    models = [m for m in models if m not in skipped]
+    rewritten, apply_record = rewrite(site, models, args.unsafe, args.full_tree, not args.no_cache,
+                                      args.transformers)
     t_apply = time.perf_counter() - t1
 
     work_ctx = tempfile.TemporaryDirectory(prefix="fixitem-hf-") if args.keep is None else None
@@ -996,11 +1122,12 @@ def main(argv: list[str] | None = None) -> int:
     ordered = [rows[m] for m in models]
     data = {
         "mode": "unsafe" if args.unsafe else "safe",
-        "versions": {"transformers": REFERENCE[1], "torch": torch.__version__, "python": platform.python_version(),
+        "versions": {"transformers": args.transformers, "torch": torch.__version__, "python": platform.python_version(),
                      "fixitem": getattr(fixitem, "__version__", "?")},
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "cpus": os.cpu_count()},
         "jobs": jobs,
+        "skipped": skipped,
         "seconds": round(time.perf_counter() - t0, 1),
         "timing": {"install_s": round(t_install, 1), "apply_s": round(t_apply, 1), "models_s": round(t_models, 1)},
         "apply": apply_record,

@@ -43,3 +43,70 @@ def test_throughput_on_local_tree():
     assert re.search(rf"^fixitem apply --diff \(warm\)\s+{files}\s", out, re.M)
     assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
     assert "downloading" not in proc.stderr
+
+
+def _hf_models():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hf_models_bench", ROOT / "bench" / "hf_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hf_models_pins_each_version_without_torch_or_numpy():
+    hf = _hf_models()
+    assert set(hf.PINS_BY_VERSION) >= {"5.24.0", "4.52.4"}
+    for version, pins in hf.PINS_BY_VERSION.items():
+        assert pins[0] == f"transformers=={version}"
+        names = [p.split("==")[0].lower().replace("_", "-") for p in pins]
+        assert all("==" in p for p in pins) and len(set(names)) == len(names)
+        assert "torch" not in names and "numpy" not in names
+    sites = {hf.site_dir(v) for v in hf.PINS_BY_VERSION}
+    assert len(sites) == len(hf.PINS_BY_VERSION)  # one install folder per version
+
+
+def test_hf_models_skips_specs_missing_in_a_version(tmp_path):
+    hf = _hf_models()
+    models = tmp_path / "transformers" / "models"
+    (models / "bert").mkdir(parents=True)
+    (models / "bert" / "modeling_bert.py").write_text("class BertForMaskedLM(Base):\n    pass\n")
+    (models / "bert" / "configuration_bert.py").write_text("class BertConfig(Base):\n    pass\n")
+    (models / "gpt2").mkdir()
+    (models / "gpt2" / "configuration_gpt2.py").write_text("class GPT2Config(Base):\n    pass\n")
+    assert hf.missing_in(tmp_path, "bert") is None
+    assert "does not exist" in hf.missing_in(tmp_path, "llama")
+    assert "GPT2ForSequenceClassification" in hf.missing_in(tmp_path, "gpt2_cls")
+
+
+def test_hf_models_attributes_logging_breaks():
+    hf = _hf_models()
+    assert hf.is_logging_break("logging.Logger method not supported for non-export cases",
+                               "transformers/models/gpt2/modeling_gpt2.py:928", "logger.warning_once(")
+    assert hf.is_logging_break("Unsupported function call", "transformers/utils/logging.py:340", "self.warning(*args)")
+    assert not hf.is_logging_break("Unsupported Tensor.item() call with capture_scalar_outputs=False",
+                                   "transformers/models/longformer/modeling_longformer.py:1175",
+                                   "is_global_attn = is_index_global_attn.flatten().any().item()")
+    assert set(hf.GROUPS["warning_once"]) <= set(hf.ALL_MODELS)
+    logging_break = {"reason": "logging.Logger method not supported for non-export cases",
+                     "location": "transformers/modeling_utils.py:4778", "logging": True, "events": 1}
+    other = dict(logging_break, reason="Encountered graph break that we cannot resume from")
+    rows = [{"status": "ok", "before": {"explain": {"breaks": 1, "reasons": [logging_break, other]}},
+             "after": {"explain": {"breaks": 0, "reasons": []}}}]
+    t = hf.totals(rows)
+    assert (t["logging_lines_before"], t["logging_lines_after"]) == (1, 0)  # one line, two reasons
+    assert (t["logging_models_before"], t["logging_models_after"]) == (1, 0)
+
+
+def test_hf_models_inputs_of_the_warning_once_models():
+    hf = _hf_models()
+
+    class Config:
+        hidden_size = 32
+
+    cls = hf._make_inputs("cls", Config)
+    assert cls["labels"].shape == (hf.BATCH,) and "input_ids" in cls
+    embeds = hf._make_inputs("cls_embeds", Config)
+    assert "input_ids" not in embeds and embeds["inputs_embeds"].shape == (hf.BATCH, hf.SEQ, 32)
+    text = hf._make_inputs("text", Config)
+    assert set(text) == {"input_ids", "attention_mask"}
