@@ -4,6 +4,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -43,3 +44,25 @@ def copy_fixture(tmp_path):
         return target
 
     return copy
+
+
+def commit_tree(root: Path) -> Path:
+    """Make ``root`` a git repository with everything in it committed (skips the test without git)."""
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    for args in (["init", "-q"], ["add", "."],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture
+def clean_default_recorder():
+    """Runtime tests: start and end with nothing pending and the default flush count."""
+    from fixitem import runtime
+
+    runtime.flush()
+    saved = runtime._default.flush_every
+    yield
+    runtime.flush()
+    runtime._default.set_flush_every(saved)

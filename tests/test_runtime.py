@@ -23,12 +23,8 @@ LOOP = ROOT / "fixtures" / "runtime" / "loop.py"
 
 
 @pytest.fixture(autouse=True)
-def _clean_default_recorder():
-    runtime.flush()
-    saved = runtime._default.flush_every
+def _clean(clean_default_recorder):
     yield
-    runtime.flush()
-    runtime._default.set_flush_every(saved)
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,12 +30,8 @@ ORDERING = ROOT / "fixtures" / "runtime" / "ordering.py"
 
 
 @pytest.fixture(autouse=True)
-def _clean_default_recorder():
-    runtime.flush()
-    saved = runtime._default.flush_every
+def _clean(clean_default_recorder):
     yield
-    runtime.flush()
-    runtime._default.set_flush_every(saved)
 
 
 # --------------------------------------------------------------------------

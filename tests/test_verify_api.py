@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import commit_tree
 from fixitem.verify import UsageError, run_verify
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
@@ -235,14 +236,9 @@ PROJECT = Path(__file__).resolve().parent.parent / "fixtures" / "verify" / "proj
 
 @pytest.fixture()
 def project_repo(tmp_path, monkeypatch):
-    import subprocess
-
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
     root = tmp_path / "project"
     shutil.copytree(PROJECT, root)
-    for args in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "b"]):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    commit_tree(root)
     shutil.copy(PROJECT.parent / "project_model_after.py", root / "pkg" / "model.py")
     monkeypatch.chdir(root)
     return root

@@ -11,6 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from conftest import commit_tree
 from fixitem.verify.command import verify_command
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
@@ -97,21 +98,13 @@ def test_import_error_shows_the_users_traceback(invoke):
     assert "importlib" not in err  # the traceback starts at the user's code
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
     root = tmp_path / "repo"
     (root / "pkg").mkdir(parents=True)
     shutil.copy(FIXTURES / "sibling" / "before" / "model.py", root / "pkg" / "model.py")
     shutil.copy(FIXTURES / "sibling" / "after" / "helpers.py", root / "pkg" / "helpers.py")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
+    commit_tree(root)
     # The rewrite, not committed yet.
     shutil.copy(FIXTURES / "sibling" / "after" / "model.py", root / "pkg" / "model.py")
     return root

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from conftest import commit_tree
 from fixitem.verify.command import verify_command
 from fixitem.verify.errors import UsageError
 from fixitem.verify.run import masked, compile_masks, profile_command, verify_command_run
@@ -32,21 +32,12 @@ FAITHFUL = {
 }
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git not installed")
     root = tmp_path / "repo"
     root.mkdir()
     shutil.copy(SCRIPT, root / "train.py")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "before")
-    return root
+    return commit_tree(root)
 
 
 def _rewrite(root: Path, replacements: dict[str, str]) -> None:
