@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
@@ -11,7 +11,7 @@ import libcst as cst
 from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import Positions, index, walk
+from .tree import Index, Positions, index, walk
 
 
 COMPILE_CHECKS = frozenset(
@@ -32,6 +32,7 @@ class FileContext:
     traced: set[cst.FunctionDef]
     suppressions: Suppressions
     flush_every: int | None = None  # ``apply --flush-every N`` for the deferred-logging runtime
+    tree_index: Index | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
@@ -42,7 +43,12 @@ class FileContext:
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
         return cls(path, source, module, found.positions, parents, found.by_type, provenance, traced,
-                   Suppressions(source), flush_every)
+                   Suppressions(source), flush_every, found)
+
+    def activate(self) -> None:
+        """Analyse this file again after another one was parsed in this process."""
+        if self.tree_index is not None:
+            self.tree_index.activate()
 
     # -- navigation ---------------------------------------------------------------------------
 

@@ -158,6 +158,67 @@ class _Replacer(cst.CSTTransformer):
         return updated_node
 
 
+class Analyses:
+    """The analyses of one file's texts, kept for further :func:`process` calls on
+    the same file with the same rules and options.
+
+    An analysis depends only on the text: ``scan`` analyses a file, then
+    rewrites it in memory with safe fixes and with unsafe ones, and all three
+    start from the same text (and the two rewrites often reach the same
+    second text), so each text is parsed and analysed once.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[FileContext, list[tuple[Rule, Report]]]] = {}
+
+    def get(self, text: str) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
+        found = self._kept.get(text)
+        if found is not None:
+            found[0].activate()
+        return found
+
+    def put(self, text: str, ctx: FileContext, reports: list[tuple[Rule, Report]]) -> None:
+        self._kept[text] = (ctx, reports)
+
+
+def _analysis(
+    outcome: FileResult, current: str, text: str, rules: Sequence[Rule], flush_every: int | None,
+    analyses: Analyses | None,
+) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
+    """The analysis of ``current`` (the file's ``text`` or a rewrite of it), or None with
+    ``outcome.error`` set (and the rewrite dropped) when it cannot be analysed."""
+    kept = analyses.get(current) if analyses is not None else None
+    if kept is not None:
+        return kept
+    path = outcome.path
+    try:
+        ctx = FileContext.build(path, current, flush_every)
+    except cst.ParserSyntaxError as exc:
+        if current is text:
+            outcome.error = _syntax_error(path, text, exc)
+        else:  # our own rewrite broke the file: keep the original
+            outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
+            outcome.new_text = None
+        return None
+    except RecursionError:
+        outcome.error = f"{path}: too deeply nested to analyse; file left unchanged"
+        outcome.new_text = None
+        return None
+    try:
+        reports = _analyse(ctx, rules)
+    except Exception as exc:  # noqa: BLE001 - one file's problem must not stop the run
+        outcome.error = (
+            f"{path}: internal error in fixitem ({type(exc).__name__}: {exc}); "
+            "file left unchanged, please report this"
+        )
+        outcome.new_text = None
+        outcome.applied = []
+        return None
+    if analyses is not None:
+        analyses.put(current, ctx, reports)
+    return ctx, reports
+
+
 def process(
     path: Path,
     text: str,
@@ -166,35 +227,19 @@ def process(
     fix: bool = False,
     unsafe: bool = False,
     flush_every: int | None = None,
+    analyses: Analyses | None = None,
 ) -> FileResult:
+    """``analyses``: reuse (and keep) the analyses of earlier calls for this file with
+    the same ``rules`` and ``flush_every``."""
     outcome = FileResult(path)
     if not worth_parsing(text):
         return outcome
     current = text
     for _ in range(MAX_PASSES):
-        try:
-            ctx = FileContext.build(path, current, flush_every)
-        except cst.ParserSyntaxError as exc:
-            if current is text:
-                outcome.error = _syntax_error(path, text, exc)
-            else:  # our own rewrite broke the file: keep the original
-                outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
-                outcome.new_text = None
+        analysed = _analysis(outcome, current, text, rules, flush_every, analyses)
+        if analysed is None:  # ``outcome.error`` says why
             return outcome
-        except RecursionError:
-            outcome.error = f"{path}: too deeply nested to analyse; file left unchanged"
-            outcome.new_text = None
-            return outcome
-        try:
-            reports = _analyse(ctx, rules)
-        except Exception as exc:  # noqa: BLE001 - one file's problem must not stop the run
-            outcome.error = (
-                f"{path}: internal error in fixitem ({type(exc).__name__}: {exc}); "
-                "file left unchanged, please report this"
-            )
-            outcome.new_text = None
-            outcome.applied = []
-            return outcome
+        ctx, reports = analysed
         chosen: list[tuple[Rule, Report]] = []
         taken: list = []
         if fix:
@@ -219,7 +264,7 @@ def process(
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
         try:
             new_module = ctx.module.visit(_Replacer(replacements))
-            new_module = add_imports(new_module, imports)
+            new_module = add_imports(new_module, imports, ctx.provenance.imports)
             new_text = new_module.code
             ast.parse(new_text)
         except (SyntaxError, cst.CSTValidationError, ValueError, TypeError):

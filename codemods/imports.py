@@ -20,11 +20,18 @@ def _statement(spec: str) -> str:
     return "import torch" if spec == "torch" else spec
 
 
-def add_imports(module: cst.Module, specs: Sequence[str]) -> cst.Module:
+def add_imports(module: cst.Module, specs: Sequence[str], imports: Imports | None = None) -> cst.Module:
+    """``imports``: the module's imports when the caller knows them (a rewrite
+    changes no import); else they are read from ``module``."""
     if not specs:
         return module
-    existing = {module.code_for_node(stmt).strip() for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine)}
-    imports = Imports(module)
+    # Statements that can be one of ``specs``: imports and ``deferred.configure(...)``.
+    existing = {
+        module.code_for_node(stmt).strip() for stmt in module.body
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom, cst.Expr))
+    }
+    if imports is None:
+        imports = Imports(module)
     wanted: list[cst.SimpleStatementLine] = []
     for spec in specs:
         if spec == "torch" and imports.torch_alias() is not None:

@@ -27,6 +27,7 @@ _number: dict[cst.CSTNode, int] = {}  # node -> its place in source order, for t
 _order: list[cst.CSTNode] = []
 _stop: list[int] = []  # node number -> one past the number of its last descendant
 _by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of that type, ascending
+_child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}  # node number -> its children
 
 
 class _IndexingState(CodegenState):
@@ -147,10 +148,13 @@ class Positions(Mapping):
 
 
 class Index:
-    """What one pass over ``module`` found: nodes in source order, parents, positions."""
+    """What one pass over ``module`` found: nodes in source order, parents, positions.
+
+    The module-level lookups (``children_of``, ``walk``, ``nodes_within``) answer
+    for the index made or :meth:`activate`-d last.
+    """
 
     def __init__(self, module: cst.Module) -> None:
-        global _order, _stop
         state = _IndexingState(module)
         module._codegen(state)
         text = "".join(state.tokens) + state.popped
@@ -160,30 +164,33 @@ class Index:
             text = text.replace("\r\n", " \n").replace("\r", "\n")
         order = state.order
         self.order = order
-        _number.clear()
-        _number.update(zip(order, range(len(order))))
+        self.stop = state.stop
+        self.number: dict[cst.CSTNode, int] = dict(zip(order, range(len(order))))
         self.parents = {node: order[p] for node, p in zip(order, state.parent) if p >= 0}
-        self.positions = Positions(_number, state.start, state.end, text)
-        _order, _stop = order, state.stop
-        _by_type.clear()
+        self.positions = Positions(self.number, state.start, state.end, text)
+        self.numbers_by_type: dict[type, list[int]] = {}
         self.by_type: dict[type, list[cst.CSTNode]] = {}  # node type -> its nodes, in source order
         for number, node in enumerate(order):
-            numbers = _by_type.get(type(node))
+            numbers = self.numbers_by_type.get(type(node))
             if numbers is None:
-                _by_type[type(node)] = [number]
+                self.numbers_by_type[type(node)] = [number]
                 self.by_type[type(node)] = [node]
             else:
                 numbers.append(number)
                 self.by_type[type(node)].append(node)
-        _child_tuples.clear()
+        self.child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}
+        self.activate()
+
+    def activate(self) -> None:
+        """Make the module-level lookups answer for this index again."""
+        global _number, _order, _stop, _by_type, _child_tuples
+        _number, _order, _stop = self.number, self.order, self.stop
+        _by_type, _child_tuples = self.numbers_by_type, self.child_tuples
 
 
 def index(module: cst.Module) -> Index:
     """Record the children of every node of ``module``, with parents and positions."""
     return Index(module)
-
-
-_child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}
 
 
 def _child_numbers(stop: list[int], number: int, end: int) -> Iterator[int]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from fixitem.codemods.discovery import PathNotFound, discover
-from fixitem.codemods.engine import FileResult, Finding, process
+from fixitem.codemods.engine import Analyses, FileResult, Finding, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.rule import Report, Rule
@@ -292,11 +292,13 @@ def _run_job(job: _Job) -> FileResult:
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
             return FileResult(job.path, hit[0], [], "", hit[1])
     rules = rules_for(job.codes)
+    analyses = Analyses()
     outcome: FileResult = process(
-        Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
+        Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
+        **_engine_options(job),
     )
     if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
-        outcome.findings = _as_applied(Path(display), source.text, rules, job, outcome.findings)
+        outcome.findings = _as_applied(Path(display), source.text, rules, job, outcome.findings, analyses)
     if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
         kept.put(key, outcome.findings, outcome.error)
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
@@ -326,7 +328,9 @@ def _in_original(findings: list[Finding], before: str, after: str) -> list[Findi
     return moved
 
 
-def _as_applied(path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding]) -> list[Finding]:
+def _as_applied(
+    path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding], analyses: Analyses,
+) -> list[Finding]:
     """Scan's findings, their fix tags saying what ``apply`` and ``apply --unsafe`` do.
 
     One analysis cannot know it: ``apply`` rewrites until nothing is left to
@@ -341,7 +345,7 @@ def _as_applied(path: Path, text: str, rules: list[Rule], job: _Job, findings: l
     applied: dict[bool, list[Finding]] = {False: [], True: []}
     # Without a safe fix to start from, ``apply`` changes nothing: no need to try it.
     for unsafe in (False, True) if any(f.fix == "safe" for f in findings) else (True,):
-        run = process(path, text, rules, fix=True, unsafe=unsafe, **_engine_options(job))
+        run = process(path, text, rules, fix=True, unsafe=unsafe, analyses=analyses, **_engine_options(job))
         if run.error is not None:
             return findings
         applied[unsafe] = list(run.applied)
