@@ -11,7 +11,7 @@ import libcst as cst
 from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import Index, Positions, index, walk
+from .tree import Index, Positions, index, parse_module, walk
 
 
 COMPILE_CHECKS = frozenset(
@@ -37,7 +37,7 @@ class FileContext:
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
         """Parse ``source``; raises ``libcst.ParserSyntaxError`` when it does not parse."""
-        module = cst.parse_module(source)
+        module = parse_module(source)
         found = index(module)
         parents = found.parents
         provenance = Provenance(module, parents)

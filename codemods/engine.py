@@ -148,9 +148,19 @@ def _overlaps(a: list, b: list) -> bool:
 
 
 class _Replacer(cst.CSTTransformer):
-    def __init__(self, replacements: dict[cst.CSTNode, object]) -> None:
+    """Puts the replacements in; visits only the nodes on the way to one (the rest of
+    the tree is kept as it is, which libcst would otherwise rebuild node by node)."""
+
+    def __init__(self, ctx: FileContext, replacements: dict[cst.CSTNode, object]) -> None:
         super().__init__()
         self.replacements = replacements
+        self.on_the_way: set[cst.CSTNode] = set()
+        for node in replacements:
+            self.on_the_way.add(node)
+            self.on_the_way.update(ctx.ancestors(node))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node in self.on_the_way
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         if original_node in self.replacements:
@@ -263,7 +273,7 @@ def process(
             imports.extend(i for i in report.fix.imports if i not in imports)
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
         try:
-            new_module = ctx.module.visit(_Replacer(replacements))
+            new_module = ctx.module.visit(_Replacer(ctx, replacements))
             new_module = add_imports(new_module, imports, ctx.provenance.imports)
             new_text = new_module.code
             ast.parse(new_text)

@@ -360,6 +360,7 @@ class Provenance:
         self._names: dict[tuple[int, str], Kind] | None = None  # (scope, name) -> kind
         self._solving = False
         self._pending_reads = 0
+        self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
         self._scope_cache: dict[cst.CSTNode, Scope] = {}
         self._certain_cache: dict[cst.CSTNode, bool] = {}
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
@@ -594,17 +595,36 @@ class Provenance:
             self._names[(id(scope), name)] = Kind.PENDING
         for cls, attr in attributes:
             self._names[(id(cls), "self." + attr)] = Kind.PENDING
+        # A name's kind is a function of the kinds it reads: one whose reads are all
+        # unchanged since it was last computed would come out the same, and is skipped.
+        reads: dict[tuple[int, str], set[tuple[int, str]]] = {}
+        computed_at: dict[tuple[int, str], int] = {}
+        changed_at: dict[tuple[int, str], int] = {}
+        tick = 0
+
+        def update(key: tuple[int, str], compute) -> bool:
+            nonlocal tick
+            assert self._names is not None
+            if key in computed_at and all(changed_at.get(r, -1) <= computed_at[key] for r in reads[key]):
+                return False
+            self._reads = set()
+            computed_at[key] = tick
+            new = compute()
+            reads[key], self._reads = self._reads, None
+            if self._names[key] is new:
+                return False
+            self._names[key] = new
+            tick += 1
+            changed_at[key] = tick
+            return True
+
         for _ in range(8):
             changed = False
             for scope, name in pairs:
-                new = self._compute_name(scope, name)
-                if self._names[(id(scope), name)] is not new:
-                    self._names[(id(scope), name)] = new
+                if update((id(scope), name), lambda: self._compute_name(scope, name)):
                     changed = True
             for cls, attr in attributes:
-                new = self._compute_attribute(cls, attr)
-                if self._names[(id(cls), "self." + attr)] is not new:
-                    self._names[(id(cls), "self." + attr)] = new
+                if update((id(cls), "self." + attr), lambda: self._compute_attribute(cls, attr)):
                     changed = True
             if not changed:
                 break
@@ -753,6 +773,8 @@ class Provenance:
     def _lookup(self, key: tuple[int, str]) -> Kind:
         assert self._names is not None
         kind = self._names.get(key, Kind.UNKNOWN)
+        if self._reads is not None:
+            self._reads.add(key)
         if kind is Kind.PENDING:
             self._pending_reads += 1
         return kind
