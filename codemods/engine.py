@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 
 from .context import FileContext
+from .tree import module_code
 from .imports import add_imports
 from .rule import Fix, Report, Rule, Safety
 from .syncs import SyncSite, find_sync_sites
@@ -275,7 +276,7 @@ def process(
         try:
             new_module = ctx.module.visit(_Replacer(ctx, replacements))
             new_module = add_imports(new_module, imports, ctx.provenance.imports)
-            new_text = new_module.code
+            new_text = module_code(new_module)
             ast.parse(new_text)
         except (SyntaxError, cst.CSTValidationError, ValueError, TypeError):
             outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
 from libcst._nodes.base import CSTNode
+from libcst._nodes.expression import _BaseParenthesizedNode
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
@@ -48,6 +49,67 @@ def parse_module(source: str) -> cst.Module:
         return cst.parse_module(source)
     finally:
         CSTNode.__post_init__ = validate  # type: ignore[method-assign]
+
+
+class _Parentheses:
+    """``_BaseParenthesizedNode._parenthesize`` as a plain context manager: libcst's is a
+    generator-based one, created for every expression generated, about a tenth of the
+    time of code generation. Same tokens, same order."""
+
+    __slots__ = ("node", "state", "inner")
+
+    def __init__(self, node: _BaseParenthesizedNode, state: CodegenState) -> None:
+        self.node = node
+        self.state = state
+
+    def __enter__(self) -> None:
+        for lpar in self.node.lpar:
+            lpar._codegen(self.state)
+        self.inner = self.state.record_syntactic_position(self.node)
+        self.inner.__enter__()
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        suppressed = bool(self.inner.__exit__(kind, value, traceback))
+        if kind is not None and not suppressed:
+            return False
+        for rpar in self.node.rpar:
+            rpar._codegen(self.state)
+        return suppressed
+
+
+def _lean_parenthesize(self: _BaseParenthesizedNode, state: CodegenState) -> _Parentheses:
+    return _Parentheses(self, state)
+
+
+def _generate(module: cst.Module, state: CodegenState) -> None:
+    """``module._codegen(state)``, with lean parentheses."""
+    parenthesize = _BaseParenthesizedNode._parenthesize
+    _BaseParenthesizedNode._parenthesize = _lean_parenthesize  # type: ignore[method-assign,assignment]
+    try:
+        module._codegen(state)
+    finally:
+        _BaseParenthesizedNode._parenthesize = parenthesize  # type: ignore[method-assign]
+
+
+class _TextState(CodegenState):
+    """Code generation of text alone: positions are not recorded (libcst's own state
+    opens a generator-based context manager for each of them)."""
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        return self
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def module_code(module: cst.Module) -> str:
+    """``module.code``, generated faster (see :class:`_Parentheses`, :class:`_TextState`)."""
+    state = _TextState(default_indent=module.default_indent, default_newline=module.default_newline)
+    _generate(module, state)
+    return "".join(state.tokens)
 
 
 class _IndexingState(CodegenState):
@@ -176,7 +238,7 @@ class Index:
 
     def __init__(self, module: cst.Module) -> None:
         state = _IndexingState(module)
-        module._codegen(state)
+        _generate(module, state)
         text = "".join(state.tokens) + state.popped
         # Lines are counted on the generated text, which is the source with
         # its own line endings; "\r\n" and a lone "\r" end lines too.
