@@ -250,6 +250,13 @@ def _prepare(text: str, counter: list[int]) -> _Prepared | None:
     return _Prepared(prepared, ipython)
 
 
+def as_python(text: str) -> str | None:
+    """A code cell's text as it is analysed, line for line: IPython lines replaced by placeholder
+    statements. None for a cell that starts with a cell magic (it is not analysed)."""
+    prepared = _prepare(text, [0])
+    return None if prepared is None else prepared.text
+
+
 # --------------------------------------------------------------------------- one module
 
 
