@@ -14,6 +14,7 @@ import test_lsp
 from test_lsp import TIMEOUT, Client, InProcess, apply_edit, lsp_process
 
 from fixitem import api
+from fixitem.lsp import FIX_ALL
 
 NOTEBOOK_TYPE = "jupyter-notebook"
 # The fixtures of the text-document tests: a project folder, a server running in this process.
@@ -206,3 +207,25 @@ def test_configuration_changes_analyse_notebooks_as_notebooks(project: Path, ses
     again = published(client, uris)
     assert again[uris[1]]["diagnostics"] == first[uris[1]]["diagnostics"]
     assert again[uris[1]]["diagnostics"][0]["data"]["fix"] == "safe"
+
+
+def test_cell_actions_resolved_when_the_client_asks(project: Path, session: InProcess, tmp_path: Path) -> None:
+    cells = [("code", IMPORTS), ("code", MAGIC), ("code", GATE)]
+    client = session.client
+    client.initialize(project, capabilities={
+        **CAPABILITIES, "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+    })
+    uris = open_notebook(client, project / "nb.ipynb", cells)
+    [diag] = published(client, uris)[uris[2]]["diagnostics"]
+    runs = session.server.analyser.runs
+    actions = client.code_actions(uris[2], diag["range"])
+    assert [a["kind"] for a in actions] == ["quickfix", FIX_ALL] and all("edit" not in a for a in actions)
+    assert session.server.analyser.runs == runs
+    expected = applied_to_notebook(tmp_path, cells)
+    for action in actions:
+        edit = client.request("codeAction/resolve", action)["edit"]
+        assert list(edit["changes"]) == [uris[2]]
+        assert apply_edit(GATE, edit, uris[2]) == expected[2]
+    # The magic cell has no findings, hence no actions.
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}
+    assert client.code_actions(uris[1], everywhere, ignores=True) == []
