@@ -16,6 +16,10 @@ with a cell magic (``%%capture``, ``%%time``, ``%%bash``) is left out as a
 whole. A cell that still does not parse is left out with a note; the rest of
 the notebook is analysed.
 
+:func:`analyse_cells` is that analysis, cells in and one result per cell
+out; ``scan``/``apply`` on a notebook file (:func:`process_notebook`) and the
+language server's notebook documents both use it.
+
 Writing a notebook back replaces, in the file's own text, only the JSON
 value of each changed cell's ``"source"``, laid out as it was (a list of
 lines or one string, the same indentation and escaping); outputs, metadata,
