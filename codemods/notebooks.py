@@ -16,6 +16,10 @@ with a cell magic (``%%capture``, ``%%time``, ``%%bash``) is left out as a
 whole. A cell that still does not parse is left out with a note; the rest of
 the notebook is analysed.
 
+:func:`analyse_cells` is that analysis, cells in and one result per cell
+out; ``scan``/``apply`` on a notebook file (:func:`process_notebook`) and the
+language server's notebook documents both use it.
+
 Writing a notebook back replaces, in the file's own text, only the JSON
 value of each changed cell's ``"source"``, laid out as it was (a list of
 lines or one string, the same indentation and escaping); outputs, metadata,
@@ -38,7 +42,8 @@ from typing import Any
 
 import libcst as cst
 
-from .engine import Finding, process
+from .engine import FileResult, Finding, process
+from .one_fix import fix_one
 from .rule import Rule
 
 SUFFIX = ".ipynb"
@@ -249,6 +254,13 @@ def _prepare(text: str, counter: list[int]) -> _Prepared | None:
     return _Prepared(prepared, ipython)
 
 
+def as_python(text: str) -> str | None:
+    """A code cell's text as it is analysed, line for line: IPython lines replaced by placeholder
+    statements. None for a cell that starts with a cell magic (it is not analysed)."""
+    prepared = _prepare(text, [0])
+    return None if prepared is None else prepared.text
+
+
 # --------------------------------------------------------------------------- one module
 
 
@@ -264,7 +276,7 @@ class _Part:
 class _Module:
     text: str
     parts: list[_Part]
-    notes: list[str]
+    notes: dict[int, str]  # cell number -> why it was left out
 
     def locate(self, line: int) -> tuple[int, int]:
         """Module line -> (cell number, line in the cell)."""
@@ -275,6 +287,13 @@ class _Module:
             else:
                 break
         return chosen.cell.number, max(1, line - chosen.first_line + 1)
+
+    def line_of(self, cell: int, line: int) -> int | None:
+        """(cell number, line in the cell) -> module line; None for a cell left out."""
+        for part in self.parts:
+            if part.cell.number == cell:
+                return part.first_line + line - 1 if 0 < line <= max(part.lines, 1) else None
+        return None
 
 
 def _parses(text: str) -> tuple[ast.Module | None, str | None]:
@@ -307,14 +326,14 @@ def _imports(tree: ast.Module) -> tuple[bool, bool]:
     return only, own
 
 
-def _module(notebook: Notebook, display: str) -> _Module:
+def _module(cells: Sequence[Cell], display: str) -> _Module:
     counter = [0]
     chunks: list[str] = []
     parts: list[_Part] = []
-    notes: list[str] = []
+    notes: dict[int, str] = {}
     line = 1
     leading = True  # every cell so far holds only IPython lines or a docstring: no import of its own
-    for cell in notebook.cells:
+    for cell in cells:
         if cell.cell_type != "code":
             continue
         prepared = _prepare(cell.text, counter)
@@ -322,7 +341,7 @@ def _module(notebook: Notebook, display: str) -> _Module:
             continue
         tree, why = _parses(prepared.text)
         if why is not None:
-            notes.append(f"{display}:cell {cell.number}: not analysed: it does not parse as Python ({why})")
+            notes[cell.number] = f"{display}:cell {cell.number}: not analysed: it does not parse as Python ({why})"
             continue
         if parts:
             # Until a cell with imports, the marker is import-shaped: the module's leading imports
@@ -582,13 +601,13 @@ def cell_diff(display: str, number: int, before: str, after: str) -> str:
 
 
 @dataclass
-class NotebookOutcome:
-    findings: list[Finding] = field(default_factory=list)
-    applied: list[Finding] = field(default_factory=list)
-    data: bytes | None = None  # the notebook to write, when fixes changed it
-    diff: str = ""
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)
+class CellResult:
+    """One cell's share of the analysis of a notebook's code cells (see :func:`analyse_cells`)."""
+
+    findings: list[Finding] = field(default_factory=list)  # ``line``/``col`` in the cell, ``cell`` its number
+    applied: list[Finding] = field(default_factory=list)  # what the fixes changed in this cell
+    new_text: str | None = None  # the cell's text after the fixes, when they changed it
+    note: str | None = None  # why the cell was left out of the analysis (it does not parse)
 
 
 def _in_cells(module: _Module, findings: Sequence[Finding]) -> list[Finding]:
@@ -604,6 +623,61 @@ def _in_cells(module: _Module, findings: Sequence[Finding]) -> list[Finding]:
     return out
 
 
+def analyse_cells(
+    cells: Sequence[str | None],
+    rules: Sequence[Rule],
+    *,
+    name: str = "notebook",
+    fix: bool = False,
+    unsafe: bool = False,
+    flush_every: int | None = None,
+    only: Finding | None = None,
+) -> list[CellResult]:
+    """A notebook's cells analysed (with ``fix``, rewritten) as one module, in order.
+
+    ``cells``: each cell's text, or None for a cell that is not Python code (a
+    markdown or raw cell); cell ``N`` is ``cells[N - 1]``. ``name`` is the
+    notebook as findings and messages name it. One :class:`CellResult` comes back
+    for each cell. ``only``: a finding of an earlier call (in its cell's
+    coordinates), whose fix alone is applied. Nothing is read or written here;
+    ``fixitem scan``/``apply`` on an ``.ipynb`` file and the language server's
+    notebook documents both go through this function.
+
+    Raises :class:`NotebookError` when the cells cannot be analysed as one module,
+    or the fixes cannot be placed back into them.
+    """
+    parsed = [Cell(n, "code" if t is not None else "", t or "", t or "") for n, t in enumerate(cells, start=1)]
+    module = _module(parsed, name)
+    results = [CellResult(note=module.notes.get(cell.number)) for cell in parsed]
+    if not module.parts:
+        return results
+    path = Path(name)
+    if only is not None:
+        line = module.line_of(only.cell or 0, only.line)
+        if line is None:
+            return results
+        target = replace(only, line=line, cell=None)
+        outcome = fix_one(path, module.text, rules, target, unsafe=unsafe, flush_every=flush_every)
+    else:
+        outcome = process(path, module.text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every)
+    if outcome.error is not None:
+        raise NotebookError(outcome.error)
+    for finding in _in_cells(module, outcome.findings):
+        results[finding.cell - 1].findings.append(finding)  # type: ignore[operator]
+    for finding in _in_cells(module, outcome.applied):
+        results[finding.cell - 1].applied.append(finding)  # type: ignore[operator]
+    if outcome.new_text is None:
+        return results
+    texts = _split(module, outcome.new_text)
+    if texts is None:
+        raise NotebookError(f"{name}: the fixes could not be placed back into the notebook's cells; "
+                            "notebook left unchanged")
+    for number, text in texts.items():
+        if text != cells[number - 1]:
+            results[number - 1].new_text = text
+    return results
+
+
 def process_notebook(
     path: Path,
     display: str,
@@ -613,44 +687,43 @@ def process_notebook(
     unsafe: bool = False,
     flush_every: int | None = None,
     data: bytes | None = None,
-) -> NotebookOutcome:
+) -> FileResult:
     """Scan (or, with ``fix``, rewrite) one notebook; never raises for a problem in the user's file.
 
     ``data``: the notebook's bytes (an editor's unsaved buffer); by default the file is read.
-    The rewritten notebook comes back as ``data`` of the outcome; nothing is written here.
+    The findings name their cell. When fixes changed the notebook, ``new_text`` is the
+    notebook's new text (its bytes once encoded as UTF-8) and ``diff`` the changed cells'
+    diffs; nothing is written here.
     """
+    result = FileResult(path)
     try:
         notebook = read_notebook(path, display) if data is None else parse_notebook(path, data, display)
     except NotebookError as exc:
-        return NotebookOutcome(error=str(exc))
+        result.error = str(exc)
+        return result
     if not notebook.is_python:
-        return NotebookOutcome()
-    module = _module(notebook, display)
-    result = NotebookOutcome(notes=list(module.notes))
-    if not module.parts:
         return result
-    outcome = process(Path(display), module.text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every)
-    result.findings = _in_cells(module, outcome.findings)
-    result.applied = _in_cells(module, outcome.applied)
-    result.error = outcome.error
-    if outcome.new_text is None or outcome.error:
+    sources = [cell.text if cell.cell_type == "code" else None for cell in notebook.cells]
+    try:
+        cells = analyse_cells(sources, rules, name=display, fix=fix, unsafe=unsafe, flush_every=flush_every)
+    except NotebookError as exc:
+        result.error = str(exc)
         return result
-    texts = _split(module, outcome.new_text)
-    if texts is None:
-        result.error = f"{display}: the fixes could not be placed back into the notebook's cells; notebook left unchanged"
-        result.applied = []
+    result.notes = [cell.note for cell in cells if cell.note]
+    result.findings = [finding for cell in cells for finding in cell.findings]
+    result.applied = [finding for cell in cells for finding in cell.applied]
+    texts = {number: cell.new_text for number, cell in enumerate(cells, start=1) if cell.new_text is not None}
+    if not texts:
         return result
     try:
-        result.data = rewrite(notebook, texts)
+        result.new_text = rewrite(notebook, texts).decode("utf-8")
     except NotebookError as exc:
         result.error = str(exc).replace(str(path), display, 1)
         result.applied = []
         return result
     by_number = {cell.number: cell for cell in notebook.cells}
     result.diff = "".join(
-        cell_diff(display, number, by_number[number].text, text)
-        for number, text in sorted(texts.items())
-        if text != by_number[number].text
+        cell_diff(display, number, by_number[number].text, text) for number, text in sorted(texts.items())
     )
     return result
 

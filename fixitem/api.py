@@ -34,7 +34,8 @@ from fixitem.codemods.discovery import PathNotFound, discover
 from fixitem.codemods.engine import Analyses, FileResult, Finding, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
-from fixitem.codemods.rule import Report, Rule
+from fixitem.codemods.one_fix import fix_one
+from fixitem.codemods.rule import Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
@@ -263,13 +264,12 @@ def _write(result: FileResult, source: SourceFile, text: str) -> None:
 
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
-    done = process_notebook(
+    result = process_notebook(
         job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
     )
-    result = FileResult(job.path, done.findings, done.applied, done.diff, done.error, notes=done.notes)
-    if done.data is not None and job.write:
+    if result.new_text is not None and job.write:
         try:
-            write_atomically(job.path, done.data)
+            write_atomically(job.path, result.new_text.encode("utf-8"))
             result.written = True
         except SourceError as exc:
             result.error = str(exc)
@@ -431,48 +431,6 @@ def _run_here(jobs: list[_Job], progress: ProgressHook | None, start: Callable[[
 
 
 # --------------------------------------------------------------------------- interactive
-
-
-class _OneFix(Rule):
-    """Wraps a rule so that, in one ``process`` run, only the fix of one finding is applied."""
-
-    def __init__(self, inner: Rule, target: Finding, state: dict[str, bool]) -> None:
-        self.inner = inner
-        self.code = inner.code  # type: ignore[misc]
-        self.name = inner.name  # type: ignore[misc]
-        self.summary = inner.summary  # type: ignore[misc]
-        self.target = target
-        self.state = state  # shared by the wrapped rules: {"spent": bool}
-
-    def check(self, ctx, sites, claimed):  # type: ignore[override]
-        for report in self.inner.check(ctx, sites, claimed):
-            if report.fix is not None and not self._is_target(ctx, report):
-                report.fix = None
-            yield report
-
-    def _is_target(self, ctx, report: Report) -> bool:
-        if self.state["spent"] or self.code != self.target.rule:
-            return False
-        if ctx.position(report.node) != (self.target.line, self.target.col):
-            return False
-        self.state["spent"] = True  # later passes of the engine apply nothing more
-        return True
-
-
-def fix_one(
-    path: Path, text: str, rules: Sequence[Rule], finding: Finding, *, unsafe: bool = False,
-    flush_every: int | None = None,
-) -> FileResult:
-    """``text`` with the fix of ``finding`` alone applied (one of ``process(path, text, rules)``'s findings).
-
-    The engine runs as it does for a whole file (the imports the fix needs are
-    added, the result must parse), with the fixes of every other finding held
-    back. ``new_text`` is None when the fix changes nothing (or needs ``unsafe``).
-    Interactive apply and the language server's code actions both use it.
-    """
-    options = {"flush_every": flush_every} if flush_every is not None else {}
-    spent = {"spent": False}
-    return process(path, text, [_OneFix(r, finding, spent) for r in rules], fix=True, unsafe=unsafe, **options)
 
 
 def _fixable(finding: Finding, unsafe: bool) -> bool:

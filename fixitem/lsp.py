@@ -2,8 +2,8 @@
 
 What an editor gets:
 
-* **diagnostics** for each open Python document, on open, on save and a
-  moment after the user stops typing (changes are debounced by
+* **diagnostics** for each open Python document and notebook cell, on open,
+  on save and a moment after the user stops typing (changes are debounced by
   :data:`DEBOUNCE_S`): the rule code, the message with its costs (graph break,
   host sync) and fix safety, a link to PyTorch's page of the graph break the
   rule finds, and in ``data`` what the code action needs. The text analysed is
@@ -17,6 +17,13 @@ What an editor gets:
   edit of the action the user picks; others get every edit with the list.
   Each finding also has "fixitem: ignore CODE on this line", which adds
   ``# fixitem: ignore[CODE]`` to its line.
+
+Notebooks (LSP 3.17 notebook sync, for clients that announce it): the server
+asks for Jupyter notebooks with Python cells (:data:`NOTEBOOK_SYNC`). Their
+code cells are analysed as one module in cell order, by the analysis that
+``fixitem scan x.ipynb`` runs (:func:`fixitem.codemods.notebooks.analyse_cells`),
+IPython lines kept and never parsed; diagnostics and code actions belong to
+each cell's own document, and an edit changes the cells the fix changes.
 
 Settings come from ``[tool.fixitem]`` found from the document's path, as for
 the command line (``select``, ``ignore``, ``exclude``, ``per-file-ignores``,
@@ -44,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -55,6 +63,7 @@ from fixitem import __version__
 from fixitem.api import fix_one, rules_for
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.engine import Finding, process
+from fixitem.codemods.notebooks import NotebookError, analyse_cells, as_python
 from fixitem.codemods.registry import UnknownRule, rule_class, select_rules
 from fixitem.codemods.suppression import _PATTERN as IGNORE_COMMENT
 from fixitem.codemods.suppression import Suppressions
@@ -158,6 +167,51 @@ class Analyser:
         new_text = outcome.new_text if outcome.error is None and outcome.new_text != text else None
         return self._remember(self._fixes, key, new_text)
 
+    def analyse_notebook(self, settings: Settings, cells: Sequence[str | None]) -> tuple[Analysis, ...]:
+        """One :class:`Analysis` for each cell (None: not a Python code cell), the cells read as one module."""
+        cells = tuple(None if text is None else normalise(text) for text in cells)
+        key = ("notebook", settings.path, settings.codes, settings.flush_every, cells)
+        if key in self._analyses:
+            self._analyses.move_to_end(key)
+            return self._analyses[key]
+        findings: list[tuple[Finding, ...]] = [() for _ in cells]
+        error = None
+        if settings.codes and any(text is not None for text in cells):
+            self.runs += 1
+            try:
+                results = analyse_cells(
+                    cells, rules_for(settings.codes), name=str(settings.path), flush_every=settings.flush_every
+                )
+                findings = [tuple(result.findings) for result in results]
+            except NotebookError as exc:
+                error = str(exc)
+        analyses = tuple(Analysis(text or "", found, error) for text, found in zip(cells, findings))
+        return self._remember(self._analyses, key, analyses)
+
+    def fixed_cells(
+        self, settings: Settings, cells: Sequence[str | None], finding: Finding | None
+    ) -> tuple[str | None, ...] | None:
+        """Each cell's text after the fix of ``finding`` (None: after all safe fixes), None for a cell the fix
+        leaves as it is; None when nothing changes."""
+        cells = tuple(None if text is None else normalise(text) for text in cells)
+        key = ("notebook", settings.path, settings.codes, settings.flush_every, cells, finding)
+        if key in self._fixes:
+            self._fixes.move_to_end(key)
+            return self._fixes[key]
+        self.runs += 1
+        try:
+            results = analyse_cells(
+                cells, rules_for(settings.codes), name=str(settings.path), fix=True,
+                unsafe=finding is not None and finding.fix == "unsafe", flush_every=settings.flush_every,
+                only=finding,
+            )
+            texts: tuple[str | None, ...] | None = tuple(result.new_text for result in results)
+        except NotebookError:
+            texts = None
+        if texts is not None and all(text is None for text in texts):
+            texts = None
+        return self._remember(self._fixes, key, texts)
+
 
 # --------------------------------------------------------------------------- positions and edits
 
@@ -215,9 +269,10 @@ def text_edit(before: str, after: str, codec: PositionCodec, newline: str = "\n"
     )
 
 
-def ignore_comment(text: str, finding: Finding) -> str | None:
+def ignore_comment(text: str, finding: Finding, python: str | None = None) -> str | None:
     """``text`` with ``# fixitem: ignore[CODE]`` for ``finding`` on its line; None where a comment cannot go there
-    (the line ends inside a string, or continues with a backslash)."""
+    (the line ends inside a string, or continues with a backslash). ``python``: ``text`` as Python, line for
+    line, where it is not (a notebook cell with IPython lines)."""
     lines = text.split("\n")
     if not 0 < finding.line <= len(lines):
         return None
@@ -232,12 +287,17 @@ def ignore_comment(text: str, finding: Finding) -> str | None:
     else:
         return None
     new_text = "\n".join([*lines[: finding.line - 1], new_line, *lines[finding.line:]])
+    before = text if python is None else python
+    rows = before.split("\n")
+    if len(rows) < finding.line:
+        return None
+    after = "\n".join([*rows[: finding.line - 1], new_line, *rows[finding.line:]])
     try:  # the same program: the comment did not land inside a string
-        if ast.dump(ast.parse(new_text)) != ast.dump(ast.parse(text)):
+        if ast.dump(ast.parse(after)) != ast.dump(ast.parse(before)):
             return None
     except (SyntaxError, ValueError, RecursionError):
         return None
-    return new_text if Suppressions(new_text).suppressed(finding.line, finding.rule) else None
+    return new_text if Suppressions(after).suppressed(finding.line, finding.rule) else None
 
 
 def _newline(source: str) -> str:
@@ -305,9 +365,39 @@ def _client_unsafe(options: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+#: The notebooks the server reads: Jupyter notebooks with Python cells (LSP 3.17 notebook sync).
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(
+        notebook=types.NotebookDocumentFilterNotebookType(notebook_type="jupyter-notebook"),
+        cells=[types.NotebookCellLanguage(language="python")],
+    )],
+    save=True,
+)
+
+
+@dataclass
+class Current:
+    """A document as last analysed: for a notebook cell, with the notebook's other cells."""
+
+    document: TextDocument
+    settings: Settings
+    analysis: Analysis
+    # A notebook cell: every cell's document (None: not a Python code cell) and the texts analysed.
+    cells: tuple[TextDocument | None, ...] | None = None
+    texts: tuple[str | None, ...] = ()
+
+    @property
+    def python(self) -> str | None:
+        """The document's text as Python, line for line (a notebook cell: its IPython lines replaced)."""
+        return as_python(self.analysis.text) if self.cells is not None else None
+
+
 class FixitemServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("fixitem", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "fixitem", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
+        )
         self.analyser = Analyser()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fixitem-analysis")
         # fixitem.unsafe as the client set it: in its settings (workspace/didChangeConfiguration or
@@ -326,19 +416,53 @@ class FixitemServer(LanguageServer):
     # -- documents
 
     def open_document(self, uri: str) -> TextDocument | None:
-        return self.workspace.text_documents.get(uri)
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def open_notebook(self, uri: str) -> types.NotebookDocument | None:
+        return self.workspace.get_notebook_document(notebook_uri=uri)
+
+    def notebook_of(self, cell_uri: str) -> types.NotebookDocument | None:
+        """The open notebook that ``cell_uri`` is a cell of."""
+        return self.workspace.get_notebook_document(cell_uri=cell_uri)
+
+    def analysed_uris(self) -> list[str]:
+        """What is analysed as a whole: each open notebook, and each open document that is not a notebook's cell."""
+        notebooks = [notebook.uri for notebook in self.workspace.notebook_documents.values()]
+        documents = [document.uri for document in self.workspace.text_documents.values()
+                     if self.notebook_of(document.uri) is None]
+        return notebooks + documents
 
     @staticmethod
     def document_path(document: TextDocument) -> Path:
         path = to_fs_path(document.uri)
         return Path(path) if path else Path(document.filename or "untitled.py")
 
+    @staticmethod
+    def notebook_path(notebook: types.NotebookDocument) -> Path:
+        path = to_fs_path(notebook.uri)
+        return Path(path) if path else Path(unquote(notebook.uri).rsplit("/", 1)[-1] or "untitled.ipynb")
+
+    def cells(self, notebook: types.NotebookDocument) -> tuple[tuple[str, TextDocument | None], ...]:
+        """Each cell's URI, with its document when it is Python code (markdown and other languages: None)."""
+        out = []
+        for cell in notebook.cells:
+            document = self.open_document(cell.document)
+            python = cell.kind == types.NotebookCellKind.Code and document is not None and (
+                document.language_id in (None, "python")
+            )
+            out.append((cell.document, document if python else None))
+        return tuple(out)
+
     def settings(self, document: TextDocument) -> Settings | None:
         """The settings for ``document``; None for a document fixitem does not read, or bad configuration."""
         if document.language_id not in (None, "python") and Path(document.filename or "").suffix not in PYTHON:
             return None
+        return self.settings_at(self.document_path(document))
+
+    def settings_at(self, path: Path) -> Settings | None:
+        """The settings for the file at ``path``; None for bad configuration (said to the user once)."""
         try:
-            return settings_for(self.document_path(document), self.client_unsafe)
+            return settings_for(path, self.client_unsafe)
         except ConfigError as exc:
             message = str(exc)
             if message not in self._config_errors:  # once per distinct problem, not per keystroke
@@ -352,7 +476,11 @@ class FixitemServer(LanguageServer):
     # -- diagnostics
 
     def schedule(self, uri: str, delay: float) -> None:
-        """Analyse ``uri`` after ``delay`` seconds, replacing an analysis already scheduled for it."""
+        """Analyse ``uri`` after ``delay`` seconds, replacing an analysis already scheduled for it.
+        A notebook's cell is analysed with its notebook."""
+        notebook = self.notebook_of(uri)
+        if notebook is not None:
+            uri = notebook.uri
         previous = self._pending.pop(uri, None)
         if previous is not None:
             previous.cancel()
@@ -364,7 +492,10 @@ class FixitemServer(LanguageServer):
         if delay:
             await asyncio.sleep(delay)
         try:
-            await self._publish_analysis(uri)
+            if self.open_notebook(uri) is not None:
+                await self._publish_notebook(uri)
+            else:
+                await self._publish_analysis(uri)
         except Exception as exc:  # noqa: BLE001 - one document's problem must not stop the server
             log.exception("analysis of %s failed", uri)
             self.window_log_message(types.LogMessageParams(
@@ -389,28 +520,58 @@ class FixitemServer(LanguageServer):
         lines = Lines(analysis.text, document.position_codec)
         self.publish(uri, version, [diagnostic(f, lines) for f in analysis.findings])
 
+    async def _publish_notebook(self, uri: str) -> None:
+        """Diagnostics for each cell of the notebook, its code cells analysed as one module."""
+        notebook = self.open_notebook(uri)
+        if notebook is None:
+            return
+        version = notebook.version
+        cells = self.cells(notebook)
+        settings = self.settings_at(self.notebook_path(notebook))
+        if settings is None:
+            for cell_uri, document in cells:
+                self.publish(cell_uri, document.version if document else None, [])
+            return
+        texts = tuple(document.source if document else None for _, document in cells)
+        analyses: tuple[Analysis, ...] = await self.run(self.analyser.analyse_notebook, settings, texts)
+        notebook = self.open_notebook(uri)
+        if notebook is None or notebook.version != version:
+            return  # changed meanwhile: the analysis scheduled by that change publishes
+        if analyses and analyses[0].error:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Log, f"fixitem: {analyses[0].error}"))
+        for (cell_uri, document), analysis in zip(cells, analyses):
+            if document is None:
+                self.publish(cell_uri, None, [])
+                continue
+            lines = Lines(analysis.text, document.position_codec)
+            self.publish(cell_uri, document.version, [diagnostic(f, lines) for f in analysis.findings])
+
     def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
 
-    def forget(self, uri: str) -> None:
+    def forget(self, uri: str, cells: Sequence[str] | None = None) -> None:
+        """A document (or a notebook, with the URIs of its cells) was closed: clear what was published."""
         task = self._pending.pop(uri, None)
         if task is not None:
             task.cancel()
-        self.publish(uri, None, [])
+        for closed in [uri] if cells is None else cells:
+            self.publish(closed, None, [])
 
     # -- code actions
 
-    def workspace_edit(self, document: TextDocument, edit: types.TextEdit) -> types.WorkspaceEdit:
+    def workspace_edit(self, edits: Sequence[tuple[TextDocument, types.TextEdit]]) -> types.WorkspaceEdit:
         capabilities = self.client_capabilities.workspace
         versioned = bool(
             capabilities and capabilities.workspace_edit and capabilities.workspace_edit.document_changes
         )
         if versioned:
-            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
-            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(identifier, [edit])])
-        return types.WorkspaceEdit(changes={document.uri: [edit]})
+            return types.WorkspaceEdit(document_changes=[
+                types.TextDocumentEdit(types.OptionalVersionedTextDocumentIdentifier(d.uri, d.version), [edit])
+                for d, edit in edits
+            ])
+        return types.WorkspaceEdit(changes={d.uri: [edit] for d, edit in edits})
 
     def resolves_edits(self) -> bool:
         """Whether the client asks for an action's edit when it is chosen (codeAction/resolve)."""
@@ -419,7 +580,10 @@ class FixitemServer(LanguageServer):
         support = code_action.resolve_support if code_action else None
         return bool(support and "edit" in support.properties)
 
-    async def _current(self, uri: str) -> tuple[TextDocument, Settings, Analysis] | None:
+    async def _current(self, uri: str) -> Current | None:
+        notebook = self.notebook_of(uri)
+        if notebook is not None:
+            return await self._current_cell(notebook, uri)
         document = self.open_document(uri)
         if document is None:
             return None
@@ -429,24 +593,50 @@ class FixitemServer(LanguageServer):
         analysis: Analysis = await self.run(self.analyser.analyse, settings, document.source)
         if analysis.error:
             return None
-        return document, settings, analysis
+        return Current(document, settings, analysis)
 
-    async def _edit(
-        self, document: TextDocument, settings: Settings, analysis: Analysis, finding: Finding | None
-    ) -> types.WorkspaceEdit | None:
-        """The edit of ``finding``'s fix (None: of all safe fixes); None when it changes nothing."""
+    async def _current_cell(self, notebook: types.NotebookDocument, uri: str) -> Current | None:
+        cells = self.cells(notebook)
+        index = next((i for i, (cell_uri, _) in enumerate(cells) if unquote(cell_uri) == unquote(uri)), None)
+        if index is None or cells[index][1] is None:
+            return None
+        settings = self.settings_at(self.notebook_path(notebook))
+        if settings is None or not settings.codes:
+            return None
+        texts = tuple(document.source if document else None for _, document in cells)
+        analyses: tuple[Analysis, ...] = await self.run(self.analyser.analyse_notebook, settings, texts)
+        analysis = analyses[index]
+        if analysis.error:
+            return None
+        documents = tuple(document for _, document in cells)
+        return Current(cells[index][1], settings, analysis, documents, texts)  # type: ignore[arg-type]
+
+    async def _edit(self, current: Current, finding: Finding | None) -> types.WorkspaceEdit | None:
+        """The edit of ``finding``'s fix (None: of all safe fixes); None when it changes nothing.
+        In a notebook, a fix can change other cells too (the imports it needs)."""
+        if current.cells is not None:
+            new_texts = await self.run(self.analyser.fixed_cells, current.settings, current.texts, finding)
+            if new_texts is None:
+                return None
+            edits = []
+            for document, text, new_text in zip(current.cells, current.texts, new_texts):
+                if document is not None and text is not None and new_text is not None:
+                    edit = text_edit(normalise(text), new_text, document.position_codec, _newline(document.source))
+                    edits.append((document, edit))
+            return self.workspace_edit(edits)
+        document = current.document
         source = document.source
-        new_text = await self.run(self.analyser.fixed, settings, source, finding)
+        new_text = await self.run(self.analyser.fixed, current.settings, source, finding)
         if new_text is None:
             return None
-        edit = text_edit(analysis.text, new_text, document.position_codec, _newline(source))
-        return self.workspace_edit(document, edit)
+        edit = text_edit(current.analysis.text, new_text, document.position_codec, _newline(source))
+        return self.workspace_edit([(document, edit)])
 
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         current = await self._current(params.text_document.uri)
         if current is None:
             return []
-        document, settings, analysis = current
+        document, settings, analysis = current.document, current.settings, current.analysis
         only = params.context.only
         lines = Lines(analysis.text, document.position_codec)
         # Each action with the finding it fixes (None: all safe fixes).
@@ -457,12 +647,12 @@ class FixitemServer(LanguageServer):
                 diag = diagnostic(finding, lines)
                 if not _overlaps(diag.range, params.range):
                     continue
-                ignore = ignore_comment(analysis.text, finding)
+                ignore = ignore_comment(analysis.text, finding, current.python)
                 if ignore is not None:
                     edit = text_edit(analysis.text, ignore, document.position_codec, _newline(document.source))
                     ignores.append(types.CodeAction(
                         title=f"fixitem: ignore {finding.rule} on this line", kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diag], edit=self.workspace_edit(document, edit),
+                        diagnostics=[diag], edit=self.workspace_edit([(document, edit)]),
                     ))
                 if finding.fix == "none" or (finding.fix == "unsafe" and not settings.unsafe):
                     continue
@@ -482,7 +672,7 @@ class FixitemServer(LanguageServer):
                 action.data = {"uri": document.uri, "version": document.version, **_key(finding)}
                 actions.append(action)
                 continue
-            action.edit = await self._edit(document, settings, analysis, finding)
+            action.edit = await self._edit(current, finding)
             if action.edit is not None:
                 actions.append(action)
         return actions + ignores  # the fixes first
@@ -492,13 +682,12 @@ class FixitemServer(LanguageServer):
         current = await self._current(str(data.get("uri", "")))
         if current is None:
             return action
-        document, settings, analysis = current
         if data.get("all"):
-            action.edit = await self._edit(document, settings, analysis, None)
+            action.edit = await self._edit(current, None)
             return action
-        for finding in analysis.findings:
+        for finding in current.analysis.findings:
             if _key(finding) == {k: data.get(k) for k in ("rule", "line", "col")}:
-                action.edit = await self._edit(document, settings, analysis, finding)
+                action.edit = await self._edit(current, finding)
                 break
         return action
 
@@ -533,6 +722,26 @@ def create_server() -> FixitemServer:
     def did_close(ls: FixitemServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.forget(params.text_document.uri)
 
+    # Notebooks (LSP 3.17): pygls keeps the notebook and its cells' documents; the cells are analysed together.
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: FixitemServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: FixitemServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        structure = params.change.cells.structure if params.change.cells else None
+        for closed in (structure.did_close or []) if structure else []:  # cells removed from the notebook
+            ls.publish(closed.uri, None, [])
+        ls.schedule(params.notebook_document.uri, ls.debounce_s)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: FixitemServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: FixitemServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.forget(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: FixitemServer, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
@@ -549,7 +758,7 @@ def create_server() -> FixitemServer:
                     return
         ls.settings_unsafe = _client_unsafe(settings)
         ls._config_errors.clear()
-        for uri in list(ls.workspace.text_documents):
+        for uri in ls.analysed_uris():
             ls.schedule(uri, 0)
 
     @server.feature(

@@ -11,19 +11,25 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import typer.main
 from pygls.workspace.position_codec import PositionCodec
 
 from fixitem import api
+from fixitem.cli import app
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.registry import rule_class
-from fixitem.lsp import FIX_ALL, Lines, create_server, minimal_edit, serve, text_edit
+from fixitem.config import tomllib
+from fixitem.lsp import FIX_ALL, NOTEBOOK_SYNC, Lines, _client_unsafe, create_server, minimal_edit, serve, text_edit
 
 TIMEOUT = 20.0
 
@@ -212,9 +218,10 @@ def project(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- the command an editor runs
 
 
-def test_session_with_python_m_fixitem_lsp(project: Path, tmp_path: Path) -> None:
-    model = project / "model.py"
-    model.write_text("x = 1\n", encoding="utf-8")  # the editor's text differs: the server must use that
+@contextmanager
+def lsp_process(project: Path) -> Iterator[Client]:
+    """``python -m fixitem lsp`` started in ``project`` as an editor starts it, with a client on its stdio;
+    the session must end with shutdown and exit (status 0)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path.cwd()), os.environ.get("PYTHONPATH")]))}
     process = subprocess.Popen(
         [sys.executable, "-m", "fixitem", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -222,6 +229,22 @@ def test_session_with_python_m_fixitem_lsp(project: Path, tmp_path: Path) -> Non
     )
     try:
         client = Client(process.stdout, process.stdin)
+        yield client
+        client.close()
+        assert process.wait(timeout=TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stdin.close()
+        process.stderr.close()
+
+
+def test_session_with_python_m_fixitem_lsp(project: Path, tmp_path: Path) -> None:
+    model = project / "model.py"
+    model.write_text("x = 1\n", encoding="utf-8")  # the editor's text differs: the server must use that
+    with lsp_process(project) as client:
         init = client.initialize(project)
         capabilities = init["capabilities"]
         assert capabilities["codeActionProvider"]["codeActionKinds"] == ["quickfix", FIX_ALL]
@@ -268,16 +291,6 @@ def test_session_with_python_m_fixitem_lsp(project: Path, tmp_path: Path) -> Non
         assert cleared == {"uri": uri, "version": 2, "diagnostics": []}
         assert client.code_actions(uri, cursor) == []
         assert model.read_text(encoding="utf-8") == "x = 1\n"  # the server never writes
-
-        client.close()
-        assert process.wait(timeout=TIMEOUT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stdout.close()
-        process.stdin.close()
-        process.stderr.close()
 
 
 # --------------------------------------------------------------------------- the same server in-process
@@ -556,6 +569,7 @@ def test_text_edit_keeps_the_document_line_endings() -> None:
 
 def test_a_rule_with_graph_break_codes_links_to_pytorchs_page(monkeypatch: pytest.MonkeyPatch) -> None:
     from fixitem.codemods.engine import Finding
+
     from fixitem.lsp import diagnostic
 
     monkeypatch.setattr(rule_class("FX001"), "graph_breaks", ("GB0124",))
@@ -566,3 +580,64 @@ def test_a_rule_with_graph_break_codes_links_to_pytorchs_page(monkeypatch: pytes
     assert diag.code_description.href == graph_break_codes.url("GB0124")
     assert (diag.range.start.line, diag.range.start.character, diag.range.end.character) == (1, 4, 14)
     assert diag.message == "`t.item()` reads (host sync) [fix: none]"
+
+
+# --------------------------------------------------------------------------- the README's editor set-up
+
+
+def _editor_section() -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\n## Editors\n")
+    return readme[start:readme.index("\n## ", start + 1)]
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
+
+
+def _lua_list(block: str, key: str) -> list[str]:
+    match = re.search(rf"\b{key} = \{{([^}}]*)\}}", block)
+    assert match, f"no {key} in {block}"
+    return re.findall(r'"([^"]*)"', match.group(1))
+
+
+def _lua_table_keys(block: str, key: str) -> list[str]:
+    match = re.search(rf"\b{key} = \{{([^}}]*)\}}", block)
+    assert match, f"no {key} in {block}"
+    return re.findall(r"(\w+)\s*=", match.group(1))
+
+
+def _command_ok(argv: list[str]) -> None:
+    """``argv`` starts the language server: the installed script and its ``lsp`` command."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]
+    assert argv[0] in scripts, argv
+    assert argv[1:] == ["lsp"] and "lsp" in typer.main.get_command(app).commands, argv
+
+
+def _reads(key: str) -> bool:
+    """Whether the server reads ``key`` from initializationOptions (both values change what it does)."""
+    return _client_unsafe({key: True}) is True and _client_unsafe({key: False}) is False
+
+
+def test_the_readme_vs_code_settings_start_the_server_it_documents() -> None:
+    [settings] = [json.loads(block) for block in _blocks(_editor_section(), "json")]
+    _command_ok([settings["glspc.server.command"], *settings["glspc.server.commandArguments"]])
+    languages = settings["glspc.server.languageId"]
+    assert languages == ["python"]
+    assert [c.language for f in NOTEBOOK_SYNC.notebook_selector for c in f.cells] == languages  # notebooks' cells too
+    options = settings["glspc.server.initializationOptions"]
+    assert options and all(_reads(key) for key in options), options
+    assert list(settings["editor.codeActionsOnSave"]) == [FIX_ALL]
+
+
+def test_the_readme_neovim_configurations_start_the_server_it_documents() -> None:
+    section = _editor_section()
+    blocks = [b for b in _blocks(section, "lua") if "cmd = " in b]
+    assert len(blocks) == 2  # Neovim 0.11 and 0.10
+    for block in blocks:
+        _command_ok(_lua_list(block, "cmd"))
+        keys = _lua_table_keys(block, "init_options")
+        assert keys and all(_reads(key) for key in keys), keys
+    assert _lua_list(blocks[0], "filetypes") == ["python"]
+    assert re.findall(r'only = \{ "([^"]+)" \}', section) == [FIX_ALL]

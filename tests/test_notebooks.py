@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -12,9 +14,13 @@ from typer.testing import CliRunner
 import fixitem
 from conftest import FIXTURES
 from fixitem import formats, output
+from fixitem.api import rules_for
 from fixitem.cli import app
 from fixitem.codemods.discovery import discover
-from fixitem.codemods.notebooks import _prepare, parse_notebook, source_spans
+from fixitem.codemods.notebooks import (
+    NotebookError, _prepare, analyse_cells, parse_notebook, process_notebook, source_spans,
+)
+from fixitem.codemods.registry import select_rules
 
 runner = CliRunner()
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -281,3 +287,84 @@ def test_a_file_cut_into_cells_is_fixed_as_the_file_is(tmp_path, fixture):
 
     assert imports(got) == imports(fixed)  # the same imports, after the first cell's own
     assert [line for line in got if line not in imports(got)] == [line for line in fixed if line not in imports(fixed)]
+
+
+# --------------------------------------------------------------------------- cells in, results per cell out
+
+
+CELLS = [
+    "import torch\n\nt = torch.ones(3)",
+    None,  # a markdown cell
+    "%time print(t.sum().item())\nif t.sum().item() > 0:\n    t = t * 2\nprint(t.max().item())",
+    "%%capture\nprint(t.item())",
+    "def draft(:\n",
+]
+
+
+def _rules():
+    return rules_for([rule.code for rule in select_rules(None, None)])
+
+
+def test_analyse_cells_gives_each_cell_its_findings_in_its_own_lines(tmp_path):
+    results = analyse_cells(CELLS, _rules(), name="nb.ipynb")
+    assert len(results) == len(CELLS)
+    assert [r.findings for r in results[:2]] == [[], []] and results[3].findings == []  # magic lines never read
+    where = [(f.cell, f.line, f.col, f.rule, f.fix) for f in results[2].findings]
+    assert where == [(3, 2, 1, "FX101", "safe"), (3, 4, 1, "FX201", "safe")]
+    assert all(f.end_line in (0, f.line) or f.end_line > f.line for f in results[2].findings)
+    assert [r.note for r in results[:4]] == [None] * 4  # a cell magic's cell is left out without a note
+    assert "cell 5: not analysed: it does not parse as Python" in results[4].note
+    assert all(r.new_text is None and r.applied == [] for r in results)
+    # The same analysis as the .ipynb path: one notebook, the same findings.
+    assert [f for r in results for f in r.findings] == [
+        replace(f, path="nb.ipynb") for f in _scan_cells(tmp_path / "nb.ipynb", CELLS)
+    ]
+
+
+def _as_notebook(cells):
+    return _notebook(*(("code", c) if c is not None else ("markdown", "prose") for c in cells))
+
+
+def _scan_cells(nb, cells):
+    nb.write_text(_as_notebook(cells), encoding="utf-8")
+    return fixitem.scan([nb], isolated=True, cache=False).findings
+
+
+def test_analyse_cells_fixes_cells_and_keeps_ipython_lines():
+    results = analyse_cells(CELLS, _rules(), name="nb.ipynb", fix=True)
+    first, gate = results[0].new_text, results[2].new_text
+    # The import the deferred print needs goes after the first cell's imports.
+    assert first == CELLS[0].replace("import torch\n", "import torch\nfrom fixitem import runtime as deferred\n")
+    assert gate.splitlines()[0] == "%time print(t.sum().item())"  # byte for byte
+    assert "t = torch.where(t.sum() > 0, t * 2, t)" in gate and gate.endswith("deferred.flush()")
+    assert [f.rule for f in results[2].applied] == ["FX101", "FX201"]
+    assert [r.new_text for r in (results[1], results[3], results[4])] == [None, None, None]
+
+    # One finding's fix alone, named as an earlier call reported it.
+    [gate_finding, _] = analyse_cells(CELLS, _rules())[2].findings
+    alone = analyse_cells(CELLS, _rules(), fix=True, only=gate_finding)
+    assert alone[0].new_text is None  # no import needed
+    gate_fixed = CELLS[2].replace("if t.sum().item() > 0:\n    t = t * 2", "t = torch.where(t.sum() > 0, t * 2, t)")
+    assert alone[2].new_text == gate_fixed
+
+
+def test_analyse_cells_without_a_binding_in_an_earlier_cell_offers_no_fix():
+    cells = ["import torch", "t = load()", CELLS[2]]
+    [finding, *_] = analyse_cells(cells, _rules())[2].findings
+    assert (finding.rule, finding.fix) == ("FX101", "none")
+    assert analyse_cells([None, "x = 1"], _rules())[1].findings == []
+
+
+def test_analyse_cells_reports_what_cannot_be_analysed():
+    class Broken:
+        code, name, summary = "FX999", "broken", "a rule that fails"
+
+        def check(self, ctx, sites, claimed):
+            raise RuntimeError("boom")
+
+    with pytest.raises(NotebookError, match=r"nb.ipynb: internal error in fixitem \(RuntimeError: boom\)"):
+        analyse_cells(CELLS, [Broken()], name="nb.ipynb")
+    # The .ipynb path says it as an error of that file.
+    data = _as_notebook(CELLS).encode("utf-8")
+    result = process_notebook(Path("nb.ipynb"), "nb.ipynb", [Broken()], data=data)
+    assert result.error.startswith("nb.ipynb: internal error") and result.findings == []
