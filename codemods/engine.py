@@ -16,11 +16,12 @@ from pathlib import Path
 
 import libcst as cst
 
+from . import shortcuts
 from .context import FileContext
-from .tree import module_code
 from .imports import add_imports
 from .rule import Fix, Report, Rule, Safety
 from .syncs import SyncSite, find_sync_sites
+from .tree import module_code
 
 MAX_PASSES = 8
 
@@ -161,7 +162,7 @@ class _Replacer(cst.CSTTransformer):
             self.on_the_way.update(ctx.ancestors(node))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return node in self.on_the_way
+        return node in self.on_the_way or not shortcuts.ENABLED
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         if original_node in self.replacements:
@@ -275,7 +276,7 @@ def process(
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
         try:
             new_module = ctx.module.visit(_Replacer(ctx, replacements))
-            new_module = add_imports(new_module, imports, ctx.provenance.imports)
+            new_module = add_imports(new_module, imports, ctx.provenance.imports if shortcuts.ENABLED else None)
             new_text = module_code(new_module)
             ast.parse(new_text)
         except (SyntaxError, cst.CSTValidationError, ValueError, TypeError):

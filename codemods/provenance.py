@@ -34,6 +34,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from . import shortcuts
 from .effects import REDUCTIONS
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
@@ -605,7 +606,7 @@ class Provenance:
         def update(key: tuple[int, str], compute) -> bool:
             nonlocal tick
             assert self._names is not None
-            if key in computed_at and all(changed_at.get(r, -1) <= computed_at[key] for r in reads[key]):
+            if shortcuts.ENABLED and key in computed_at and all(changed_at.get(r, -1) <= computed_at[key] for r in reads[key]):
                 return False
             self._reads = set()
             computed_at[key] = tick

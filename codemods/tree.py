@@ -25,6 +25,8 @@ from libcst._nodes.expression import _BaseParenthesizedNode
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
+from . import shortcuts
+
 _number: dict[cst.CSTNode, int] = {}  # node -> its place in source order, for the file being analysed
 _order: list[cst.CSTNode] = []
 _stop: list[int] = []  # node number -> one past the number of its last descendant
@@ -43,6 +45,8 @@ def parse_module(source: str) -> cst.Module:
     the parser builds only valid nodes from valid source, and the checks cost
     about a tenth of the parse. Raises ``libcst.ParserSyntaxError`` as libcst does.
     """
+    if not shortcuts.ENABLED:
+        return cst.parse_module(source)
     validate = CSTNode.__post_init__
     CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
@@ -83,6 +87,9 @@ def _lean_parenthesize(self: _BaseParenthesizedNode, state: CodegenState) -> _Pa
 
 def _generate(module: cst.Module, state: CodegenState) -> None:
     """``module._codegen(state)``, with lean parentheses."""
+    if not shortcuts.ENABLED:
+        module._codegen(state)
+        return
     parenthesize = _BaseParenthesizedNode._parenthesize
     _BaseParenthesizedNode._parenthesize = _lean_parenthesize  # type: ignore[method-assign,assignment]
     try:
@@ -107,6 +114,8 @@ class _TextState(CodegenState):
 
 def module_code(module: cst.Module) -> str:
     """``module.code``, generated faster (see :class:`_Parentheses`, :class:`_TextState`)."""
+    if not shortcuts.ENABLED:
+        return module.code
     state = _TextState(default_indent=module.default_indent, default_newline=module.default_newline)
     _generate(module, state)
     return "".join(state.tokens)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Union
 
+from fixitem.codemods import shortcuts
 from fixitem.codemods.discovery import PathNotFound, discover
 from fixitem.codemods.engine import Analyses, FileResult, Finding, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
@@ -292,7 +293,7 @@ def _run_job(job: _Job) -> FileResult:
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
             return FileResult(job.path, hit[0], [], "", hit[1])
     rules = rules_for(job.codes)
-    analyses = Analyses()
+    analyses = Analyses() if shortcuts.ENABLED else None
     outcome: FileResult = process(
         Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
         **_engine_options(job),
@@ -329,7 +330,7 @@ def _in_original(findings: list[Finding], before: str, after: str) -> list[Findi
 
 
 def _as_applied(
-    path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding], analyses: Analyses,
+    path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding], analyses: Analyses | None,
 ) -> list[Finding]:
     """Scan's findings, their fix tags saying what ``apply`` and ``apply --unsafe`` do.
 

@@ -8,7 +8,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from fixitem.codemods.tree import children_of, index, nodes_within, walk
+from fixitem.codemods import shortcuts
+from fixitem.codemods.tree import children_of, index, module_code, nodes_within, parse_module, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
@@ -80,3 +81,32 @@ def test_nodes_built_after_indexing_fall_back_to_libcst():
     assert [type(n).__name__ for n in walk(fresh)][:2] == ["Call", "Name"]
     assert nodes_within(fresh, cst.Name) == [fresh.func, fresh.args[0].value, fresh.args[1].value]
     assert children_of(fresh) == tuple(fresh.children)
+
+
+@pytest.mark.parametrize("name,module", MODULES, ids=[m[0] for m in MODULES])
+def test_lean_parse_and_code_generation_give_libcst_results(name, module):
+    text = module.code
+    lean = parse_module(text)
+    assert lean.deep_equals(module)
+    assert module_code(lean) == text
+    fast = index(lean)
+    fast_ranges = [fast.positions[n] for n in fast.order]
+    with shortcuts.disabled():
+        assert module_code(lean) == text
+        slow = index(lean)
+        assert slow.order == fast.order
+        assert [slow.positions[n] for n in slow.order] == fast_ranges
+
+
+def test_lean_parse_still_raises_and_validates_afterwards():
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def f(:\n")
+    # validation of hand-built nodes is back on after a (failed) parse
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
+    found = index(parse_module("x = (a +\n     b)\n"))
+    wrapper = MetadataWrapper(cst.parse_module("x = (a +\n     b)\n"), unsafe_skip_copy=True)
+    expected = wrapper.resolve(PositionProvider)
+    assert sorted((r.start.line, r.start.column, r.end.line, r.end.column) for r in found.positions.values()) == sorted(
+        (r.start.line, r.start.column, r.end.line, r.end.column) for r in expected.values()
+    )

@@ -1,0 +1,77 @@
+"""The work fixitem skips (codemods/shortcuts.py) changes no finding and no rewrite.
+
+Every fixture is scanned and rewritten (safe and unsafe fixes) with the
+shortcuts and without, and the findings (with their positions, fix tags and
+notes), diffs and errors must be identical. The opt-in network test does the
+same on the 304 files of a real package (``FIXITEM_NETWORK_TESTS=1``; the
+pinned wheel is downloaded at run time and cached).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fixitem import api
+from fixitem.codemods import shortcuts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def outcomes(folder: Path) -> dict[str, object]:
+    """Everything scan and apply report for ``folder``, in-process, without the cache."""
+    found: dict[str, object] = {}
+    options = {"cache": False, "isolated": True, "jobs": 1}
+    for result in api.scan([folder], **options).files:
+        found[f"scan {result.path}"] = (
+            [(f.to_dict(), f.end_line, f.end_col) for f in result.findings], result.error, result.notes,
+        )
+    for unsafe in (False, True):
+        for result in api.apply([folder], write=False, unsafe=unsafe, **options).files:
+            found[f"apply unsafe={unsafe} {result.path}"] = (
+                result.diff, [f.to_dict() for f in result.applied], [f.to_dict() for f in result.findings],
+                result.error,
+            )
+    return found
+
+
+def assert_same_both_ways(folder: Path) -> dict[str, object]:
+    fast = outcomes(folder)
+    with shortcuts.disabled():
+        slow = outcomes(folder)
+    assert fast.keys() == slow.keys()
+    differing = [key for key in fast if fast[key] != slow[key]]
+    assert not differing, differing[:10]
+    return fast
+
+
+def test_fixtures_give_the_same_findings_and_rewrites_without_shortcuts():
+    found = assert_same_both_ways(ROOT / "fixtures")
+    # the comparison covers findings, fixes and rewrites, not empty results
+    assert sum(len(v[0]) for k, v in found.items() if k.startswith("scan ")) > 100
+    assert sum(1 for k, v in found.items() if k.startswith("apply unsafe=True") and v[0]) > 20
+
+
+def test_disabled_is_scoped():
+    assert shortcuts.ENABLED
+    with shortcuts.disabled():
+        assert not shortcuts.ENABLED
+    assert shortcuts.ENABLED
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("FIXITEM_NETWORK_TESTS") != "1",
+                    reason="downloads a wheel: set FIXITEM_NETWORK_TESTS=1 to run")
+def test_a_real_package_gives_the_same_findings_and_rewrites_without_shortcuts(tmp_path):
+    from test_real_code import download
+
+    with zipfile.ZipFile(download("timm==1.0.31")) as wheel:
+        wheel.extractall(tmp_path)
+    files = sorted((tmp_path / "timm").rglob("*.py"))
+    assert len(files) >= 300
+    found = assert_same_both_ways(tmp_path / "timm")
+    assert sum(len(v[0]) for k, v in found.items() if k.startswith("scan ")) > 50
