@@ -1,25 +1,31 @@
-"""How fast fixitem scans and rewrites a large code base.
+"""How fast fixitem scans and rewrites large code bases, beside ruff.
 
     python bench/throughput.py [--tree PATH | --wheel PATH] [--copies 1,2,4] [--jobs N]
 
-By default the pinned reference wheel ``transformers==5.24.0`` is used: it is
-taken from ``~/.cache/fixitem-bench`` (or ``~/.cache/fixitem-tests``), or else
-fetched once with ``pip download --no-deps`` into ``~/.cache/fixitem-bench``,
-and unpacked into a temporary folder. ``--wheel PATH`` uses another wheel,
-``--tree PATH`` a local folder (nothing is downloaded; the folder is copied,
-never modified).
+By default two pinned reference wheels are measured in one run,
+``transformers==5.24.0`` and ``timm==1.0.31``: each is taken from
+``~/.cache/fixitem-bench`` (or ``~/.cache/fixitem-tests``), or else fetched
+once with ``pip download --no-deps`` into ``~/.cache/fixitem-bench``, and
+unpacked into a temporary folder. ``--wheel PATH`` measures another wheel
+instead, ``--tree PATH`` a local folder (nothing is downloaded; the folder is
+copied, never modified).
 
-Each command runs as a subprocess and is timed by wall clock (with
-fixitem's default ``--jobs`` unless given): ``fixitem scan`` with an empty
-result cache (cold), the same again (warm: unchanged files are read from the
-cache), ``fixitem apply --diff`` after it (warm: only files with something to
-fix are analysed) and with ``--no-cache`` (cold), and ``ruff check`` when
-``ruff`` is on PATH. Peak RSS
-is the ``ru_maxrss`` of the command's process tree as ``wait4`` reports it
-(the same figure as ``resource.getrusage(RUSAGE_CHILDREN)``, taken per
-command: the largest single process, not the sum over worker processes).
-``--copies 1,2,4`` also times ``fixitem scan --no-cache`` on 1x, 2x and 4x
-copies of the tree, to show how the time grows with the size of the code base.
+For each tree, each command runs as a subprocess and is timed by wall clock
+(with fixitem's default ``--jobs`` unless given): ``ruff check`` when ``ruff``
+is on PATH; ``fixitem scan`` with an empty result cache (cold) and the same
+again (warm: unchanged files are read from the cache); ``fixitem apply --diff``
+with ``--no-cache`` (cold) and after the scan (warm: only files with something
+to fix are analysed); and ``fixitem scan`` of one file, cold, with the
+interpreter's start included (the file of median size among those that mention
+torch, and the largest), as a pre-commit hook runs it. "x ruff" divides by
+ruff's time on the same tree in the same run. Peak RSS is the ``ru_maxrss``
+of the command's process tree as ``wait4`` reports it (the largest single
+process, not the sum over worker processes). ``--copies 1,2,4`` also times
+``fixitem scan --no-cache`` on 1x, 2x and 4x copies of the first tree, to show
+how the time grows with the size of the code base.
+
+A fixitem command that crashes (a traceback, or an exit status of 2 or more)
+or times out makes the script exit with status 1.
 """
 
 from __future__ import annotations
@@ -37,14 +43,16 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REFERENCE = ("transformers", "5.24.0")
+REFERENCES = (("transformers", "5.24.0"), ("timm", "1.0.31"))
 CACHE = Path.home() / ".cache" / "fixitem-bench"
 TEST_CACHE = Path.home() / ".cache" / "fixitem-tests"
 FINDING = re.compile(r"^.+:\d+:\d+: FX\d+ ", re.M)
+# Goals: a cold scan within 5x ruff's check, a cold apply within 10x, one file under 0.5 s.
+GOALS = {"fixitem scan (cold)": 5.0, "fixitem apply --diff (cold)": 10.0}
+ONE_FILE_GOAL_S = 0.5
 
 
-def reference_wheel() -> Path:
-    name, version = REFERENCE
+def reference_wheel(name: str, version: str) -> Path:
     filename = f"{name}-{version}-py3-none-any.whl"
     for folder in (CACHE, TEST_CACHE):
         if (folder / filename).is_file():
@@ -78,6 +86,7 @@ def count_lines(files: list[Path]) -> int:
 class Run:
     label: str
     command: list[str]
+    tree: str = ""
     rc: int | None = None
     wall_s: float | None = None
     maxrss_mib: float | None = None
@@ -85,14 +94,20 @@ class Run:
     findings: int | None = None
     changed_files: int | None = None
     timed_out: bool = False
+    crashed: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.timed_out or self.crashed or (self.rc is not None and self.rc >= 2)
 
 
-def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None) -> Run:
+def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
+              env: dict[str, str] | None = None) -> Run:
     """Run ``command`` with stdout to a file; wall clock and peak RSS (``wait4``)."""
     run = Run(label, command)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err)
+        proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env)
         deadline = None if timeout is None else start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -110,10 +125,11 @@ def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None) 
         run.maxrss_mib = usage.ru_maxrss / 1024  # KiB on Linux
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
-        if run.rc is None or run.rc >= 2 or run.timed_out:
-            err.seek(0)
-            tail = err.read().decode("utf-8", "replace")[-2000:]
-            print(f"{label}: exit status {run.rc}{' (timed out)' if run.timed_out else ''}\n{tail}",
+        err.seek(0)
+        errors = err.read().decode("utf-8", "replace")
+        run.crashed = "Traceback (most recent call last)" in errors
+        if run.rc is None or run.failed:
+            print(f"{label}: exit status {run.rc}{' (timed out)' if run.timed_out else ''}\n{errors[-2000:]}",
                   file=sys.stderr)
     run.output_bytes = len(text.encode())
     if label.startswith("fixitem scan"):
@@ -141,9 +157,10 @@ def fmt(x, spec=".2f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def print_table(header: list[str], rows: list[list[str]]) -> None:
+def print_table(header: list[str], rows: list[list[str]], left: int = 1) -> None:
+    """Columns aligned, the first ``left`` of them to the left."""
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths)))
+    line = lambda cells: "  ".join(c.ljust(w) if k < left else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths)))
     print(line(header))
     print(line(["-" * w for w in widths]))
     for r in rows:
@@ -159,12 +176,67 @@ def fixitem_version() -> str:
         return "?"
 
 
+def one_file_samples(tree: Path) -> list[tuple[str, Path]]:
+    """The files a one-file scan is timed on: of those that mention torch, the one of
+    median size and the largest."""
+    sized = []
+    for p in python_files(tree):
+        text = p.read_text("utf-8", "replace")
+        if "torch" in text:
+            sized.append((text.count("\n"), str(p)))
+    if not sized:
+        return []
+    sized.sort()
+    median = sized[len(sized) // 2]
+    picks = [("median", median)]
+    if sized[-1] != median:
+        picks.append(("largest", sized[-1]))
+    return [(f"{kind}, {lines} lines", Path(path)) for kind, (lines, path) in picks]
+
+
+def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | None,
+            apply: bool, ruff: str | None) -> list[Run]:
+    """Every command of the table on ``tree`` (a folder below ``tmp``)."""
+    env = dict(os.environ, FIXITEM_CACHE_DIR=str(tmp / f"cache-{name}"))
+    env.pop("FIXITEM_NO_CACHE", None)
+    rel = tree.relative_to(tmp)
+    commands: list[tuple[str, list[str]]] = []
+    if ruff:
+        commands.append(("ruff check", [ruff, "check", "--no-cache", "--exit-zero", "--quiet", str(rel)]))
+    # A first scan fills an empty cache (cold); the same command again reads it (warm).
+    commands += [
+        ("fixitem scan (cold)", fixitem_command("scan", "--quiet", "--isolated", *jobs, str(rel))),
+        ("fixitem scan (warm)", fixitem_command("scan", "--quiet", "--isolated", *jobs, str(rel))),
+    ]
+    if apply:
+        commands.append(("fixitem apply --diff (warm)",
+                         fixitem_command("apply", "--diff", "--quiet", "--isolated", *jobs, str(rel))))
+        commands.append(("fixitem apply --diff (cold)",
+                         fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache", *jobs, str(rel))))
+    for kind, path in one_file_samples(tree):
+        commands.append((f"fixitem scan 1 file ({kind})",
+                         fixitem_command("scan", "--quiet", "--isolated", "--no-cache", str(path.relative_to(tmp)))))
+    runs = []
+    for label, command in commands:
+        print(f"{name}: running {label} ...", file=sys.stderr, flush=True)
+        run = run_timed(label, command, tmp, timeout, env)
+        run.tree = name
+        runs.append(run)
+    return runs
+
+
+def unpack(wheel: Path, dest: Path) -> Path:
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(dest)
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--tree", type=Path, help="a local folder to process (no download)")
     source.add_argument("--wheel", type=Path, help="a wheel to unpack and process")
-    parser.add_argument("--copies", default="1", help="comma-separated copy counts for the growth table (default 1)")
+    parser.add_argument("--copies", default="", help="comma-separated copy counts for the growth table, e.g. 1,2,4")
     parser.add_argument("--jobs", type=int, default=None, help="passed as --jobs to fixitem (default: fixitem's)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command (killed after)")
     parser.add_argument("--no-apply", action="store_true", help="skip fixitem apply --diff")
@@ -173,103 +245,109 @@ def main(argv: list[str] | None = None) -> int:
         copies = sorted({int(c) for c in args.copies.split(",") if c.strip()})
     except ValueError:
         parser.error(f"--copies: expected comma-separated integers, got {args.copies!r}")
-    if not copies or min(copies) < 1:
+    if copies and min(copies) < 1:
         parser.error("--copies: counts must be >= 1")
 
     jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
-    with tempfile.TemporaryDirectory(prefix="fixitem-throughput-") as tmp:
-        tmp = Path(tmp)
+    ruff = shutil.which("ruff")
+    runs: list[Run] = []
+    sizes: dict[str, tuple[int, int]] = {}
+    growth: list[tuple[int, int, int, Run]] = []
+    with tempfile.TemporaryDirectory(prefix="fixitem-throughput-") as tmp_name:
+        tmp = Path(tmp_name)
+        trees: list[tuple[str, Path]] = []
         if args.tree is not None:
             if not args.tree.is_dir():
                 parser.error(f"--tree: not a folder: {args.tree}")
-            what = str(args.tree)
-            tree = tmp / "tree"
-            shutil.copytree(args.tree, tree, symlinks=True)
+            trees.append((args.tree.name or str(args.tree), tmp / "tree"))
+            shutil.copytree(args.tree, tmp / "tree", symlinks=True)
+        elif args.wheel is not None:
+            if not args.wheel.is_file():
+                parser.error(f"--wheel: not a file: {args.wheel}")
+            trees.append((args.wheel.name, unpack(args.wheel, tmp / "tree")))
         else:
-            wheel = args.wheel if args.wheel is not None else reference_wheel()
-            if not wheel.is_file():
-                parser.error(f"--wheel: not a file: {wheel}")
-            what = wheel.name
-            tree = tmp / "tree"
-            with zipfile.ZipFile(wheel) as zf:
-                zf.extractall(tree)
-        files = python_files(tree)
-        lines = count_lines(files)
-        print(f"tree: {what}: {len(files)} .py files, {lines} lines", file=sys.stderr, flush=True)
-
-        runs: list[Run] = []
-        # A first run fills an empty cache (cold); the same command again reads it (warm).
-        os.environ["FIXITEM_CACHE_DIR"] = str(tmp / "cache")
-        os.environ.pop("FIXITEM_NO_CACHE", None)
-        commands = [
-            ("fixitem scan", fixitem_command("scan", "--quiet", "--isolated", *jobs, "tree")),
-            ("fixitem scan (warm)", fixitem_command("scan", "--quiet", "--isolated", *jobs, "tree")),
-        ]
-        if not args.no_apply:
-            commands.append(("fixitem apply --diff (warm)",
-                             fixitem_command("apply", "--diff", "--quiet", "--isolated", *jobs, "tree")))
-            commands.append(("fixitem apply --diff (cold)",
-                             fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache", *jobs, "tree")))
-        ruff = shutil.which("ruff")
-        if ruff:
-            commands.append(("ruff check", [ruff, "check", "--no-cache", "--exit-zero", "--quiet", "tree"]))
-        for label, command in commands:
-            print(f"running {label} ...", file=sys.stderr, flush=True)
-            runs.append(run_timed(label, command, tmp, args.timeout))
-
-        growth: list[tuple[int, int, int, Run]] = []
+            for name, version in REFERENCES:
+                trees.append((f"{name} {version}", unpack(reference_wheel(name, version), tmp / name)))
+        for name, tree in trees:
+            files = python_files(tree)
+            sizes[name] = (len(files), count_lines(files))
+            print(f"tree: {name}: {len(files)} .py files, {sizes[name][1]} lines", file=sys.stderr, flush=True)
+            runs += measure(name, tree, tmp, jobs, args.timeout, not args.no_apply, ruff)
+        first_name, first_tree = trees[0]
         for n in copies:
-            dest = make_copies(tree, n, tmp / f"x{n}")
+            dest = make_copies(first_tree, n, tmp / f"x{n}")
             print(f"running fixitem scan on {n} copies ...", file=sys.stderr, flush=True)
             run = run_timed(f"fixitem scan x{n}",
                             fixitem_command("scan", "--quiet", "--isolated", "--no-cache", *jobs, dest.name),
                             tmp, args.timeout)
-            growth.append((n, len(files) * n, lines * n, run))
+            nfiles, nlines = sizes[first_name]
+            growth.append((n, nfiles * n, nlines * n, run))
 
     load = ""
     try:
         load = f", load average {os.getloadavg()[0]:.2f}"
     except OSError:
         pass
-    print(f"fixitem throughput: {what}: {len(files)} files, {lines} lines; "
-          f"{os.cpu_count()} CPUs{load}; python {platform.python_version()}, fixitem {fixitem_version()}, "
-          f"jobs {args.jobs if args.jobs is not None else 'default'}")
+    print(f"fixitem throughput: {os.cpu_count()} CPUs{load}; python {platform.python_version()}, "
+          f"fixitem {fixitem_version()}, ruff {ruff_version(ruff)}, jobs {args.jobs if args.jobs is not None else 'default'}")
     print()
-    scan = next((r for r in runs if r.label == "fixitem scan"), None)
     rows = []
     for r in runs:
-        ratio = r.wall_s / scan.wall_s if scan and scan.wall_s else None
+        nfiles, nlines = sizes[r.tree]
+        if r.label.startswith("fixitem scan 1 file"):
+            nfiles, nlines = 1, int(re.search(r"(\d+) lines", r.label).group(1))
+        ruff_run = next((x for x in runs if x.tree == r.tree and x.label == "ruff check"), None)
+        ratio = r.wall_s / ruff_run.wall_s if ruff_run and ruff_run.wall_s and r.wall_s and nfiles > 1 else None
         rows.append([
-            r.label, str(len(files)), str(lines),
+            r.tree, r.label, str(nfiles), str(nlines),
             "-" if r.findings is None else str(r.findings),
             "-" if r.changed_files is None else str(r.changed_files),
             fmt(r.wall_s) + (" (timeout)" if r.timed_out else ""),
-            fmt(len(files) / r.wall_s, ".1f") if r.wall_s else "-",
-            fmt(lines / r.wall_s / 1000, ".1f") if r.wall_s else "-",
-            fmt(r.maxrss_mib, ".0f"), str(r.rc), fmt(ratio),
+            fmt(nlines / r.wall_s / 1000, ".1f") if r.wall_s else "-",
+            fmt(r.maxrss_mib, ".0f"), str(r.rc) + (" crashed" if r.crashed else ""), fmt(ratio, ".1f"),
         ])
     if not ruff:
-        rows.append(["ruff check", "-", "-", "-", "-", "(ruff not on PATH)", "-", "-", "-", "-", "-"])
-    print_table(["command", "files", "lines", "findings", "changed", "wall s", "files/s", "klines/s",
-                 "peak RSS MiB", "rc", "x scan"], rows)
+        rows.append(["-", "ruff check", "-", "-", "-", "-", "(ruff not on PATH)", "-", "-", "-", "-"])
+    print_table(["tree", "command", "files", "lines", "findings", "changed", "wall s", "klines/s",
+                 "peak RSS MiB", "rc", "x ruff"], rows, left=2)
     print()
-    print("Growth (fixitem scan on copies of the tree)")
-    base = growth[0][3] if growth and growth[0][3] else None
-    grows = []
-    for n, nfiles, nlines, r in growth:
-        if r is None:
-            continue
-        grows.append([f"{n}x", str(nfiles), str(nlines), fmt(r.wall_s) + (" (timeout)" if r.timed_out else ""),
-                      fmt(r.wall_s / base.wall_s) if base and base.wall_s else "-",
-                      fmt(r.wall_s / base.wall_s / (n / growth[0][0])) if base and base.wall_s else "-",
-                      fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings)])
-    print_table(["copies", "files", "lines", "wall s", "x 1st", "x per size", "peak RSS MiB", "findings"], grows)
+    for name in sizes:
+        ruff_run = next((x for x in runs if x.tree == name and x.label == "ruff check"), None)
+        for label, goal in GOALS.items():
+            r = next((x for x in runs if x.tree == name and x.label == label), None)
+            if r and r.wall_s and ruff_run and ruff_run.wall_s:
+                ratio = r.wall_s / ruff_run.wall_s
+                print(f"{name}: {label} = {ratio:.1f}x ruff (goal {goal:g}x: {'met' if ratio <= goal else 'not met'})")
+        for r in runs:
+            if r.tree == name and r.label.startswith("fixitem scan 1 file") and r.wall_s:
+                met = "met" if r.wall_s < ONE_FILE_GOAL_S else "not met"
+                print(f"{name}: {r.label} = {r.wall_s:.2f} s (goal {ONE_FILE_GOAL_S} s: {met})")
+    if growth:
+        print()
+        print(f"Growth (fixitem scan on copies of {first_name})")
+        base = growth[0][3]
+        grows = []
+        for n, nfiles, nlines, r in growth:
+            grows.append([f"{n}x", str(nfiles), str(nlines), fmt(r.wall_s) + (" (timeout)" if r.timed_out else ""),
+                          fmt(r.wall_s / base.wall_s) if base.wall_s else "-",
+                          fmt(r.wall_s / base.wall_s / (n / growth[0][0])) if base.wall_s else "-",
+                          fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings)])
+        print_table(["copies", "files", "lines", "wall s", "x 1st", "x per size", "peak RSS MiB", "findings"], grows)
     print()
-    print("wall s: wall clock of the subprocess; peak RSS: largest process of the command (wait4 ru_maxrss); "
-          "x scan: wall time relative to fixitem scan in this run; x per size: growth divided by size growth "
-          "(1.00 = linear)")
-    failed = [r for r in runs + [g[3] for g in growth if g[3]] if r.timed_out or (r.rc is not None and r.rc >= 2)]
+    print("wall s: wall clock of the subprocess, interpreter start included; peak RSS: largest process of the "
+          "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in this run; "
+          "x per size: growth divided by size growth (1.00 = linear)")
+    failed = [r for r in runs + [g[3] for g in growth] if r.failed]
     return 1 if failed else 0
+
+
+def ruff_version(ruff: str | None) -> str:
+    if not ruff:
+        return "-"
+    try:
+        return subprocess.run([ruff, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "?"
 
 
 if __name__ == "__main__":

@@ -31,18 +31,39 @@ def test_models_quick_one_model():
 def test_throughput_on_local_tree():
     proc = subprocess.run(
         [sys.executable, "bench/throughput.py", "--tree", "fixtures/threshold", "--copies", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "fixitem throughput" in out
     files = len(list((ROOT / "fixtures" / "threshold").glob("*.py")))
-    scan = next(line for line in out.splitlines() if line.startswith("fixitem scan"))
-    assert scan.split()[2] == str(files)
-    assert re.search(rf"^fixitem scan \(warm\)\s+{files}\s", out, re.M)
-    assert re.search(rf"^fixitem apply --diff \(warm\)\s+{files}\s", out, re.M)
+    rows = {line.split("  ")[1].strip(): line.split() for line in out.splitlines() if line.startswith("threshold ")}
+    for label in ("fixitem scan (cold)", "fixitem scan (warm)", "fixitem apply --diff (warm)",
+                  "fixitem apply --diff (cold)"):
+        assert label in rows, out
+        assert str(files) in rows[label], rows[label]
+    cold = rows["fixitem scan (cold)"]
+    assert int(cold[cold.index(str(files)) + 2]) > 0  # findings were counted
+    one_file = [label for label in rows if label.startswith("fixitem scan 1 file (median")]
+    assert one_file, out
     assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
     assert "downloading" not in proc.stderr
+
+
+def test_throughput_fails_when_fixitem_crashes(tmp_path):
+    """A fixitem that cannot even start is a failure, not a fast run with no findings."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("throughput_bench", ROOT / "bench" / "throughput.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules[spec.name]
+    run = bench.run_timed("fixitem scan (cold)", [sys.executable, "-c", "import no_such_module_here"],
+                          tmp_path, 60)
+    assert run.rc == 1 and run.crashed and run.failed
 
 
 def _hf_models():
