@@ -34,6 +34,12 @@ _by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of tha
 _child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}  # node number -> its children
 
 
+# libcst's own methods, put back after each parse or code generation (saved once, so
+# that two overlapping uses in different threads cannot leave the lean ones in place).
+_VALIDATE = CSTNode.__post_init__
+_PARENTHESIZE = _BaseParenthesizedNode._parenthesize
+
+
 def _no_validation(self: CSTNode) -> None:
     pass
 
@@ -47,12 +53,11 @@ def parse_module(source: str) -> cst.Module:
     """
     if not shortcuts.ENABLED:
         return cst.parse_module(source)
-    validate = CSTNode.__post_init__
     CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
         return cst.parse_module(source)
     finally:
-        CSTNode.__post_init__ = validate  # type: ignore[method-assign]
+        CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
 
 
 class _Parentheses:
@@ -90,12 +95,11 @@ def _generate(module: cst.Module, state: CodegenState) -> None:
     if not shortcuts.ENABLED:
         module._codegen(state)
         return
-    parenthesize = _BaseParenthesizedNode._parenthesize
     _BaseParenthesizedNode._parenthesize = _lean_parenthesize  # type: ignore[method-assign,assignment]
     try:
         module._codegen(state)
     finally:
-        _BaseParenthesizedNode._parenthesize = parenthesize  # type: ignore[method-assign]
+        _BaseParenthesizedNode._parenthesize = _PARENTHESIZE  # type: ignore[method-assign]
 
 
 class _TextState(CodegenState):
