@@ -75,3 +75,27 @@ def test_a_real_package_gives_the_same_findings_and_rewrites_without_shortcuts(t
     assert len(files) >= 300
     found = assert_same_both_ways(tmp_path / "timm")
     assert sum(len(v[0]) for k, v in found.items() if k.startswith("scan ")) > 50
+
+
+def test_scan_analyses_each_text_of_a_file_once(monkeypatch):
+    """``scan`` tags fixes by rewriting the file in memory both ways; every text (the
+    file's own, and each rewrite) is parsed and analysed once, not once per use."""
+    from fixitem.codemods import context
+
+    texts: list[str] = []
+    build = context.FileContext.build.__func__
+
+    def counting(cls, path, source, flush_every=None):
+        texts.append(source)
+        return build(cls, path, source, flush_every)
+
+    monkeypatch.setattr(context.FileContext, "build", classmethod(counting))
+    path = ROOT / "fixtures" / "threshold" / "unsafe_updates.py"
+    result = api.scan([path], cache=False, isolated=True, jobs=1)
+    assert "safe" in {f.fix for f in result.findings}
+    # the file and its rewrite (the same with safe and with unsafe fixes here), once each
+    assert len(texts) == len(set(texts)) == 2
+    texts.clear()
+    with shortcuts.disabled():
+        api.scan([path], cache=False, isolated=True, jobs=1)
+    assert len(texts) > len(set(texts))
