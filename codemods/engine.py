@@ -243,6 +243,20 @@ def process(
 ) -> FileResult:
     """``analyses``: reuse (and keep) the analyses of earlier calls for this file with
     the same ``rules`` and ``flush_every``."""
+    with shortcuts.collection_paused():
+        return _process(path, text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every, analyses=analyses)
+
+
+def _process(
+    path: Path,
+    text: str,
+    rules: Sequence[Rule],
+    *,
+    fix: bool,
+    unsafe: bool,
+    flush_every: int | None,
+    analyses: Analyses | None,
+) -> FileResult:
     outcome = FileResult(path)
     if not worth_parsing(text):
         return outcome

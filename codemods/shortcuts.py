@@ -9,7 +9,9 @@ Each shortcut gives the findings and rewrites that the longer way gives:
 - parsing does not validate each node the parser builds;
 - code generation uses plain context managers instead of generator-based ones;
 - provenance's fixed-point iteration skips names whose inputs did not change;
-- adding imports reuses the imports the analysis found.
+- adding imports reuses the imports the analysis found;
+- Python's cyclic garbage collector is paused while a file is processed
+  (:func:`collection_paused`).
 
 ``ENABLED`` is true unless ``FIXITEM_NO_SHORTCUTS=1`` is set in the environment
 (worker processes inherit it); :func:`disabled` turns the shortcuts off for a block.
@@ -17,6 +19,7 @@ Each shortcut gives the findings and rewrites that the longer way gives:
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,3 +37,23 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         ENABLED = before
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (the collector's state is put back after).
+
+    Processing a file allocates millions of objects and almost no reference
+    cycles (about 500 cyclic objects over 80 transformers files), so the
+    collector's repeated passes over the live syntax trees find nothing and
+    cost about a fifth of the time. Between files it runs as usual. Nested
+    uses, and a collector the caller already paused, are left as they are.
+    """
+    if not ENABLED or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

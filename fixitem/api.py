@@ -279,6 +279,11 @@ def _run_notebook(job: _Job) -> FileResult:
 
 def _run_job(job: _Job) -> FileResult:
     """Process one file (in a worker or in-process); never raises for the user's file."""
+    with shortcuts.collection_paused():
+        return _run_file_job(job)
+
+
+def _run_file_job(job: _Job) -> FileResult:
     if is_notebook(job.path):
         return _run_notebook(job)
     source, error = _read(job.path)

@@ -99,3 +99,28 @@ def test_scan_analyses_each_text_of_a_file_once(monkeypatch):
     with shortcuts.disabled():
         api.scan([path], cache=False, isolated=True, jobs=1)
     assert len(texts) > len(set(texts))
+
+
+def test_collection_paused_puts_the_collector_back():
+    import gc
+
+    assert gc.isenabled()
+    with shortcuts.collection_paused():
+        assert not gc.isenabled()
+        with shortcuts.collection_paused():  # nested: the outer block re-enables
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with shortcuts.collection_paused():
+            pass
+        assert not gc.isenabled()  # paused by the caller: left paused
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError):
+        with shortcuts.collection_paused():
+            1 / 0
+    assert gc.isenabled()
+    with shortcuts.disabled(), shortcuts.collection_paused():
+        assert gc.isenabled()
