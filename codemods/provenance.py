@@ -191,13 +191,18 @@ NN_NON_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buff
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
+# In the hottest functions below, ``type(node) is cst.X`` stands for ``isinstance(node,
+# cst.X)``: libcst's nodes are ABCs, so an isinstance test that fails runs ABCMeta's
+# Python-level check, and the concrete node classes have no subclasses (a test checks).
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name / Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
@@ -422,54 +427,55 @@ class Provenance:
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
-            if type(node) not in _BINDING_NODES:
+            t = type(node)
+            if t not in _BINDING_NODES:
                 continue
-            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-                if isinstance(node, cst.FunctionDef):
+            if t in (cst.FunctionDef, cst.Lambda):
+                if t is cst.FunctionDef:
                     scope.bind(node.name.value, "opaque", None)
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
                 for param in all_params(node.params):
                     inner.bind(param.name.value, "param", param)
                 self._fill_scope(inner, node.body)
-            elif isinstance(node, cst.ClassDef):
+            elif t is cst.ClassDef:
                 scope.bind(node.name.value, "opaque", None)
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
                 self._fill_scope(inner, node.body)
-            elif isinstance(node, COMPREHENSIONS):
+            elif t in COMPREHENSIONS:
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
                 comp = node.for_in
                 while comp is not None:
                     self._bind_target(inner, comp.target, "iter", comp.iter)
                     comp = comp.inner_for_in
-            elif isinstance(node, cst.Assign):
+            elif t is cst.Assign:
                 for target in node.targets:
                     self._bind_target(scope, target.target, "value", node.value)
-            elif isinstance(node, cst.AnnAssign):
+            elif t is cst.AnnAssign:
                 how = "value" if node.value is not None else "annotation"
                 self._bind_target(scope, node.target, how, node.value if node.value is not None else node.annotation)
-            elif isinstance(node, cst.AugAssign):
+            elif t is cst.AugAssign:
                 self._bind_target(scope, node.target, "aug", node)
-            elif isinstance(node, cst.NamedExpr):
+            elif t is cst.NamedExpr:
                 self._bind_target(scope, node.target, "value", node.value)
-            elif isinstance(node, (cst.For,)):
+            elif t in (cst.For,):
                 self._bind_target(scope, node.target, "iter", node.iter)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
+            elif t is cst.WithItem and node.asname is not None:
                 self._bind_target(scope, node.asname.name, "opaque", None)
-            elif isinstance(node, (cst.Import, cst.ImportFrom)):
-                if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+            elif t in (cst.Import, cst.ImportFrom):
+                if t is cst.ImportFrom and isinstance(node.names, cst.ImportStar):
                     continue
                 for alias in node.names:  # type: ignore[union-attr]
                     local = alias.evaluated_alias or (alias.evaluated_name.split(".")[0])
                     scope.bind(local, "import", None)
-            elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            elif t is cst.ExceptHandler and node.name is not None:
                 self._bind_target(scope, node.name.name, "opaque", None)
-            elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            elif t in (cst.Global, cst.Nonlocal):
                 for item in node.names:
                     scope.bind(item.name.value, "opaque", None)
-            elif isinstance(node, cst.Call):
+            elif t is cst.Call:
                 scope.size_uses.update(_size_names_of_call(node, self.imports))
                 if isinstance(node.func, cst.Attribute):
                     receiver = node.func.value
@@ -481,14 +487,14 @@ class Provenance:
                         for arg in node.args:
                             if isinstance(arg.value, cst.Name):
                                 scope.evidence.add(arg.value.value)
-            elif isinstance(node, cst.Slice):
+            elif t is cst.Slice:
                 for bound in (node.lower, node.upper, node.step):
                     if bound is not None:
                         scope.size_uses.update(_size_names(bound))
-            elif isinstance(node, cst.Comparison):
+            elif t is cst.Comparison:
                 if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
                     scope.size_comparisons.append((node.left, node.comparisons[0].comparator))
-            elif isinstance(node, cst.Attribute):
+            elif t is cst.Attribute:
                 if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
                     if node.value.value not in ("self", "cls"):
                         scope.evidence.add(node.value.value)
@@ -563,8 +569,8 @@ class Provenance:
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         current = self.parents.get(node)
         while current is not None:
-            if isinstance(current, cst.ClassDef):
-                return current
+            if type(current) is cst.ClassDef:
+                return current  # type: ignore[return-value]
             current = self.parents.get(current)
         return None
 
@@ -699,27 +705,28 @@ class Provenance:
         return Kind.UNKNOWN
 
     def _kind(self, expr: cst.CSTNode) -> Kind:
-        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary)):
+        t = type(expr)
+        if t in (cst.Integer, cst.Float, cst.Imaginary):
             return Kind.NUMBER
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
-                             cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda)):
+        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
+                             cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):
             return Kind.OTHER
-        if isinstance(expr, cst.Tuple):
+        if t is cst.Tuple:
             return Kind.OTHER
-        if isinstance(expr, cst.Name):
+        if t is cst.Name:
             return self._name_kind(expr)
-        if isinstance(expr, cst.Attribute):
+        if t is cst.Attribute:
             return self._attribute_kind(expr)
-        if isinstance(expr, cst.Call):
+        if t is cst.Call:
             return self._call_kind(expr)
-        if isinstance(expr, cst.Subscript):
+        if t is cst.Subscript:
             base = self.kind(expr.value)
             return base if base in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
-        if isinstance(expr, cst.UnaryOperation):
+        if t is cst.UnaryOperation:
             if isinstance(expr.operator, cst.Not):
                 return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
             return self.kind(expr.expression)
-        if isinstance(expr, cst.BinaryOperation):
+        if t is cst.BinaryOperation:
             if isinstance(expr.operator, cst.Modulo) and _is_text(expr.left):
                 return Kind.OTHER  # ``"%.3f" % loss``: a string
             left, right = self.kind(expr.left), self.kind(expr.right)
@@ -732,7 +739,7 @@ class Provenance:
             if left is Kind.NUMBER and right is Kind.NUMBER:
                 return Kind.NUMBER
             return Kind.UNKNOWN
-        if isinstance(expr, cst.Comparison):
+        if t is cst.Comparison:
             kinds = [self.kind(expr.left)] + [self.kind(c.comparator) for c in expr.comparisons]
             ops_are_identity = all(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
             if ops_are_identity:
@@ -743,12 +750,12 @@ class Provenance:
                 # ``t.dtype == torch.float16``, ``x.shape == y.shape``: a Python bool
                 return Kind.NUMBER
             return Kind.UNKNOWN
-        if isinstance(expr, cst.BooleanOperation):
+        if t is cst.BooleanOperation:
             left, right = self.kind(expr.left), self.kind(expr.right)
             return left if left is right else Kind.UNKNOWN
-        if isinstance(expr, cst.IfExp):
+        if t is cst.IfExp:
             return _join([self.kind(expr.body), self.kind(expr.orelse)])
-        if isinstance(expr, cst.NamedExpr):
+        if t is cst.NamedExpr:
             return self.kind(expr.value)
         return Kind.UNKNOWN
 

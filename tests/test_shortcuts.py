@@ -124,3 +124,28 @@ def test_collection_paused_puts_the_collector_back():
     assert gc.isenabled()
     with shortcuts.disabled(), shortcuts.collection_paused():
         assert gc.isenabled()
+
+
+def test_exact_type_checks_stand_for_isinstance():
+    """provenance.py tests ``type(node) is cst.X`` in its hottest functions instead of
+    ``isinstance``: the same only while no libcst node class it names has a subclass."""
+    import ast
+
+    import libcst as cst
+
+    source = (ROOT / "codemods" / "provenance.py").read_text()
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Is, ast.In)):
+            left = node.left
+            if (isinstance(left, ast.Name) and left.id == "t") or (
+                isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "type"
+            ):
+                for sub in ast.walk(node.comparators[0]):
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "cst":
+                        named.add(sub.attr)
+    from fixitem.codemods.provenance import COMPREHENSIONS
+
+    classes = {getattr(cst, name) for name in named} | set(COMPREHENSIONS)
+    assert len(classes) > 20
+    assert {c.__name__ for c in classes if c.__subclasses__()} == set()
