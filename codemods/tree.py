@@ -27,7 +27,9 @@ from libcst._position import CodePosition, CodeRange
 
 from . import shortcuts
 
-_number: dict[cst.CSTNode, int] = {}  # node -> its place in source order, for the file being analysed
+# id(node) -> its place in source order, for the file being analysed. Keyed by id: a
+# libcst node's __hash__ is Python code, id() is not (the index keeps every node alive).
+_number: dict[int, int] = {}
 _order: list[cst.CSTNode] = []
 _stop: list[int] = []  # node number -> one past the number of its last descendant
 _by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of that type, ascending
@@ -200,7 +202,9 @@ class _IndexingState(CodegenState):
 class Positions(Mapping):
     """Node -> ``CodeRange`` (as ``PositionProvider`` gives), computed on first access."""
 
-    def __init__(self, number: dict[cst.CSTNode, int], start: list[int], end: list[int], text: str) -> None:
+    def __init__(self, order: list[cst.CSTNode], number: dict[int, int], start: list[int], end: list[int],
+                 text: str) -> None:
+        self._order = order
         self._number = number
         self._start = start
         self._end = end
@@ -221,7 +225,7 @@ class Positions(Mapping):
         return CodePosition(line, offset - self._line_starts[line - 1])
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        number = self._number[node]
+        number = self._number[id(node)]
         found = self._ranges.get(number)
         if found is None:
             found = CodeRange(self._position(self._start[number]), self._position(self._end[number]))
@@ -229,17 +233,17 @@ class Positions(Mapping):
         return found
 
     def __contains__(self, node: object) -> bool:
-        return node in self._number
+        return id(node) in self._number
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
-        return iter(self._number)
+        return iter(self._order)
 
     def __len__(self) -> int:
         return len(self._number)
 
     def offset(self, node: cst.CSTNode) -> int:
         """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
-        return self._start[self._number[node]]
+        return self._start[self._number[id(node)]]
 
 
 class Index:
@@ -260,9 +264,9 @@ class Index:
         order = state.order
         self.order = order
         self.stop = state.stop
-        self.number: dict[cst.CSTNode, int] = dict(zip(order, range(len(order))))
+        self.number: dict[int, int] = dict(zip(map(id, order), range(len(order))))
         self.parents = {node: order[p] for node, p in zip(order, state.parent) if p >= 0}
-        self.positions = Positions(self.number, state.start, state.end, text)
+        self.positions = Positions(order, self.number, state.start, state.end, text)
         self.numbers_by_type: dict[type, list[int]] = {}
         self.by_type: dict[type, list[cst.CSTNode]] = {}  # node type -> its nodes, in source order
         for number, node in enumerate(order):
@@ -298,7 +302,7 @@ def _child_numbers(stop: list[int], number: int, end: int) -> Iterator[int]:
 
 
 def children_of(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
-    number = _number.get(node)
+    number = _number.get(id(node))
     if number is None:
         return tuple(node.children)
     kids = _child_tuples.get(number)
@@ -309,7 +313,7 @@ def children_of(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
 
 def number_of(node: cst.CSTNode) -> int | None:
     """``node``'s place in source order, or None for a node built after indexing."""
-    return _number.get(node)
+    return _number.get(id(node))
 
 
 def subtree_stop(number: int) -> int:
@@ -323,7 +327,7 @@ def node_at(number: int) -> cst.CSTNode:
 
 def nodes_within(root: cst.CSTNode, *types: type) -> list[cst.CSTNode]:
     """The nodes of exactly these types in ``root``'s subtree (``root`` included), in source order."""
-    number = _number.get(root)
+    number = _number.get(id(root))
     if number is None:
         return [n for n in _walk_unindexed(root) if type(n) in types]
     stop = _stop[number]
@@ -338,7 +342,7 @@ def nodes_within(root: cst.CSTNode, *types: type) -> list[cst.CSTNode]:
 
 def walk(root: cst.CSTNode) -> Iterable[cst.CSTNode]:
     """``root`` and everything below it, in source order."""
-    number = _number.get(root)
+    number = _number.get(id(root))
     if number is not None:  # a contiguous run of the source-order list
         return _order[number:_stop[number]]
     return _walk_unindexed(root)
