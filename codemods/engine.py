@@ -162,7 +162,7 @@ class _Replacer(cst.CSTTransformer):
             self.on_the_way.update(ctx.ancestors(node))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return node in self.on_the_way or not shortcuts.ENABLED
+        return not shortcuts.ENABLED or node in self.on_the_way
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         if original_node in self.replacements:
