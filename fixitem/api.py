@@ -292,21 +292,28 @@ def _run_file_job(job: _Job) -> FileResult:
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every) if kept else ""
+    outcome: FileResult | None = None
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
             return FileResult(job.path, hit[0], [], "", hit[1])
-    rules = rules_for(job.codes)
-    analyses = Analyses() if shortcuts.ENABLED else None
-    outcome: FileResult = process(
-        Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
-        **_engine_options(job),
-    )
-    if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
-        outcome.findings = _as_applied(Path(display), source.text, rules, job, outcome.findings, analyses)
-    if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
-        kept.put(key, outcome.findings, outcome.error)
+        if hit is not None and job.fix:  # scan's in-memory rewrite of this very text
+            outcome = kept.rewrite(key, Path(display), job.unsafe)
+    if outcome is None:
+        rules = rules_for(job.codes)
+        analyses = Analyses() if shortcuts.ENABLED else None
+        outcome = process(
+            Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
+            **_engine_options(job),
+        )
+        rewrites: dict[bool, FileResult] = {}
+        if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
+            outcome.findings, rewrites = _as_applied(
+                Path(display), source.text, rules, job, outcome.findings, analyses,
+            )
+        if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
+            kept.put(key, outcome.findings, outcome.error, rewrites)
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
@@ -336,7 +343,7 @@ def _in_original(findings: list[Finding], before: str, after: str) -> list[Findi
 
 def _as_applied(
     path: Path, text: str, rules: list[Rule], job: _Job, findings: list[Finding], analyses: Analyses | None,
-) -> list[Finding]:
+) -> tuple[list[Finding], dict[bool, FileResult]]:
     """Scan's findings, their fix tags saying what ``apply`` and ``apply --unsafe`` do.
 
     One analysis cannot know it: ``apply`` rewrites until nothing is left to
@@ -347,13 +354,18 @@ def _as_applied(
     both ways, and each finding is tagged ``safe`` if ``apply`` fixes it,
     ``unsafe`` if only ``apply --unsafe`` does, else ``none``: the summary's
     counts are then what the two commands fix.
+
+    Also returns the rewrites by mode (``False``: safe fixes, ``True``: unsafe ones
+    too): what ``apply`` would give, kept for an ``apply`` after this scan.
     """
     applied: dict[bool, list[Finding]] = {False: [], True: []}
+    runs: dict[bool, FileResult] = {}
     # Without a safe fix to start from, ``apply`` changes nothing: no need to try it.
     for unsafe in (False, True) if any(f.fix == "safe" for f in findings) else (True,):
         run = process(path, text, rules, fix=True, unsafe=unsafe, analyses=analyses, **_engine_options(job))
         if run.error is not None:
-            return findings
+            return findings, {}
+        runs[unsafe] = run
         applied[unsafe] = list(run.applied)
 
     def same(a: Finding, b: Finding, how: int) -> bool:
@@ -379,7 +391,7 @@ def _as_applied(
     extra = {id(f): f for f in applied[True]}  # only made after other fixes: listed as apply reports them
     extra.update({id(f): f for f in applied[False]})
     tagged.extend(replace(f, applied=False) for f in extra.values())
-    return tagged
+    return tagged, runs
 
 
 def _retag(finding: Finding, safe: Finding | None, unsafe: Finding | None) -> Finding:

@@ -5,8 +5,11 @@ through it: tens of milliseconds per file, minutes on a large tree. The
 answer depends only on the file's text and name, the rules that run on it,
 the ``flush-every`` setting and fixitem's own code, so it is kept under a key
 made of all of these. A later ``scan`` of an unchanged file reads the answer
-back; ``apply`` skips a file whose kept answer has nothing to fix, and
-processes every other file as usual.
+back; ``apply`` skips a file whose kept answer has nothing to fix. For a
+file with fixes, ``scan`` rewrites it in memory with safe and with unsafe
+fixes to tag its findings; those rewrites are kept too, so that an ``apply``
+after a ``scan`` of an unchanged file writes the kept rewrite instead of
+analysing the file again.
 
 The folder is ``.fixitem_cache`` beside the configuration file (or in the
 current folder), or ``FIXITEM_CACHE_DIR``; ``FIXITEM_NO_CACHE=1`` or
@@ -24,10 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fixitem.codemods.engine import Finding
+from fixitem.codemods.engine import FileResult, Finding
 
 DIR_NAME = ".fixitem_cache"
-FORMAT = "1"  # bump when the stored shape changes
+FORMAT = "2"  # bump when the stored shape changes
 
 _fingerprint: str | None = None
 
@@ -84,9 +87,34 @@ class ResultCache:
             return None
         return findings, error
 
-    def put(self, key: str, findings: list[Finding], error: str | None) -> None:
+    def rewrite(self, key: str, path: Path, unsafe: bool) -> FileResult | None:
+        """What ``apply`` (``unsafe``: ``apply --unsafe``) gives for the file, as kept by
+        ``scan``: its findings left, the fixes applied and the new text, or None."""
+        try:
+            data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            kept = data["rewrites"].get("unsafe" if unsafe else "safe")
+            if kept is None:
+                return None
+            return FileResult(
+                path, [_finding(item) for item in kept["findings"]], [_finding(item) for item in kept["applied"]],
+                new_text=kept["text"],
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put(self, key: str, findings: list[Finding], error: str | None,
+            rewrites: dict[bool, FileResult] | None = None) -> None:
+        """Keep a file's findings (and, from ``scan``, its in-memory rewrites by mode:
+        ``False`` for safe fixes, ``True`` for unsafe ones too)."""
         entry = self._entry(key)
-        data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error})
+        kept_rewrites = {
+            "unsafe" if unsafe else "safe": {
+                "text": run.new_text, "applied": [f.to_dict() for f in run.applied],
+                "findings": [f.to_dict() for f in run.findings],
+            }
+            for unsafe, run in (rewrites or {}).items() if run.error is None
+        }
+        data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites})
         try:
             self._create()
             entry.parent.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,7 @@ def test_apply_skips_files_with_nothing_to_fix_and_fixes_the_rest(tree, processe
     api.scan(["src"], cache=store, jobs=1)
     processed.clear()
     result = api.apply(["src"], cache=store, jobs=1)
-    assert processed == ["fixable.py"]
+    assert processed == []  # the fixable file's rewrite was kept by the scan
     assert "clamp" in (tree / "src" / "fixable.py").read_text()
     assert (tree / "src" / "report_only.py").read_text() == REPORT_ONLY
     assert [f.rule for f in result.findings] == [f.rule for f in api.scan(["src"], cache=False).findings]
@@ -95,6 +95,47 @@ def test_apply_without_cache_gives_the_same_files(tree, tmp_path_factory):
     api.apply([other], cache=False, jobs=1)
     for path in (tree / "src").iterdir():
         assert path.read_text() == (other / path.name).read_text()
+
+
+def test_apply_without_a_scan_first_analyses_the_fixable_file(tree, processed):
+    store = tree / "kept"
+    api.apply(["src"], cache=store, jobs=1, write=False)
+    assert sorted(processed) == ["clean.py", "fixable.py", "report_only.py"]
+    processed.clear()
+    api.apply(["src"], cache=store, jobs=1, write=False)
+    assert processed == ["fixable.py"]  # apply keeps no rewrite of its own
+
+
+def test_kept_rewrites_give_what_apply_gives(tmp_path, monkeypatch, processed):
+    """On every fixture: apply after a scan (from the kept rewrites) reports, diffs and
+    writes exactly what apply without the cache does, in both modes."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    shutil.copytree(root, tmp_path / "fixtures")
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "kept"
+    options = {"isolated": True, "jobs": 1}
+
+    def outcome(result):
+        return [(str(r.path), r.diff, [f.to_dict() for f in r.applied], [f.to_dict() for f in r.findings], r.error)
+                for r in result.files]
+
+    api.scan(["fixtures"], cache=store, **options)
+    for unsafe in (False, True):
+        processed.clear()
+        kept = api.apply(["fixtures"], write=False, unsafe=unsafe, cache=store, **options)
+        assert not [p for p in processed if p.endswith(".py")], processed  # no Python file analysed again
+        fresh = api.apply(["fixtures"], write=False, unsafe=unsafe, cache=False, **options)
+        assert outcome(kept) == outcome(fresh)
+        assert sum(1 for r in kept.files if r.diff) > 10
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    api.apply(["fixtures"], unsafe=True, cache=store, **options)
+    api.apply([copy], unsafe=True, cache=False, **options)
+    for path in (tmp_path / "fixtures").rglob("*.py"):
+        assert path.read_bytes() == (copy / path.relative_to(tmp_path / "fixtures")).read_bytes(), path
 
 
 def test_a_broken_entry_is_a_miss(tree, processed):
