@@ -460,7 +460,7 @@ class Provenance:
                 self._bind_target(scope, node.target, "aug", node)
             elif t is cst.NamedExpr:
                 self._bind_target(scope, node.target, "value", node.value)
-            elif t in (cst.For,):
+            elif t is cst.For:
                 self._bind_target(scope, node.target, "iter", node.iter)
             elif t is cst.WithItem and node.asname is not None:
                 self._bind_target(scope, node.asname.name, "opaque", None)
@@ -709,7 +709,7 @@ class Provenance:
         if t in (cst.Integer, cst.Float, cst.Imaginary):
             return Kind.NUMBER
         if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
-                             cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):
+                 cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):
             return Kind.OTHER
         if t is cst.Tuple:
             return Kind.OTHER

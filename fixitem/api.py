@@ -296,10 +296,10 @@ def _run_file_job(job: _Job) -> FileResult:
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
-        if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit[0])):
-            return FileResult(job.path, hit[0], [], "", hit[1])
+        if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit.findings)):
+            return FileResult(job.path, hit.findings, [], "", hit.error)
         if hit is not None and job.fix:  # scan's in-memory rewrite of this very text
-            outcome = kept.rewrite(key, Path(display), job.unsafe)
+            outcome = hit.rewrite(Path(display), job.unsafe)
     if outcome is None:
         rules = rules_for(job.codes)
         analyses = Analyses() if shortcuts.ENABLED else None

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,27 +79,11 @@ class ResultCache:
     def _entry(self, key: str) -> Path:
         return self.folder / f"v{FORMAT}" / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> tuple[list[Finding], str | None] | None:
+    def get(self, key: str) -> Kept | None:
+        """The kept answer for ``key``, read once; None when there is none (or it is unreadable)."""
         try:
             data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
-            findings = [_finding(item) for item in data["findings"]]
-            error = data["error"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-        return findings, error
-
-    def rewrite(self, key: str, path: Path, unsafe: bool) -> FileResult | None:
-        """What ``apply`` (``unsafe``: ``apply --unsafe``) gives for the file, as kept by
-        ``scan``: its findings left, the fixes applied and the new text, or None."""
-        try:
-            data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
-            kept = data["rewrites"].get("unsafe" if unsafe else "safe")
-            if kept is None:
-                return None
-            return FileResult(
-                path, [_finding(item) for item in kept["findings"]], [_finding(item) for item in kept["applied"]],
-                new_text=kept["text"],
-            )
+            return Kept(_findings(data["findings"]), data["error"], dict(data["rewrites"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -138,6 +123,30 @@ class ResultCache:
             "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is a cache created by fixitem.\n",
             encoding="utf-8",
         )
+
+
+@dataclass
+class Kept:
+    """A kept answer: the file's findings and error, and scan's in-memory rewrites."""
+
+    findings: list[Finding]
+    error: str | None
+    rewrites: dict[str, Any] = field(default_factory=dict)
+
+    def rewrite(self, path: Path, unsafe: bool) -> FileResult | None:
+        """What ``apply`` (``unsafe``: ``apply --unsafe``) gives for the file, as kept by
+        ``scan``: its findings left, the fixes applied and the new text, or None."""
+        try:
+            kept = self.rewrites.get("unsafe" if unsafe else "safe")
+            if kept is None:
+                return None
+            return FileResult(path, _findings(kept["findings"]), _findings(kept["applied"]), new_text=kept["text"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def _findings(items: list[dict[str, Any]]) -> list[Finding]:
+    return [_finding(item) for item in items]
 
 
 def _finding(item: dict[str, Any]) -> Finding:
