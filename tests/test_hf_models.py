@@ -32,17 +32,22 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["bert", "gpt2", "bart"]
 
 
-def test_hf_models_keep_outputs_and_do_not_add_breaks(tmp_path):
+def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """bench/hf_models.py with ``args``: the process and its JSON report (skips when offline)."""
     out = tmp_path / "hf.json"
     proc = subprocess.run(
-        [sys.executable, "bench/hf_models.py", "--models", ",".join(MODELS), "--json", str(out)],
+        [sys.executable, "bench/hf_models.py", *args, "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200,
     )
     print(proc.stdout)
     if proc.returncode == 2 and "pip install --target failed" in proc.stderr:
         pytest.skip(f"installing transformers failed (offline?): {proc.stderr.strip()[-300:]}")
     assert out.is_file(), proc.stderr[-3000:]
-    data = json.loads(out.read_text())
+    return proc, json.loads(out.read_text())
+
+
+def test_hf_models_keep_outputs_and_do_not_add_breaks(tmp_path):
+    proc, data = run_bench(tmp_path, "--models", ",".join(MODELS))
     assert data["import_check"]["broken"] == {}, data["import_check"]
     rows = {row["model"]: row for row in data["models"]}
     assert sorted(rows) == sorted(MODELS)
@@ -62,17 +67,7 @@ def test_hf_models_keep_outputs_and_do_not_add_breaks(tmp_path):
 def test_hf_models_warning_once_in_forward_no_longer_breaks(tmp_path, version):
     """The models whose forward calls `logger.warning_once`: after the safe fixes no break is a logging
     break there any more, and outputs, gradients and the warning text stay the same."""
-    out = tmp_path / "hf.json"
-    proc = subprocess.run(
-        [sys.executable, "bench/hf_models.py", "--transformers", version, "--models", "warning_once",
-         "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
-    )
-    print(proc.stdout)
-    if proc.returncode == 2 and "pip install --target failed" in proc.stderr:
-        pytest.skip(f"installing transformers failed (offline?): {proc.stderr.strip()[-300:]}")
-    assert out.is_file(), proc.stderr[-3000:]
-    data = json.loads(out.read_text())
+    proc, data = run_bench(tmp_path, "--transformers", version, "--models", "warning_once")
     assert data["versions"]["transformers"] == version
     assert data["totals"]["logging_lines_before"] >= len(data["models"]) > 0
     assert data["totals"]["logging_lines_after"] == 0
