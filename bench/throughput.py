@@ -15,9 +15,13 @@ For each tree, each command runs as a subprocess and is timed by wall clock
 is on PATH; ``fixitem scan`` with an empty result cache (cold) and the same
 again (warm: unchanged files are read from the cache); ``fixitem apply --diff``
 with ``--no-cache`` (cold) and after the scan (warm: only files with something
-to fix are analysed); and ``fixitem scan`` of one file, cold, with the
+to fix are analysed); ``fixitem scan`` of one file, cold, with the
 interpreter's start included (the file of median size among those that mention
-torch, and the largest), as a pre-commit hook runs it. "x ruff" divides by
+torch, and the largest), as a pre-commit hook runs it; and, for scale, the
+parsers alone: Python's ``ast.parse`` and libcst's parser over the files that
+fixitem parses (those its prefilter lets through), in as many worker processes
+as fixitem uses, with nothing else done (no fixitem run can be faster than
+the parser it uses). "x ruff" divides by
 ruff's time on the same tree in the same run. Peak RSS is the ``ru_maxrss``
 of the command's process tree as ``wait4`` reports it (the largest single
 process, not the sum over worker processes). ``--copies 1,2,4`` also times
@@ -139,6 +143,54 @@ def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
     return run
 
 
+PARSERS = {"ast.parse": "ast", "libcst parse": "libcst"}
+
+
+def _parse_one(job: tuple[str, str]) -> int:
+    """Parse one file with ``ast`` or ``libcst`` if fixitem would parse it; 1 if parsed."""
+    parser, path = job
+    from fixitem.codemods.engine import worth_parsing  # already loaded: workers are forked from the parent
+
+    text = Path(path).read_text("utf-8", "replace")
+    if not worth_parsing(text):
+        return 0
+    try:
+        if parser == "ast":
+            import ast
+
+            ast.parse(text)
+        else:
+            import libcst
+
+            libcst.parse_module(text)
+    except Exception:  # noqa: BLE001 - a file that does not parse: fixitem reports it as an error
+        pass
+    return 1
+
+
+def parse_only(parser: str, folder: Path, workers: int) -> int:
+    """Parse every file of ``folder`` that fixitem parses, in ``workers`` processes; prints the count."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import fixitem.codemods.engine  # noqa: F401 - fixitem's prefilter, imported once before the workers fork
+    if parser == "libcst":
+        import libcst  # noqa: F401
+
+    jobs = [(parser, str(p)) for p in python_files(folder)]
+    if workers <= 1:
+        parsed = sum(map(_parse_one, jobs))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parsed = sum(pool.map(_parse_one, jobs, chunksize=8))
+    print(f"parsed {parsed} of {len(jobs)} files with {parser}")
+    return 0
+
+
+def parser_command(parser: str, folder: str, jobs: list[str]) -> list[str]:
+    workers = jobs[1] if jobs else str(os.cpu_count() or 1)
+    return [sys.executable, str(Path(__file__).resolve()), "_parse", parser, folder, workers]
+
+
 def fixitem_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "fixitem", *args]
 
@@ -213,6 +265,8 @@ def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | 
                          fixitem_command("apply", "--diff", "--quiet", "--isolated", *jobs, str(rel))))
         commands.append(("fixitem apply --diff (cold)",
                          fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache", *jobs, str(rel))))
+    for label, parser in PARSERS.items():
+        commands.append((f"{label} alone", parser_command(parser, str(rel), jobs)))
     for kind, path in one_file_samples(tree):
         commands.append((f"fixitem scan 1 file ({kind})",
                          fixitem_command("scan", "--quiet", "--isolated", "--no-cache", str(path.relative_to(tmp)))))
@@ -232,6 +286,10 @@ def unpack(wheel: Path, dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_parse"]:  # a parser-floor measurement, run as its own subprocess
+        _, parser_name, folder, workers = argv
+        return parse_only(parser_name, Path(folder), int(workers))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--tree", type=Path, help="a local folder to process (no download)")
@@ -318,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
             if r and r.wall_s and ruff_run and ruff_run.wall_s:
                 ratio = r.wall_s / ruff_run.wall_s
                 print(f"{name}: {label} = {ratio:.1f}x ruff (goal {goal:g}x: {'met' if ratio <= goal else 'not met'})")
+        floors = [(label, next((x for x in runs if x.tree == name and x.label == f"{label} alone"), None))
+                  for label in PARSERS]
+        if ruff_run and ruff_run.wall_s and all(r and r.wall_s for _, r in floors):
+            print(f"{name}: the parsers alone (the files fixitem parses, nothing else done): "
+                  + ", ".join(f"{label} = {r.wall_s / ruff_run.wall_s:.1f}x ruff" for label, r in floors))
         for r in runs:
             if r.tree == name and r.label.startswith("fixitem scan 1 file") and r.wall_s:
                 met = "met" if r.wall_s < ONE_FILE_GOAL_S else "not met"

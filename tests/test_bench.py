@@ -48,10 +48,11 @@ def test_throughput_on_local_tree():
     assert one_file, out
     assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
     assert "downloading" not in proc.stderr
+    for label in ("ast.parse alone", "libcst parse alone"):
+        assert label in rows and rows[label][-1] != "-", out  # timed, with its x-ruff ratio when ruff is there
 
 
-def test_throughput_fails_when_fixitem_crashes(tmp_path):
-    """A fixitem that cannot even start is a failure, not a fast run with no findings."""
+def _throughput():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("throughput_bench", ROOT / "bench" / "throughput.py")
@@ -61,9 +62,30 @@ def test_throughput_fails_when_fixitem_crashes(tmp_path):
         spec.loader.exec_module(bench)
     finally:
         del sys.modules[spec.name]
+    return bench
+
+
+def test_throughput_fails_when_fixitem_crashes(tmp_path):
+    """A fixitem that cannot even start is a failure, not a fast run with no findings."""
+    bench = _throughput()
     run = bench.run_timed("fixitem scan (cold)", [sys.executable, "-c", "import no_such_module_here"],
                           tmp_path, 60)
     assert run.rc == 1 and run.crashed and run.failed
+
+
+@pytest.mark.parametrize("parser", ["ast", "libcst"])
+def test_parser_floor_parses_what_fixitem_parses(tmp_path, parser, capsys, monkeypatch):
+    """The parsers-alone rows parse exactly the files fixitem's prefilter lets through,
+    and a file that does not parse is counted, not a crash."""
+    (tmp_path / "model.py").write_text("import torch\nx = torch.ones(2)\n")
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n")
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "read.py").write_text("y = z.item()\n")
+    bench = _throughput()
+    monkeypatch.setitem(sys.modules, "throughput_bench", bench)  # workers unpickle its function by name
+    for workers in (1, 2):
+        assert bench.main(["_parse", parser, str(tmp_path), str(workers)]) == 0
+        assert capsys.readouterr().out.strip() == f"parsed 3 of 4 files with {parser}"
 
 
 def _hf_models():
