@@ -847,9 +847,13 @@ def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
     every later read, and every read in a loop around ``anchor``."""
     flow = Flow()
     scope = ctx.provenance.scope_of(anchor)
-    if scope.lookup(name) is not scope or not isinstance(scope.node, cst.FunctionDef):
+    if scope.lookup(name) is not scope or not isinstance(scope.node, (cst.FunctionDef, cst.Module)):
         flow.unsafe = f"`{name}` is not a local of the function: other code may read it"
         return flow
+    if isinstance(scope.node, cst.Module):
+        # A script's top level: its own later reads are followed (one may need a
+        # number), but other modules may import the name.
+        flow.unsafe = f"`{name}` is a module-level name: other modules may import it"
     end = ctx.positions[anchor].end.line
     for read in reads_of(ctx, scope, name):
         if read is None:

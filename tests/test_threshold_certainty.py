@@ -129,3 +129,30 @@ def test_a_one_element_condition_selecting_numbers_keeps_the_result_0_dim():
         expected, got = before["f"](x, p), after["f"](x, p)
         assert got.shape == expected.shape == ()
         assert torch.equal(got, expected)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "threshold"
+
+
+def test_a_module_level_counter_that_decides_control_flow_is_not_rewritten():
+    """A script's top level is followed like a function's body: the counter later decides
+    an `if` and is printed, so it must stay a Python number (no fix in either mode)."""
+    path = FIXTURES / "module_level_counter.py"
+    result = rewrite(path.read_text())
+    assert result.new_text is None
+    (finding,) = [f for f in result.findings if f.rule == "FX101"]
+    assert finding.fix == "none" and "`streak` then decides Python control flow" in finding.note
+
+
+def test_a_module_level_name_used_only_in_tensor_code_is_an_unsafe_fix():
+    code = (
+        "import torch\n\n"
+        "x = torch.randn(4)\n"
+        "scale = 1.0\n"
+        "if x.abs().max().item() > 2.0:\n"
+        "    scale = 0.5\n"
+        "y = x * scale\n"
+    )
+    result = process(Path("script.py"), code, all_rules())
+    (finding,) = [f for f in result.findings if f.rule == "FX101"]
+    assert finding.fix == "unsafe" and "module-level name: other modules may import it" in finding.note

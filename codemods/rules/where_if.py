@@ -582,7 +582,9 @@ class WhereIf(Rule):
                 if assignment is not None and assignment.augmented and not (
                     exact_in_every_float_dtype(assignment.value) and unaliased_fresh_local(ctx, node, assignment.name)
                 ):
-                    reasons.append(f"`{assignment.name} {assignment.op_text}= ...` updated the tensor in place; the fix makes a new tensor")
+                    updated = ("the tensor in place" if ctx.provenance.name_kind_at(assignment.name, node) is Kind.TENSOR
+                               else "the value")
+                    reasons.append(f"`{assignment.name} {assignment.op_text}= ...` updated {updated}; the fix makes a new tensor")
             if taken.name in flows:
                 if flows[taken.name]:
                     reasons.append(flows[taken.name])
