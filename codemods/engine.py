@@ -10,8 +10,9 @@ fixes are applied one per pass, and a second run changes nothing.
 from __future__ import annotations
 
 import ast
+import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -80,6 +81,25 @@ class FileResult:
     written: bool = False  # apply wrote the file
     notes: list[str] = field(default_factory=list)  # what was left out of the analysis, and why (not errors)
     new_text: str | None = None  # set when fixes changed the text
+
+
+def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Finding]:
+    """Findings placed in the rewritten text ``after`` moved to the same code in ``before``
+    (within a rewritten block, to the line at the same offset, or its last line): where
+    what is left stands in a file that is not written."""
+    blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    moved = []
+    for finding in findings:
+        row = finding.line - 1
+        for _, i1, i2, j1, j2 in blocks:
+            if j1 <= row < j2 or (j1 == j2 == row):
+                line = i1 + min(row - j1, max(i2 - i1 - 1, 0)) + 1
+                end_line = finding.end_line + line - finding.line if finding.end_line else 0
+                moved.append(replace(finding, line=line, end_line=max(end_line, line) if end_line else 0))
+                break
+        else:
+            moved.append(finding)
+    return moved
 
 
 def worth_parsing(text: str) -> bool:

@@ -42,7 +42,7 @@ from typing import Any
 
 import libcst as cst
 
-from .engine import FileResult, Finding, process
+from .engine import FileResult, Finding, in_original, process
 from .one_fix import fix_one
 from .rule import Rule
 
@@ -287,6 +287,14 @@ class _Module:
             else:
                 break
         return chosen.cell.number, max(1, line - chosen.first_line + 1)
+
+    def rewritten(self, new_text: str) -> _Module:
+        """The layout of ``new_text``, this module rewritten (its cells keep their markers):
+        where each cell's text now starts and how many lines it has."""
+        starts = [1] + [number + 1 for number, line in enumerate(_lines(new_text), start=1) if _MARKER_LINE.match(line)]
+        ends = [start - 1 for start in starts[1:]] + [new_text.count("\n") + 1]
+        parts = [replace(part, first_line=start, lines=end - start) for part, start, end in zip(self.parts, starts, ends)]
+        return _Module(new_text, parts, self.notes)
 
     def line_of(self, cell: int, line: int) -> int | None:
         """(cell number, line in the cell) -> module line; None for a cell left out."""
@@ -604,7 +612,8 @@ def cell_diff(display: str, number: int, before: str, after: str) -> str:
 class CellResult:
     """One cell's share of the analysis of a notebook's code cells (see :func:`analyse_cells`)."""
 
-    findings: list[Finding] = field(default_factory=list)  # ``line``/``col`` in the cell, ``cell`` its number
+    # ``line``/``col`` in the cell (in ``new_text`` when the fixes changed it), ``cell`` its number
+    findings: list[Finding] = field(default_factory=list)
     applied: list[Finding] = field(default_factory=list)  # what the fixes changed in this cell
     new_text: str | None = None  # the cell's text after the fixes, when they changed it
     note: str | None = None  # why the cell was left out of the analysis (it does not parse)
@@ -662,16 +671,20 @@ def analyse_cells(
         outcome = process(path, module.text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every)
     if outcome.error is not None:
         raise NotebookError(outcome.error)
-    for finding in _in_cells(module, outcome.findings):
+    texts = None
+    if outcome.new_text is not None:
+        texts = _split(module, outcome.new_text)
+        if texts is None:
+            raise NotebookError(f"{name}: the fixes could not be placed back into the notebook's cells; "
+                                "notebook left unchanged")
+    # What is left stands in the rewritten cells; what was fixed, in the cells as they were.
+    layout = module if outcome.new_text is None else module.rewritten(outcome.new_text)
+    for finding in _in_cells(layout, outcome.findings):
         results[finding.cell - 1].findings.append(finding)  # type: ignore[operator]
     for finding in _in_cells(module, outcome.applied):
         results[finding.cell - 1].applied.append(finding)  # type: ignore[operator]
-    if outcome.new_text is None:
-        return results
-    texts = _split(module, outcome.new_text)
     if texts is None:
-        raise NotebookError(f"{name}: the fixes could not be placed back into the notebook's cells; "
-                            "notebook left unchanged")
+        return results
     for number, text in texts.items():
         if text != cells[number - 1]:
             results[number - 1].new_text = text
@@ -687,13 +700,15 @@ def process_notebook(
     unsafe: bool = False,
     flush_every: int | None = None,
     data: bytes | None = None,
+    as_it_was: bool = False,
 ) -> FileResult:
     """Scan (or, with ``fix``, rewrite) one notebook; never raises for a problem in the user's file.
 
     ``data``: the notebook's bytes (an editor's unsaved buffer); by default the file is read.
     The findings name their cell. When fixes changed the notebook, ``new_text`` is the
     notebook's new text (its bytes once encoded as UTF-8) and ``diff`` the changed cells'
-    diffs; nothing is written here.
+    diffs; nothing is written here. What is left stands where it is in the rewritten
+    cells, or with ``as_it_was`` (the rewrite will not be written), in the cells as they were.
     """
     result = FileResult(path)
     try:
@@ -722,6 +737,13 @@ def process_notebook(
         result.applied = []
         return result
     by_number = {cell.number: cell for cell in notebook.cells}
+    if as_it_was:
+        result.findings = []
+        for number, cell in enumerate(cells, start=1):
+            left = cell.findings
+            if cell.new_text is not None:
+                left = in_original(left, by_number[number].text, cell.new_text)
+            result.findings.extend(left)
     result.diff = "".join(
         cell_diff(display, number, by_number[number].text, text) for number, text in sorted(texts.items())
     )

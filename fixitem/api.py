@@ -32,7 +32,7 @@ from typing import Any, Literal, Union
 
 from fixitem.codemods import shortcuts
 from fixitem.codemods.discovery import PathNotFound, discover
-from fixitem.codemods.engine import Analyses, FileResult, Finding, process
+from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.one_fix import fix_one
@@ -266,7 +266,8 @@ def _write(result: FileResult, source: SourceFile, text: str) -> None:
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
     result = process_notebook(
-        job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe, **_engine_options(job)
+        job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe,
+        as_it_was=job.fix and not job.write, **_engine_options(job),
     )
     if result.new_text is not None and job.write:
         try:
@@ -320,25 +321,8 @@ def _run_file_job(job: _Job) -> FileResult:
         if job.write:
             _write(result, source, outcome.new_text)
         else:  # nothing is written: say where what is left stands in the file as it is
-            result.findings = _in_original(result.findings, source.text, outcome.new_text)
+            result.findings = in_original(result.findings, source.text, outcome.new_text)
     return result
-
-
-def _in_original(findings: list[Finding], before: str, after: str) -> list[Finding]:
-    """Findings placed in ``after`` moved to the same code in ``before`` (within a rewritten
-    block, to the line at the same offset, or its last line)."""
-    blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
-    moved = []
-    for finding in findings:
-        row = finding.line - 1
-        for tag, i1, i2, j1, j2 in blocks:
-            if j1 <= row < j2 or (j1 == j2 == row):
-                line = i1 + min(row - j1, max(i2 - i1 - 1, 0))
-                moved.append(replace(finding, line=line + 1))
-                break
-        else:
-            moved.append(finding)
-    return moved
 
 
 def _as_applied(

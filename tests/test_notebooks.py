@@ -368,3 +368,36 @@ def test_analyse_cells_reports_what_cannot_be_analysed():
     data = _as_notebook(CELLS).encode("utf-8")
     result = process_notebook(Path("nb.ipynb"), "nb.ipynb", [Broken()], data=data)
     assert result.error.startswith("nb.ipynb: internal error") and result.findings == []
+
+
+LEFT_AFTER_FIXES = [
+    "import torch\na = torch.ones(()) * 2",
+    "for step in range(2):\n    print(f\"step {step} a {a.item():.3f} and a long tail of text that is wrapped\")\nv = a.tolist()",
+    "x = torch.randn(3)\nvals = x.tolist()",
+    "y = 1\ny = 2\ny = 3",
+]
+
+
+def _where_left(result):
+    return [(f.cell, f.line, f.col, f.rule) for f in result.findings]
+
+
+def test_what_is_left_after_fixes_stands_where_it_is_in_each_cell(tmp_path):
+    """Fixes add lines to one cell and an import to another: what is left is placed in the
+    cells as they were when nothing is written, and in the cells as written after apply."""
+    nb = tmp_path / "left.ipynb"
+    nb.write_text(_as_notebook(LEFT_AFTER_FIXES), encoding="utf-8")
+    before = _where_left(fixitem.scan([nb], isolated=True, cache=False))
+    assert before == [(2, 2, 5, "FX201"), (2, 3, 5, "FX002"), (3, 2, 8, "FX002")]
+
+    preview = fixitem.apply([nb], write=False, isolated=True, cache=False)
+    assert [(f.cell, f.line) for f in preview.applied] == [(2, 2)]
+    assert _where_left(preview) == [(2, 3, 5, "FX002"), (3, 2, 8, "FX002")]  # as it was
+
+    written = fixitem.apply([nb], isolated=True, cache=False)
+    cells = [c for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]]
+    after = _where_left(fixitem.scan([nb], isolated=True, cache=False))
+    assert _where_left(written) == after  # as it is now
+    for cell, line, col, _ in after:
+        assert "".join(cells[cell - 1]["source"]).splitlines()[line - 1][col - 1:].endswith(".tolist()")
+    assert after != before[1:]  # the rewritten cell 2 is longer now
