@@ -58,6 +58,12 @@ Ordering guarantee (by construction)
     * ``os.fork``: pending records are replayed (and the Python stream
       buffers flushed) before the fork, so a child's output comes after
       what the parent printed before starting it.
+    * the metric sinks a deferred call writes to, when the program calls
+      them directly: ``wandb.log`` and a wandb run's ``log`` (wandb numbers
+      the calls for its implicit step), TensorBoard's ``FileWriter.add_event``
+      (``torch.utils.tensorboard`` and ``tensorboardX``: every ``add_*`` of a
+      ``SummaryWriter``). Hooked once their module is loaded (looked at on
+      each ``record``);
     * a change of logging configuration (``Logger.setLevel`` /
       ``addHandler`` / ``removeHandler``, ``Handler.setLevel`` /
       ``setFormatter``, ``logging.disable``, hence ``basicConfig`` and
@@ -130,8 +136,14 @@ Nothing is lost
       ``multiprocessing`` child (``Process``, ``Pool`` and ``DataLoader``
       workers, any start method), which ends with ``os._exit`` (no atexit)
       under fork and forkserver, through a ``multiprocessing.util.Finalize``
-      run when its ``run()`` returns. A child of a bare ``os.fork()`` that
-      ends with ``os._exit`` must call ``flush()`` itself.
+      run when its ``run()`` returns;
+    * ``os._exit`` and ``os.abort`` (which skip atexit: fail-fast code, a
+      child of a bare ``os.fork()``): pending records are replayed first, and
+      the Python streams are left as they are (unflushed text is lost as it
+      would have been without fixitem);
+    * in a Jupyter kernel (IPython), the end of each cell (``post_run_cell``):
+      a cell's records appear under that cell, also those made inside a
+      function the cell calls.
 
 Compiled regions
     ``record`` inside a function compiled with ``torch.compile(fullgraph=True)``
@@ -153,11 +165,11 @@ What is not deferred
     ``fn`` itself (its side effects happen at replay time) and the objects
     passed to it other than tensors and their containers (captured by
     reference); multi-element tensors are rejected. Logging: a replayed
-    ``logger.info`` produces the same message text, but the LogRecord's
-    ``lineno`` is the lambda's (the same line if the codemod kept the call on
-    one line), ``funcName`` is ``"<lambda>"``, and ``created`` /
-    ``threadName`` are those of the flush. Checking the logger level at
-    record time is the codemod's job.
+    ``lambda ...: logger.info(...)`` produces the same message text, and its
+    LogRecord's ``funcName`` and ``lineno`` are those of the ``record`` call
+    (the function that made the original call, and the line where the
+    rewritten call starts); ``created`` / ``threadName`` are those of the
+    flush. Checking the logger level at record time is the codemod's job.
 
 Thread safety
     ``record``/``flush`` may be called from any thread (a DataLoader worker
@@ -280,13 +292,15 @@ def _substitute(value: Any, numbers: Any) -> Any:
 class _Record:
     """One deferred call: ``fn``, its captured arguments and their tensors."""
 
-    __slots__ = ("fn", "args", "kwargs", "tensors")
+    __slots__ = ("fn", "args", "kwargs", "tensors", "origin")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict,
+                 origin: tuple[str, int] | None = None) -> None:
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.tensors: list[torch.Tensor] = []
+        self.origin = origin  # (function, line) of the ``record`` call
         _collect_tensors(args, self.tensors)
         _collect_tensors(kwargs, self.tensors)
 
@@ -294,7 +308,23 @@ class _Record:
         it = iter(numbers)
         args = _substitute(self.args, it)
         kwargs = _substitute(self.kwargs, it)
-        self.fn(*args, **kwargs)
+        tls = _tls
+        outer, tls.origin = tls.origin, self.origin
+        try:
+            self.fn(*args, **kwargs)
+        finally:
+            tls.origin = outer
+
+
+def _caller_origin() -> tuple[str, int] | None:
+    """The function and line that called ``record`` (the first frame outside this module)."""
+    try:
+        frame = sys._getframe(2)
+    except ValueError:
+        return None
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_name, frame.f_lineno)
 
 
 # --------------------------------------------------------------------------
@@ -372,6 +402,7 @@ class _ThreadState(threading.local):
     depth = 0  # > 0 while this thread runs runtime code (holds _LOCK or replays)
     replaying = False  # this thread is replaying records
     in_logging = 0  # > 0 inside Logger.callHandlers (already flushed there)
+    origin: tuple[str, int] | None = None  # while a record is replayed: where it was recorded
 
 
 class _OrderState:
@@ -481,7 +512,9 @@ class Recorder:
             return
         if not callable(fn):
             raise TypeError(f"fixitem.runtime.record: fn must be callable, got {fn!r}")
-        rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs))
+        rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs), _caller_origin())
+        if not _sinks.hooked:
+            _sinks.hook()
         with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
@@ -774,6 +807,39 @@ def _replay_before(owner: Any, name: str) -> None:
     setattr(owner, name, changed)
 
 
+class _Sinks:
+    """Metric sinks a deferred call may write to, and the program may call directly
+    too: a direct call replays what is pending first, as a write to ``sys.stdout``
+    does, so that the sink sees the calls in the original order (wandb numbers
+    ``log`` calls for its implicit step). Hooked when their module is loaded:
+    looked at on each ``record``, until all are hooked."""
+
+    # (module, object in it or "", function)
+    KNOWN = (
+        ("wandb", "", "log"),
+        ("wandb.sdk.wandb_run", "Run", "log"),
+        ("torch.utils.tensorboard.writer", "FileWriter", "add_event"),
+        ("tensorboardX.writer", "FileWriter", "add_event"),
+    )
+    hooked = False  # every known sink is hooked
+    done: set[tuple[str, str, str]] = set()
+
+    @classmethod
+    def hook(cls) -> None:
+        for sink in cls.KNOWN:
+            module = sys.modules.get(sink[0])
+            if sink in cls.done or module is None:
+                continue
+            owner = getattr(module, sink[1], None) if sink[1] else module
+            if owner is not None and callable(getattr(owner, sink[2], None)):
+                _replay_before(owner, sink[2])
+            cls.done.add(sink)
+        cls.hooked = len(cls.done) == len(cls.KNOWN)
+
+
+_sinks = _Sinks
+
+
 def _install_logging_hooks() -> None:
     original = logging.Logger.callHandlers
     if getattr(original, "_fixitem_ordered", False):
@@ -784,6 +850,9 @@ def _install_logging_hooks() -> None:
         tls = _tls
         if _order.dirty and not tls.in_logging:  # a handler logging: flushed by the outer call
             _before_output(_WRITE_WAIT_S)
+        if tls.origin is not None and record.funcName == "<lambda>":
+            # A replayed ``lambda ...: logger.info(...)``: the function and line that recorded it.
+            record.funcName, record.lineno = tls.origin
         tls.in_logging += 1
         try:
             return original(self, record)
@@ -899,6 +968,33 @@ def _reset_after_fork() -> None:
     _order.dirty = False
 
 
+def _install_exit_hooks() -> None:
+    """``os._exit`` and ``os.abort`` skip atexit: replay pending records first (what
+    the program printed before them reaches the stream, as it did without fixitem)."""
+    for name in ("_exit", "abort"):
+        if callable(getattr(os, name, None)):
+            _replay_before(os, name)
+
+
+def _after_cell(*_args: Any) -> None:
+    _flush_reporting_errors()
+
+
+def _install_notebook_hook() -> None:
+    """In a Jupyter kernel (IPython): replay pending records when a cell finishes, so that
+    a cell's output stays under that cell (a record made inside a function the cell calls,
+    too)."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    try:
+        shell = get() if callable(get) else None
+        events = getattr(shell, "events", None)
+        if events is not None and _after_cell not in events.callbacks.get("post_run_cell", []):
+            events.register("post_run_cell", _after_cell)
+    except Exception:  # noqa: BLE001 - an unusual shell: cells flush at exit as in a script
+        pass
+
+
 def _register_child_flush(_recorder: Recorder) -> None:
     """In a multiprocessing child (ends with os._exit: no atexit): flush at its exit."""
     multiprocessing.util.Finalize(None, _flush_reporting_errors, exitpriority=100)
@@ -915,6 +1011,8 @@ if multiprocessing.parent_process() is not None:  # imported inside a started ch
 _install_stream_hooks()
 _install_logging_hooks()
 _install_sigterm_handler()
+_install_exit_hooks()
+_install_notebook_hook()
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,174 @@
+"""fixitem.runtime beyond stdout and logging: the metric sinks a deferred call writes
+to, the process exits that skip atexit, a notebook's cells, and what a replayed
+logging call says about where it was made."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from fixitem import runtime
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _clean(clean_default_recorder):
+    runtime.set_flush_every(1000)
+    yield
+
+
+@pytest.fixture
+def fresh_sinks(monkeypatch):
+    """Sinks hooked from scratch (fake modules stand in for wandb and TensorBoard)."""
+    monkeypatch.setattr(runtime._Sinks, "done", set())
+    monkeypatch.setattr(runtime._Sinks, "hooked", False)
+
+
+def _fake_module(monkeypatch, name: str, **attrs) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module
+
+
+def test_a_direct_wandb_log_comes_after_the_deferred_ones(monkeypatch, fresh_sinks):
+    """wandb numbers `log` calls (its implicit step): a direct call while deferred ones are
+    pending replays them first, whether through `wandb.log` or a run's `log`."""
+    calls = []
+
+    class Run:
+        def log(self, data):
+            calls.append(("run", data))
+
+    wandb = _fake_module(monkeypatch, "wandb", log=lambda data: calls.append(("wandb", data)))
+    _fake_module(monkeypatch, "wandb.sdk.wandb_run", Run=Run)
+    run = Run()
+    for step in range(3):
+        loss = torch.tensor(float(step))
+        runtime.record(lambda value: wandb.log({"loss": value}), loss)
+        wandb.log({"lr": 0.1 * step})
+        runtime.record(lambda value: run.log({"loss": value}), loss)
+        run.log({"epoch": step})
+    runtime.flush()
+    expected = []
+    for step in range(3):
+        expected += [("wandb", {"loss": float(step)}), ("wandb", {"lr": 0.1 * step}),
+                     ("run", {"loss": float(step)}), ("run", {"epoch": step})]
+    assert calls == expected
+    assert runtime._Sinks.hooked is False  # TensorBoard's modules are not loaded: looked at again later
+
+
+def test_a_direct_tensorboard_event_comes_after_the_deferred_ones(monkeypatch, fresh_sinks):
+    events = []
+
+    class FileWriter:
+        def add_event(self, event):
+            events.append(event)
+
+    _fake_module(monkeypatch, "torch.utils.tensorboard.writer", FileWriter=FileWriter)
+    writer = FileWriter()
+    runtime.record(lambda value: writer.add_event(("loss", value)), torch.tensor(2))
+    writer.add_event(("lr", 0.5))
+    runtime.flush()
+    assert events == [("loss", 2), ("lr", 0.5)]
+
+
+def test_a_replayed_logging_call_names_the_function_and_line_that_recorded_it():
+    sink = io.StringIO()
+    logger = logging.getLogger("fixitem.test.sinks.origin")
+    handler = logging.StreamHandler(sink)
+    handler.setFormatter(logging.Formatter("%(funcName)s:%(lineno)d %(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+
+    def train():
+        line = sys._getframe().f_lineno + 1
+        runtime.record(
+            lambda value: logger.info("loss %d", value),
+            torch.tensor(3),
+        )
+        return line
+
+    try:
+        line = train()
+        runtime.flush()
+        assert sink.getvalue() == f"train:{line} loss 3\n"  # not "<lambda>" and the lambda's line
+    finally:
+        logger.removeHandler(handler)
+
+
+def _python(code: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.py"
+    script.write_text(code)
+    return subprocess.run([sys.executable, "-u", str(script), *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+
+
+def test_os_exit_replays_pending_records_first(tmp_path):
+    """`os._exit` skips atexit (fail-fast code, forked children): what was printed before it
+    still appears, with the same exit status."""
+    code = (
+        "import os, torch\n"
+        "from fixitem import runtime as deferred\n"
+        "loss = torch.tensor(float('nan'))\n"
+        "deferred.record(lambda value: print('Loss is', value, 'stopping training'), loss)\n"
+        "os._exit(3)\n"
+    )
+    done = _python(code, tmp_path)
+    assert (done.stdout, done.returncode) == ("Loss is nan stopping training\n", 3)
+
+
+NOTEBOOK_KERNEL = """
+import os, sys, types
+
+class Events:
+    def __init__(self):
+        self.callbacks = {"post_run_cell": []}
+    def register(self, event, function):
+        self.callbacks[event].append(function)
+
+shell = types.SimpleNamespace(events=Events())
+sys.modules["IPython"] = types.SimpleNamespace(get_ipython=lambda: shell)
+
+import torch
+from fixitem import runtime as deferred  # the import cell
+
+def run_cell(body):  # how a kernel runs a cell, then fires post_run_cell
+    os.write(1, f"--- cell {body.__name__}\\n".encode())  # unseen by the runtime, as a kernel's cell boundary
+    body()
+    for callback in shell.events.callbacks["post_run_cell"]:
+        callback(types.SimpleNamespace(success=True))
+
+def on_step(loss):
+    deferred.record(lambda value: print(f"loss {value:.3f}"), loss)
+
+def train():
+    for step in range(3):
+        on_step(torch.tensor(float(step)))
+
+def evaluate():
+    os.write(1, b"evaluation\\n")
+
+run_cell(train)
+run_cell(evaluate)
+deferred._install_notebook_hook()  # a second time registers nothing more
+assert len(shell.events.callbacks["post_run_cell"]) == 1
+"""
+
+
+def test_in_a_notebook_kernel_a_cell_replays_its_records_when_it_ends(tmp_path):
+    done = _python(NOTEBOOK_KERNEL, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "--- cell train", "loss 0.000", "loss 1.000", "loss 2.000", "--- cell evaluate", "evaluation",
+    ]
