@@ -62,8 +62,9 @@ Ordering guarantee (by construction)
       them directly: ``wandb.log`` and a wandb run's ``log`` (wandb numbers
       the calls for its implicit step), TensorBoard's ``FileWriter.add_event``
       (``torch.utils.tensorboard`` and ``tensorboardX``: every ``add_*`` of a
-      ``SummaryWriter``). Hooked once their module is loaded (looked at on
-      each ``record``);
+      ``SummaryWriter``), and their ``flush`` / ``close`` / ``finish``, so that
+      no record is replayed into a closed writer. Hooked once their module is
+      loaded (looked at on each ``record``);
     * a change of logging configuration (``Logger.setLevel`` /
       ``addHandler`` / ``removeHandler``, ``Handler.setLevel`` /
       ``setFormatter``, ``logging.disable``, hence ``basicConfig`` and
@@ -96,13 +97,15 @@ Ordering guarantee (by construction)
 
 Flush triggers
     * automatically once ``flush_every`` records are pending; the default is
-      100: one host transfer per 100 log lines is negligible, while output is
-      still emitted often enough to watch a run (a training loop that logs
-      every step prints in bursts of 100 lines). Change it with
+      100: one host transfer per 100 log lines is negligible. Change it with
       ``configure(flush_every=N)`` (what the codemod inserts for
       ``--flush-every N``) or the environment variable ``FIXITEM_FLUSH_EVERY``
       (read at import; it wins over ``configure`` so that a run can be switched
       to immediate output, ``FIXITEM_FLUSH_EVERY=1``, without editing code);
+    * by time, so that output still appears as a run goes: a record that comes
+      2 s or more after the previous one (a sparse log, which gains nothing by
+      waiting) is replayed at once, and pending records are replayed once the
+      oldest is 2 s old (checked at each ``record``; ``Recorder(flush_after=...)``);
     * any other output (see the ordering guarantee);
     * ``flush()``, on demand (blocks until everything is emitted);
     * never inside a ``torch.compile`` region (``torch.compiler.is_compiling()``).
@@ -188,6 +191,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Callable
@@ -208,6 +212,10 @@ __all__ = [
 
 DEFAULT_FLUSH_EVERY = 100
 ENV_FLUSH_EVERY = "FIXITEM_FLUSH_EVERY"
+# Records are never held back longer than this (seconds): a record that comes this
+# long after the previous one is replayed at once, and a burst is replayed once its
+# oldest record is this old.
+DEFAULT_FLUSH_AFTER_S = 2.0
 
 
 def _env_flush_every() -> int | None:
@@ -479,12 +487,20 @@ class Recorder:
 
     ``flush_every``: emit automatically once that many records are pending.
     ``max_outstanding``: device-to-host batches allowed in flight (CUDA) before
-    a record blocks on the oldest one.
+    a record blocks on the oldest one. ``flush_after``: seconds a record may wait:
+    one that comes that long after the previous record (a sparse log) is emitted
+    at once, and pending records are emitted once the oldest is that old.
     """
 
-    def __init__(self, flush_every: int = DEFAULT_FLUSH_EVERY, max_outstanding: int = 4) -> None:
+    def __init__(self, flush_every: int = DEFAULT_FLUSH_EVERY, max_outstanding: int = 4,
+                 flush_after: float = DEFAULT_FLUSH_AFTER_S) -> None:
         self._pending: list[_Record] = []
         self._batches: collections.deque[_Batch] = collections.deque()
+        if not flush_after > 0:
+            raise ValueError(f"flush_after must be a positive number of seconds, got {flush_after!r}")
+        self.flush_after = float(flush_after)
+        self._last = time.monotonic()  # when the previous record came (or the recorder was made)
+        self._oldest = self._last  # when the oldest pending record came
         self.flush_every = DEFAULT_FLUSH_EVERY
         self.set_flush_every(flush_every)
         if max_outstanding < 1:
@@ -515,19 +531,24 @@ class Recorder:
         rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs), _caller_origin())
         if not _sinks.hooked:
             _sinks.hook()
+        now = time.monotonic()
         with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
                     _drain_inbox_locked()
+                sparse = now - self._last >= self.flush_after  # a sparse log gains nothing by waiting
+                self._last = now
+                if not self._pending:
+                    self._oldest = now
                 self._pending.append(rec)
                 _order.count += 1
                 _order.dirty = True
-                full = len(self._pending) >= self.flush_every
+                full = len(self._pending) >= self.flush_every or sparse or now - self._oldest >= self.flush_after
                 if full:
                     self._start_batch_locked()
                 outstanding = len(self._batches)
             if outstanding:
-                self._emit(block=False, keep=self.max_outstanding if full else None)
+                self._emit(block=sparse, keep=self.max_outstanding if full else None)
 
     def pending(self) -> int:
         """Number of records not yet emitted."""
@@ -811,15 +832,22 @@ class _Sinks:
     """Metric sinks a deferred call may write to, and the program may call directly
     too: a direct call replays what is pending first, as a write to ``sys.stdout``
     does, so that the sink sees the calls in the original order (wandb numbers
-    ``log`` calls for its implicit step). Hooked when their module is loaded:
-    looked at on each ``record``, until all are hooked."""
+    ``log`` calls for its implicit step), and closing or flushing a sink replays
+    them while it is still open. Hooked when their module is loaded: looked at on
+    each ``record``, until all are hooked."""
 
     # (module, object in it or "", function)
     KNOWN = (
         ("wandb", "", "log"),
+        ("wandb", "", "finish"),
         ("wandb.sdk.wandb_run", "Run", "log"),
+        ("wandb.sdk.wandb_run", "Run", "finish"),
         ("torch.utils.tensorboard.writer", "FileWriter", "add_event"),
+        ("torch.utils.tensorboard.writer", "SummaryWriter", "flush"),
+        ("torch.utils.tensorboard.writer", "SummaryWriter", "close"),
         ("tensorboardX.writer", "FileWriter", "add_event"),
+        ("tensorboardX.writer", "SummaryWriter", "flush"),
+        ("tensorboardX.writer", "SummaryWriter", "close"),
     )
     hooked = False  # every known sink is hooked
     done: set[tuple[str, str, str]] = set()

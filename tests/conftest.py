@@ -62,7 +62,9 @@ def clean_default_recorder():
     from fixitem import runtime
 
     runtime.flush()
-    saved = runtime._default.flush_every
+    saved = runtime._default.flush_every, runtime._default.flush_after
+    runtime._default.flush_after = 1e9  # time never flushes here, however slow the machine
     yield
     runtime.flush()
-    runtime._default.set_flush_every(saved)
+    runtime._default.set_flush_every(saved[0])
+    runtime._default.flush_after = saved[1]

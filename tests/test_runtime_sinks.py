@@ -172,3 +172,72 @@ def test_in_a_notebook_kernel_a_cell_replays_its_records_when_it_ends(tmp_path):
     assert done.stdout.splitlines() == [
         "--- cell train", "loss 0.000", "loss 1.000", "loss 2.000", "--- cell evaluate", "evaluation",
     ]
+
+
+# --------------------------------------------------------------------------
+# time: a record is never held back long
+
+
+def test_a_sparse_log_is_replayed_when_it_is_recorded():
+    """A record that comes long after the previous one gains nothing by waiting: it is
+    replayed at once (a loop that prints every 100 steps shows each line as it did)."""
+    import time
+
+    out = []
+    rec = runtime.Recorder(flush_every=1000, flush_after=1.0)
+    rec.record(lambda v: out.append(v), torch.tensor(1))
+    assert rec.pending() == 1 and out == []  # right after the recorder was made: a burst may follow
+    time.sleep(1.1)
+    rec.record(lambda v: out.append(v), torch.tensor(2))
+    assert out == [1, 2] and rec.pending() == 0
+
+
+def test_a_burst_is_replayed_once_its_oldest_record_is_old_enough():
+    import time
+
+    out = []
+    rec = runtime.Recorder(flush_every=1000, flush_after=0.3)
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < 0.5:
+        rec.record(lambda v: out.append(v), torch.tensor(n))
+        n += 1
+        time.sleep(0.01)
+    assert out and out == list(range(len(out)))  # some were replayed during the burst, in order
+    assert rec.pending() < n
+    rec.flush()
+    assert out == list(range(n))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0])
+def test_flush_after_must_be_positive(bad):
+    with pytest.raises(ValueError, match="flush_after"):
+        runtime.Recorder(flush_after=bad)
+
+
+def test_closing_a_tensorboard_writer_replays_its_pending_records_first(monkeypatch, fresh_sinks):
+    """A record replayed after `writer.close()` would open a second event file, or be lost."""
+    events = []
+
+    class SummaryWriter:
+        closed = False
+
+        def add_scalar(self, tag, value, step):
+            assert not self.closed, "written after close"
+            events.append((tag, value, step))
+
+        def flush(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    class FileWriter:
+        def add_event(self, event):
+            pass
+
+    _fake_module(monkeypatch, "torch.utils.tensorboard.writer", SummaryWriter=SummaryWriter, FileWriter=FileWriter)
+    writer = SummaryWriter()
+    runtime.record(lambda value: writer.add_scalar("loss", value, 0), torch.tensor(3))
+    writer.close()
+    assert events == [("loss", 3, 0)] and runtime.pending() == 0
