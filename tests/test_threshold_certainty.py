@@ -131,13 +131,13 @@ def test_a_one_element_condition_selecting_numbers_keeps_the_result_0_dim():
         assert torch.equal(got, expected)
 
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "threshold"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "module_level"
 
 
 def test_a_module_level_counter_that_decides_control_flow_is_not_rewritten():
     """A script's top level is followed like a function's body: the counter later decides
     an `if` and is printed, so it must stay a Python number (no fix in either mode)."""
-    path = FIXTURES / "module_level_counter.py"
+    path = FIXTURES / "counter_in_control_flow.py"
     result = rewrite(path.read_text())
     assert result.new_text is None
     (finding,) = [f for f in result.findings if f.rule == "FX101"]
