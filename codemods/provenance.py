@@ -36,6 +36,7 @@ import libcst as cst
 
 from . import shortcuts
 from .effects import REDUCTIONS
+from .reaching import reaching_value
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
 
@@ -105,6 +106,13 @@ CREATION_FUNCTIONS = frozenset(
 # that always build on the host.
 DEVICE_OF_INPUT = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 ALWAYS_ON_HOST = frozenset({"from_numpy", "from_file", "frombuffer"})
+# Tensor methods that give a (values, indices) pair (``max``/``min``/... with a dim).
+PAIR_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "median", "mode"})
+# nn.Module methods that return the module itself.
+MODULE_SELF_METHODS = frozenset(
+    {"to", "cuda", "cpu", "xpu", "mps", "train", "eval", "float", "half", "double", "bfloat16",
+     "requires_grad_", "share_memory", "to_empty", "type"}
+)
 # Tensor methods that may move a tensor to another device.
 DEVICE_MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "type", "copy_", "set_", "type_as", "to_device"})
 DTYPES = frozenset(
@@ -368,6 +376,10 @@ class Provenance:
         self._pending_reads = 0
         self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
         self._scope_cache: dict[cst.CSTNode, Scope] = {}
+        self._reaching: dict[int, cst.BaseExpression | cst.Param | None] = {}  # id(Name) -> what it sees
+        self._reaching_depth = 0
+        self._bound: dict[int, frozenset[str]] = {}  # id(statement) -> the names it may bind
+        self._global_names: frozenset[str] | None = None
         self._certain_cache: dict[cst.CSTNode, bool] = {}
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
         self._cpu_cache: dict[cst.CSTNode, bool] = {}
@@ -760,7 +772,46 @@ class Provenance:
         return Kind.UNKNOWN
 
     def _name_kind(self, name: cst.Name) -> Kind:
+        value = self.reaching(name)
+        if value is not None:
+            kind = self._reaching_kind(name, value)
+            if kind not in (Kind.UNKNOWN, Kind.PENDING):
+                return kind
         return self.name_kind_at(name.value, name)
+
+    def _reaching_kind(self, name: cst.Name, value: cst.BaseExpression | cst.Param) -> Kind:
+        if isinstance(value, cst.Param):
+            return self._param_kind(self.scope_of(name), value)
+        return self.kind(value)
+
+    def reaching(self, name: cst.Name) -> cst.BaseExpression | cst.Param | None:
+        """The value of the assignment this read of ``name`` certainly sees, in straight-line
+        code of its own scope (see :mod:`.reaching`); None where there is no such one (and
+        while names are being solved: a name has one kind for its scope there)."""
+        if self._solving or self._reaching_depth > 40:
+            return None
+        key = id(name)
+        if key in self._reaching:
+            return self._reaching[key]
+        scope = self.scope_of(name)
+        found = None
+        if scope.lookup(name.value) is scope and name.value not in self._declared_elsewhere():
+            self._reaching_depth += 1
+            try:
+                found = reaching_value(name, scope.node, self.parents, self._bound)
+            finally:
+                self._reaching_depth -= 1
+        self._reaching[key] = found
+        return found
+
+    def _declared_elsewhere(self) -> frozenset[str]:
+        """Names some function declares ``global`` or ``nonlocal``: a call may rebind them."""
+        if self._global_names is None:
+            self._global_names = frozenset(
+                item.name.value for kind in (cst.Global, cst.Nonlocal) for node in nodes_within(self.module, kind)
+                for item in node.names  # type: ignore[attr-defined]
+            )
+        return self._global_names
 
     def name_kind_at(self, value: str, anchor: cst.CSTNode) -> Kind:
         """The kind of the name ``value`` as seen from the scope of ``anchor``."""
@@ -810,7 +861,9 @@ class Provenance:
         if how == "number":
             return Kind.NUMBER
         if how == "unpack" and isinstance(node, cst.BaseExpression):
-            return Kind.TENSOR if self.kind(node) is Kind.TENSOR else Kind.UNKNOWN
+            # ``a, b = t`` and ``_, predicted = outputs.max(1)``: tensors.
+            tensors = self.kind(node) is Kind.TENSOR or (isinstance(node, cst.Call) and self.tensor_pair(node))
+            return Kind.TENSOR if tensors else Kind.UNKNOWN
         if how == "import":
             # A module, or a value imported from one (``from config import LIMIT``).
             return Kind.UNKNOWN
@@ -880,6 +933,11 @@ class Provenance:
 
     def _certain_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
         if isinstance(expr, cst.Name):
+            value = self.reaching(expr)
+            if value is not None and self._reaching_kind(expr, value) is Kind.TENSOR:
+                if isinstance(value, cst.Param):
+                    return self._param_certain(self.scope_of(expr), value)
+                return self._certain(value, seen)
             scope = self.scope_of(expr).lookup(expr.value)
             if scope is None:
                 return True
@@ -1077,6 +1135,8 @@ class Provenance:
                 return False
             if not self._cpu(func.value, seen):
                 return False
+            if method.endswith("_") and not method.startswith("_"):
+                return True  # ``x.uniform_(a, b)`` is ``x``, updated in place where it lives
             return all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
         return False
 
@@ -1102,8 +1162,24 @@ class Provenance:
             self._param_kind(scope, param) is Kind.TENSOR
         )
 
+    def tensor_pair(self, call: cst.Call) -> bool:
+        """``t.max(1)``, ``t.sort()``, ``t.topk(k)``: a (values, indices) pair of tensors."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in PAIR_METHODS):
+            return False
+        if self.kind(func.value) is not Kind.TENSOR:
+            return False
+        if func.attr.value in ("sort", "topk", "kthvalue"):
+            return True
+        first = call.args[0] if call.args else None  # ``t.max()`` is one tensor; ``t.max(dim)`` a pair
+        return first is not None and (first.keyword is None or first.keyword.value == "dim") and (
+            self.kind(first.value) is not Kind.TENSOR
+        )
+
     def _attribute_kind(self, expr: cst.Attribute) -> Kind:
         attr = expr.attr.value
+        if attr in ("values", "indices") and isinstance(expr.value, cst.Call) and self.tensor_pair(expr.value):
+            return Kind.TENSOR  # ``x.max(1).indices``
         base_kind = self.kind(expr.value)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.enclosing_class(expr)
@@ -1186,20 +1262,16 @@ class Provenance:
                     return Kind.NUMBER  # ``t.size(0)``
                 if method in NON_TENSOR_METHODS:
                     return NON_TENSOR_METHODS[method]
-                if method in ("max", "min", "sort", "topk", "kthvalue", "median", "mode") and (call.args and method not in ("sort", "topk", "kthvalue")):
-                    # ``t.max(dim)`` gives a (values, indices) pair.
-                    first = call.args[0]
-                    if first.keyword is None or first.keyword.value == "dim":
-                        if self.kind(first.value) is not Kind.TENSOR:
-                            return Kind.OTHER
-                if method in ("sort", "topk", "kthvalue"):
-                    return Kind.OTHER
+                if method in PAIR_METHODS and self.tensor_pair(call):
+                    return Kind.OTHER  # ``t.max(dim)``: a (values, indices) pair
                 return Kind.TENSOR
             if receiver is Kind.NUMPY:
                 return Kind.NUMBER if method == "item" else Kind.NUMPY if method != "tolist" else Kind.OTHER
             if receiver is Kind.MODULE:
                 if method in ("forward", "__call__"):
                     return Kind.TENSOR
+                if method in MODULE_SELF_METHODS:
+                    return Kind.MODULE  # ``model = model.to(device)``
                 return Kind.UNKNOWN
             if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS:
                 if not self._is_imported_name(func.value):  # ``math.isfinite(x)`` is a function

@@ -233,6 +233,7 @@ def test_an_uncertain_read_says_so_in_its_report():
         "torch.tensor([0, 0, 0])",
         "torch.tensor(np.zeros(3))",
         "torch.zeros(3, device='cpu')",
+        "torch.tensor([0.0, 0.0, 0.0]).uniform_(path, path)",  # in place: where the tensor lives, whatever the bounds
     ],
 )
 def test_host_tensors_cost_a_graph_break_in_traced_code_but_no_sync(source):
@@ -264,6 +265,7 @@ def test_the_copy_to_the_host_syncs_but_reading_the_copy_does_not():
     "source",
     [
         "torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3)", "x.cuda()", "x.float()",
+        "torch.tensor([0, 0, 0]).add(x)", "torch.tensor([0, 0, 0]).copy_(x)",
         "torch.tensor([1, 2]).to(x.device)", "torch.stack([torch.tensor([1.0]), unknown])",
         "torch.add(torch.tensor([1.0]), self_weights)",
     ],
@@ -275,10 +277,11 @@ def test_tensors_that_may_live_on_a_device_still_sync(source):
     assert [f.costs for f in scan(code)] == [("host-sync",)]
 
 
-def test_a_changed_default_device_means_no_host_tensor():
+@pytest.mark.parametrize("source", ["torch.tensor([1, 2, 3])", "torch.tensor([1, 2, 3]).mul_(2)"])
+def test_a_changed_default_device_means_no_host_tensor(source):
     code = (
         "import torch\n\ntorch.set_default_device('cuda')\n\n"
-        "def f():\n    header = torch.tensor([1, 2, 3])\n    return int(header[2])\n"
+        f"def f():\n    header = {source}\n    return int(header[2])\n"
     )
     ctx = context(code)
     assert not ctx.on_cpu(expression(ctx, "header[2]"))
@@ -304,3 +307,109 @@ def test_a_forward_parameter_compared_with_a_shape_is_a_size():
     )
     assert kind(code, "H", 1) is Kind.UNKNOWN
     assert scan(code) == []
+
+
+# -- what a read sees in straight-line code ---------------------------------------------------
+
+
+def test_a_name_rebound_to_a_number_by_a_tuple_assignment_is_a_number_after_it():
+    """The tutorial's `loss, current = loss.item(), batch * len(X)`: `loss` is then a float."""
+    code = (
+        "import torch\n\n"
+        "def train(model, batches):\n"
+        "    for batch, (X, y) in enumerate(batches):\n"
+        "        loss = model(X).sum()\n"
+        "        loss.backward()\n"
+        "        if batch % 100 == 0:\n"
+        "            loss, current = loss.item(), batch * len(X)\n"
+        "            print(f'loss: {loss:>7f}  [{current:>5d}]')\n"
+    )
+    assert kind(code, "loss", 4) is Kind.NUMBER  # in the f-string
+    assert kind(code, "loss", 3) is Kind.TENSOR  # read by `.item()`, before the rebinding
+    assert [f.rule for f in scan(code)] == ["FX001"]  # the read; no "tensor formatted into text"
+
+
+def test_a_name_rebound_from_its_own_read_is_the_tensor_on_the_right():
+    """`t = t.tolist()` after `t = torch.tensor(..., device=...)`: the read is reported."""
+    code = (
+        "import torch\n\n"
+        "def synchronize(count, total):\n"
+        "    t = torch.tensor([count, total], device='cuda')\n"
+        "    t = t.tolist()\n"
+        "    return t\n\n"
+        "def report(loss: torch.Tensor):\n"
+        "    loss = loss.item()\n"
+        "    print(f'loss: {loss:>7f}')\n"
+    )
+    assert certainty(code, "t", 2) is Certainty.TENSOR
+    assert certainty(code, "loss", 2) is Certainty.TENSOR  # the annotated parameter, before the rebinding
+    findings = scan(code)
+    assert [(f.rule, f.line) for f in findings] == [("FX002", 5), ("FX001", 9)]
+    assert not findings[1].note.startswith("(if")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A later statement of the loop runs before the read on the next pass.
+        "    for _ in range(3):\n        print(f'{loss}')\n        loss = loss.item()\n",
+        # The try may have stopped before the assignment.
+        "    try:\n        loss = loss.item()\n    except ValueError:\n        print(f'{loss}')\n",
+        # Bound in another way.
+        "    loss += 1\n    print(f'{loss}')\n",
+        "    loss, = loss.tolist()\n    print(f'{loss}')\n",
+    ],
+)
+def test_a_read_that_may_see_several_bindings_keeps_the_scope_wide_kind(body):
+    code = "import torch\n\ndef f(x: torch.Tensor):\n    loss = x.sum()\n" + body
+    ctx = context(code)
+    read = [n for n in walk(ctx.module) if isinstance(n, cst.Name) and n.value == "loss"][-1]
+    assert ctx.provenance.reaching(read) is None
+
+
+def test_a_module_name_some_function_declares_global_keeps_the_scope_wide_kind():
+    code = (
+        "import torch\n\nx = torch.ones(2)\nloss = x.sum()\n\n"
+        "def reset():\n    global loss\n    loss = x.sum()\n\n"
+        "loss = loss.item()\nreset()\nprint(f'{loss}')\n"
+    )
+    ctx = context(code)
+    read = [n for n in walk(ctx.module) if isinstance(n, cst.Name) and n.value == "loss"][-1]
+    assert ctx.provenance.reaching(read) is None
+    assert ctx.kind(read) is not Kind.NUMBER
+
+
+def test_the_values_and_indices_of_a_tensor_pair_are_tensors():
+    """`_, predicted = outputs.max(1)`: the classic accuracy loop keeps a safe fix."""
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "def evaluate(loader):\n"
+        "    net = nn.Linear(4, 3)\n"
+        "    correct = 0\n"
+        "    for x, y in loader:\n"
+        "        outputs = net(x)\n"
+        "        _, predicted = outputs.max(1)\n"
+        "        top = outputs.topk(2).indices\n"
+        "        correct += predicted.eq(y).sum().item()\n"
+        "    return correct\n"
+    )
+    assert certainty(code, "predicted", 1) is Certainty.TENSOR
+    assert kind(code, "outputs.topk(2).indices") is Kind.TENSOR
+    assert kind(code, "outputs.max(1)") is Kind.OTHER  # the pair itself
+    [finding] = [f for f in scan(code) if f.rule == "FX202"]
+    assert finding.fix == "safe"
+
+
+@pytest.mark.parametrize("method", ["to(device)", "cuda()", "eval()", "train()", "half()"])
+def test_a_module_moved_or_switched_is_still_the_module(method):
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "def run(x, device):\n"
+        f"    D = nn.Linear(4, 1).{method}\n"
+        "    D = D.to(device)\n"
+        "    score = D(x)\n"
+        "    print(f'score {score.mean().item():.3f}')\n"
+    )
+    assert kind(code, "D", 2) is Kind.MODULE
+    [finding] = scan(code)
+    assert (finding.rule, finding.fix) == ("FX201", "safe")

@@ -1,0 +1,162 @@
+"""Which assignment a read of a name certainly sees, in straight-line code.
+
+Provenance gives a name one kind for its whole scope (what all its bindings
+agree on). That is wrong where code rebinds a name to something else:
+
+    loss, seen = loss.item(), step * 4   # from here on `loss` is a float
+    print(f"loss: {loss:>7f}")
+    t = torch.tensor([count, total], device="cuda")
+    t = t.tolist()                       # the `t` read here is the tensor
+
+:func:`reaching_value` answers, for one read, the value of the assignment that
+every path to it runs last: an earlier statement of the same block (or of a
+block around it, through ``if`` and ``with``), with no other binding of the
+name in between; or, before any, the function's parameter. Loops (a later statement may run before the read, on the next
+pass) and ``try`` (the binding may not have run) that rebind the name, and
+anything that binds it in another way (``+=``, ``for``, ``with ... as``,
+unpacking a call, a nested function), give no answer: the scope-wide kind
+stands.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .tree import walk
+
+# Blocks a read is followed out of whatever they bind: their header runs once, before their body.
+_STRAIGHT = (cst.If, cst.With)
+_BODIES = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+
+
+def reaching_value(
+    read: cst.Name, scope_node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode],
+    bound: dict[int, frozenset[str]],
+) -> cst.BaseExpression | cst.Param | None:
+    """The value ``read`` certainly sees (see the module docstring): an assigned value,
+    or the function's parameter when no assignment comes before; or None.
+
+    ``scope_node``: the function (or module) whose local ``read`` is; ``bound`` memoizes
+    the names each statement binds (keyed by ``id``)."""
+    name = read.value
+    child: cst.CSTNode = read
+    node = parents.get(read)
+    while node is not None:
+        if isinstance(node, _BODIES):
+            body = node.body
+            index = next((i for i, item in enumerate(body) if item is child), None)
+            if index is None:
+                return None
+            for earlier in reversed(body[:index]):
+                if name in _bound_names(earlier, bound):
+                    return _assigned_value(earlier, name, bound)
+        if node is scope_node:
+            return _parameter(node, name)
+        if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, _STRAIGHT):
+            # A loop that rebinds the name (a later statement may run before the read, on the
+            # next pass), a try whose body may or may not have, a match's capture, a nested
+            # def's parameter: no single answer. A for's iterable is read before its target is bound.
+            if not (isinstance(node, cst.For) and child is node.iter) and name in _bound_names(node, bound):
+                return None
+        child = node
+        node = parents.get(node)
+    return None
+
+
+def _parameter(scope_node: cst.CSTNode, name: str) -> cst.Param | None:
+    """The parameter ``name`` of the function ``scope_node``: what a read sees before any
+    assignment."""
+    if not isinstance(scope_node, cst.FunctionDef):
+        return None
+    params = scope_node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param
+    return None
+
+
+def _assigned_value(statement: cst.CSTNode, name: str, bound: dict[int, frozenset[str]]) -> cst.BaseExpression | None:
+    """The value ``statement`` (which binds ``name``) leaves in it, when it is a plain
+    assignment that certainly does."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        small = [s for s in statement.body if name in _bound_names(s, bound)]
+        statement = small[-1]
+    if isinstance(statement, cst.AnnAssign):
+        if isinstance(statement.target, cst.Name) and statement.value is not None and not _walrus_in(statement.value):
+            return statement.value
+        return None
+    if not isinstance(statement, cst.Assign) or _walrus_in(statement.value):
+        return None
+    found = None
+    for target in statement.targets:
+        value = _element_value(target.target, statement.value, name)
+        if value is not None:
+            found = value
+        elif name in _target_names(target.target):
+            return None  # bound by unpacking something fixitem cannot split
+    return found
+
+
+def _element_value(target: cst.BaseExpression, value: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+    if isinstance(target, cst.Name):
+        return value if target.value == name else None
+    if (
+        isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    ):
+        found = [v for t, v in zip(target.elements, value.elements) if name in _target_names(t.value)]
+        if len(found) == 1:
+            element = next(t for t in target.elements if name in _target_names(t.value))
+            return _element_value(element.value, found[0].value, name)
+    return None
+
+
+def _walrus_in(value: cst.BaseExpression) -> bool:
+    return any(isinstance(n, cst.NamedExpr) for n in walk(value))
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()  # an attribute or an item: binds no name
+
+
+def _bound_names(statement: cst.CSTNode, bound: dict[int, frozenset[str]]) -> frozenset[str]:
+    """Every name ``statement`` may bind, nested functions and comprehensions included
+    (a superset: what it could bind is all that matters here)."""
+    key = id(statement)
+    names = bound.get(key)
+    if names is not None:
+        return names
+    found: set[str] = set()
+    for node in walk(statement):
+        if isinstance(node, cst.AssignTarget):
+            found |= _target_names(node.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            found |= _target_names(node.target)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            found |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            found |= _target_names(node.name)
+        elif isinstance(node, cst.NamedExpr):
+            found |= _target_names(node.target)
+        elif isinstance(node, cst.Del):
+            found |= {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            found |= {item.name.value for item in node.names}
+        elif isinstance(node, cst.ImportAlias):
+            local = node.asname.name if node.asname is not None else node.name
+            found |= {n.value for n in walk(local) if isinstance(n, cst.Name)}
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            found.add(node.name.value)
+        elif isinstance(node, cst.Param):
+            found.add(node.name.value)
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
+            found |= {n.value for n in walk(node) if isinstance(n, cst.Name)}
+    names = bound[key] = frozenset(found)
+    return names
