@@ -58,8 +58,13 @@ ADVICE = {
         "unbacked size compile without a break"
     ),
     "output": (
-        "printing or logging every step waits for the device each time. Log every N steps, or let "
-        "fixitem defer the call into an on-device buffer"
+        "printing or logging every step waits for the device each time. Log every N steps, or pass the "
+        "value read with `.item()` straight into the call: `fixitem apply` defers such calls into an "
+        "on-device buffer"
+    ),
+    "output_tensor": (
+        "formatting a tensor reads it every time. Log every N steps, or format `t.item()` of a "
+        "one-element tensor in the call: `fixitem apply` defers such calls into an on-device buffer"
     ),
     "accumulate": (
         "summing Python numbers reads every step. Accumulate on the device "

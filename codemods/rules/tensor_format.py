@@ -70,4 +70,4 @@ class TensorFormat(SiteRule):
         return f"tensor `{ctx.code(site.node)}` is formatted into text"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
-        return ADVICE["output"]
+        return ADVICE["output_tensor"]
