@@ -848,6 +848,7 @@ class Provenance:
             # ``x += t`` keeps x's own kind unless it mixes in a tensor.
             return Kind.TENSOR if value is Kind.TENSOR else None
         if how == "iter" and isinstance(node, cst.BaseExpression):
+            node = self._progress_bar_items(node)
             it = self.kind(node)
             if it is Kind.TENSOR:
                 return Kind.TENSOR
@@ -855,6 +856,8 @@ class Provenance:
                 return Kind.NUMPY
             if isinstance(node, cst.Call) and dotted_name(node.func) in ("range", "enumerate"):
                 return Kind.NUMBER if dotted_name(node.func) == "range" else Kind.UNKNOWN
+            if isinstance(node, cst.Call) and self.imports.qualify(node.func) in ("tqdm.trange", "tqdm.auto.trange"):
+                return Kind.NUMBER  # ``for i in trange(n)``
             return Kind.UNKNOWN
         if how == "param" and isinstance(node, cst.Param):
             return self._param_kind(scope, node)
@@ -868,6 +871,16 @@ class Provenance:
             # A module, or a value imported from one (``from config import LIMIT``).
             return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    def _progress_bar_items(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
+        """``tqdm(xs, ...)`` yields the items of ``xs``: iterate ``xs`` instead."""
+        if (
+            isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None
+            and not iterable.args[0].star
+            and self.imports.qualify(iterable.func) in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm")
+        ):
+            return iterable.args[0].value
+        return iterable
 
     def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):

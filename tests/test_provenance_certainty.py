@@ -413,3 +413,16 @@ def test_a_module_moved_or_switched_is_still_the_module(method):
     assert kind(code, "D", 2) is Kind.MODULE
     [finding] = scan(code)
     assert (finding.rule, finding.fix) == ("FX201", "safe")
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("from tqdm import tqdm\n", Kind.NUMBER),  # for i in tqdm(range(3), ...)
+        ("from tqdm import trange as tqdm\n", Kind.NUMBER),  # trange(n) yields ints too
+        ("from mybars import tqdm\n", Kind.UNKNOWN),  # not the progress bar fixitem knows
+    ],
+)
+def test_a_progress_bar_yields_the_items_of_what_it_wraps(header, expected):
+    code = header + "import torch\n\nfor i in tqdm(range(3), mininterval=10.0):\n    print(i)\n"
+    assert kind(code, "i", 1) is expected
