@@ -339,14 +339,20 @@ def _caller_origin() -> tuple[str, int] | None:
 # Host transfer
 
 
-def _target_dtype(dtype: torch.dtype) -> torch.dtype:
+# Devices without float64 tensors (Apple's MPS): their values are stacked in float32, which
+# holds every float16/bfloat16/float32 value exactly.
+NO_FLOAT64_DEVICES = frozenset({"mps"})
+
+
+def _target_dtype(dtype: torch.dtype, device: torch.device | None = None) -> torch.dtype:
     """The dtype a value is read in so that ``tolist()`` equals ``.item()`` exactly."""
+    narrow = device is not None and device.type in NO_FLOAT64_DEVICES
     if dtype == torch.bool:
         return torch.bool
     if dtype.is_floating_point:
-        return torch.float64
+        return torch.float32 if narrow and dtype != torch.float64 else torch.float64
     if dtype.is_complex:
-        return torch.complex128
+        return torch.complex64 if narrow and dtype != torch.complex128 else torch.complex128
     if dtype == torch.uint64:
         return torch.uint64  # does not fit in int64
     return torch.int64
@@ -366,7 +372,7 @@ class _Batch:
         self.count = len(tensors)
         groups: dict[tuple[torch.device, torch.dtype], list[int]] = {}
         for i, t in enumerate(tensors):
-            groups.setdefault((t.device, _target_dtype(t.dtype)), []).append(i)
+            groups.setdefault((t.device, _target_dtype(t.dtype, t.device)), []).append(i)
         # (indices, tensor to read, CUDA event or None, device tensor kept alive)
         self._parts: list[tuple[list[int], torch.Tensor, Any, Any]] = []
         for (device, dtype), indices in groups.items():
@@ -1063,7 +1069,9 @@ class Accumulator:
     and a float sum is bitwise the Python one (float64 addition is IEEE double
     addition, and float16/bfloat16/float32 values are exact in float64). An
     int start stays ``int`` unless a floating value is added, like Python.
-    Integer sums wrap at 2**63 (Python ints do not).
+    Integer sums wrap at 2**63 (Python ints do not). On a device without
+    float64 (MPS) a float sum is added on the host, one read per addition as in
+    the original, so that it stays exact.
 
     Reading (``value()``, ``float``, ``int``, formatting, comparisons,
     arithmetic) returns / uses the Python number: one host sync per read,
@@ -1094,6 +1102,15 @@ class Accumulator:
                 raise TypeError("Accumulator: complex tensors are not supported")
             x = x.detach().reshape(())
             floating = x.dtype.is_floating_point
+            if x.device.type in NO_FLOAT64_DEVICES and (
+                floating or isinstance(self._py, float) or self._buf is not None and self._buf.dtype == torch.float64
+            ):
+                # No float64 on that device: add on the host, as the original did (one read, exact).
+                if self._buf is not None:
+                    self._py, self._buf = self._buf.item(), None
+                x = x.item()
+                self._py = self._py + x if sign > 0 else self._py - x
+                return None
             if self._buf is None:
                 is_float = floating or isinstance(self._py, float)
                 dtype = torch.float64 if is_float else torch.int64
@@ -1106,6 +1123,8 @@ class Accumulator:
             else:
                 self._buf.sub_(x)
         elif isinstance(x, bool) or _is_number(x):
+            if self._buf is not None and isinstance(x, float) and self._buf.device.type in NO_FLOAT64_DEVICES:
+                self._py, self._buf = self._buf.item(), None  # no float64 there: go on on the host
             if self._buf is None:
                 self._py = self._py + x if sign > 0 else self._py - x
             else:

@@ -241,3 +241,34 @@ def test_closing_a_tensorboard_writer_replays_its_pending_records_first(monkeypa
     runtime.record(lambda value: writer.add_scalar("loss", value, 0), torch.tensor(3))
     writer.close()
     assert events == [("loss", 3, 0)] and runtime.pending() == 0
+
+
+# --------------------------------------------------------------------------
+# devices without float64 (Apple's MPS), played on the CPU
+
+
+def test_values_on_a_device_without_float64_are_read_exactly(monkeypatch):
+    monkeypatch.setattr(runtime, "NO_FLOAT64_DEVICES", frozenset({"cpu"}))
+    values = [torch.tensor(0.1, dtype=torch.float16), torch.tensor(1 / 3, dtype=torch.bfloat16),
+              torch.tensor(1 / 3, dtype=torch.float32), torch.tensor(1 / 3, dtype=torch.float64),
+              torch.tensor(2**40 + 1), torch.tensor(True)]
+    out = []
+    for value in values:
+        runtime.record(lambda v: out.append(v), value)
+    runtime.flush()
+    assert out == [v.item() for v in values] and [type(v) for v in out] == [float] * 4 + [int, bool]
+    assert runtime._target_dtype(torch.float16, torch.device("cpu")) is torch.float32
+
+
+def test_a_float_sum_on_a_device_without_float64_is_added_on_the_host_exactly(monkeypatch):
+    monkeypatch.setattr(runtime, "NO_FLOAT64_DEVICES", frozenset({"cpu"}))
+    losses = [torch.tensor(x, dtype=torch.float32) for x in (0.1, 0.2, 0.3)]
+    total, expected = runtime.Accumulator(0), 0
+    count = runtime.Accumulator(0)
+    for loss in losses:
+        total += loss
+        expected += loss.item()
+        count += torch.tensor(2)  # an integer sum stays on the device
+        count += 0.5  # a Python float moves it to the host, where float64 exists
+    assert total.value() == expected and type(total.value()) is float
+    assert count.value() == 7.5 and total._buf is None and count._buf is None
