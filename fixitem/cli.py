@@ -234,7 +234,7 @@ def apply(
     no_cache: bool = NoCacheOpt,
     verify_run: Optional[str] = typer.Option(
         None, "--verify-run", show_default=False,
-        help="Run this shell command before and after the fixes; keep only the fixes under which it prints the "
+        help="Run this shell command (twice) before and after the fixes; keep only the fixes under which it prints the "
              "same and syncs no more (the others are found by bisection and reverted).",
     ),
     verify_factory: Optional[str] = typer.Option(
@@ -317,7 +317,7 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **
         if reverted.diff and not quiet:
             out.print(reverted.diff, markup=False)
     if result.gave_up:
-        out.print(f"every fix reverted: {result.gave_up}", markup=False)
+        out.print(f"no fix kept: {result.gave_up}", markup=False)
     if not quiet:
         out.print(f"{len(result.kept)} fix(es) kept, verified by `{result.command}`; {len(result.reverted)} "
                   f"reverted; {result.runs} run(s) of the check.", markup=False)

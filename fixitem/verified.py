@@ -6,7 +6,10 @@ compares; with a model factory, what ``fixitem verify --factory`` compares
 breaks). The steps, for a command:
 
 1. Compute every fix (nothing written), then run the command on the tree as
-   it is: the reference run.
+   it is, twice: the reference run, and a check that the command behaves the
+   same on the same code (output that differs between two runs of the
+   unchanged program, such as an unseeded loss, cannot judge a fix: then no
+   fix is written, and the result says why).
 2. Write all the fixes and run the command again. The same exit status, the
    same output (masked as ``fixitem verify --run`` masks it) and no more host
    syncs: done, every fix is verified.
@@ -122,10 +125,20 @@ def apply_verified(
     cwd = Path(cwd).resolve()
     result = VerifiedResult(command)
 
-    def start(say) -> Callable[[], Outcome]:
-        say("running the command as it is")
+    def start(say) -> Callable[[], Outcome] | None:
+        say("running the command as it is, twice")
         result.reference = reference = run_command(command, cwd, "before", env, timeout)
-        result.runs += 1
+        again = run_command(command, cwd, "before", env, timeout)
+        result.runs += 2
+        stable = compare_runs(command, reference, again, masks)
+        if not stable.passed:
+            result.gave_up = (
+                "the command does not behave the same in two runs of the unchanged code ("
+                + "; ".join(stable.failures) + "), so it cannot judge a fix: seed it, or give "
+                "--verify-mask for the text that varies"
+            )
+            say(result.gave_up)
+            return None
 
         def check() -> Outcome:
             after = run_command(command, cwd, "after", env, timeout)
@@ -254,6 +267,8 @@ def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> 
     say(f"{sum(len(v) for v in fixes.values())} fixes in {len(changed)} files")
     try:
         check = start(say)
+        if check is None:  # the check cannot judge: nothing is written
+            return result
 
         def run_with(selection: Mapping[Path, set[FixKey]]) -> Outcome:
             for path in changed:

@@ -45,7 +45,7 @@ def test_a_file_is_restored_when_the_run_is_interrupted(script, monkeypatch):
 
     def interrupted(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 2:  # while the fixes are written
+        if calls["n"] == 3:  # while the fixes are written (after the two reference runs)
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
@@ -110,3 +110,21 @@ def test_verify_factory_of_the_project_on_the_command_line(tmp_path, monkeypatch
     assert "if h.min().item() > 0:" in (tmp_path / "model.py").read_text()
     result = CliRunner().invoke(app, ["apply", "--verify-factory", "make", "--verify-run", "x", "model.py"])
     assert result.exit_code == 2 and "not both" in result.stderr
+
+
+def test_a_command_that_varies_on_the_same_code_judges_no_fix(tmp_path):
+    """An unseeded script prints another loss on each run: that is no fix's doing, and no
+    fix can be judged by it; nothing is written, and the result says why."""
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import torch\n\n"
+        "x = torch.randn(8)\n"
+        "if x.abs().max().item() > 1e9:\n"
+        "    x = x * 0.5\n"
+        "print(f'loss {x.sum().item():.6f}')\n"
+    )
+    original = script.read_bytes()
+    result = apply_verified([script], f"{sys.executable} noisy.py", cwd=tmp_path, unsafe=True, isolated=True)
+    assert script.read_bytes() == original
+    assert not result.kept and not result.reverted and result.runs == 2
+    assert "two runs of the unchanged code" in result.gave_up and "stdout differs" in result.gave_up
