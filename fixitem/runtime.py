@@ -183,6 +183,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import functools
 import logging  # imported first so that its atexit shutdown runs after our flush
 import math
@@ -715,6 +716,19 @@ def pending() -> int:
 def set_flush_every(n: int) -> None:
     """Flush the default recorder automatically once ``n`` records are pending."""
     _default.set_flush_every(n)
+
+
+@contextlib.contextmanager
+def by_count_only():
+    """Within the block, the default recorder replays by count and on demand only, never
+    by time: for measurements that count reads per call (``fixitem verify``), which a
+    slow machine must not change."""
+    saved = _default.flush_after
+    _default.flush_after = math.inf
+    try:
+        yield
+    finally:
+        _default.flush_after = saved
 
 
 def configure(*, flush_every: int | None = None) -> None:

@@ -272,3 +272,19 @@ def test_a_float_sum_on_a_device_without_float64_is_added_on_the_host_exactly(mo
         count += 0.5  # a Python float moves it to the host, where float64 exists
     assert total.value() == expected and type(total.value()) is float
     assert count.value() == 7.5 and total._buf is None and count._buf is None
+
+
+def test_a_measurement_can_hold_records_by_count_only():
+    """`fixitem verify` counts reads per call: a slow machine must not add time flushes."""
+    import time
+
+    out = []
+    runtime._default.flush_after = 0.05  # the fixture puts the default back
+    with runtime.by_count_only():
+        runtime.record(lambda v: out.append(v), torch.tensor(1))
+        time.sleep(0.1)
+        runtime.record(lambda v: out.append(v), torch.tensor(2))
+        assert out == [] and runtime.pending() == 2
+    time.sleep(0.1)
+    runtime.record(lambda v: out.append(v), torch.tensor(3))  # by time again
+    assert out == [1, 2, 3]

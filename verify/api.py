@@ -227,7 +227,9 @@ def run_verify(
                     versions = _load_project_versions(project, before, before_ref)
                 else:
                     versions = _load_file_versions(after, before, before_source, before_display, factory)
-                report = _run_checks(after, *versions, factory, dev, backend, timeit)
+                runtime = sys.modules.get("fixitem.runtime")  # imported by rewritten code
+                with runtime.by_count_only() if runtime is not None else contextlib.nullcontext():
+                    report = _run_checks(after, *versions, factory, dev, backend, timeit)
             finally:
                 deferred_error = _replay_deferred_output()
     finally:
