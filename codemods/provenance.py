@@ -36,7 +36,7 @@ import libcst as cst
 
 from . import shortcuts
 from .effects import REDUCTIONS
-from .reaching import reaching_value
+from .reaching import Bindings, reaching_value
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
 
@@ -378,7 +378,7 @@ class Provenance:
         self._scope_cache: dict[cst.CSTNode, Scope] = {}
         self._reaching: dict[int, cst.BaseExpression | cst.Param | None] = {}  # id(Name) -> what it sees
         self._reaching_depth = 0
-        self._bound: dict[int, frozenset[str]] = {}  # id(statement) -> the names it may bind
+        self._bindings: Bindings | None = None  # where each name is bound, for reaching()
         self._global_names: frozenset[str] | None = None
         self._certain_cache: dict[cst.CSTNode, bool] = {}
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
@@ -795,10 +795,16 @@ class Provenance:
             return self._reaching[key]
         scope = self.scope_of(name)
         found = None
-        if scope.lookup(name.value) is scope and name.value not in self._declared_elsewhere():
+        # A name bound once has that binding's kind everywhere: only rebound names need the search.
+        if (
+            len(scope.bindings.get(name.value, ())) > 1 and scope.lookup(name.value) is scope
+            and name.value not in self._declared_elsewhere()
+        ):
             self._reaching_depth += 1
             try:
-                found = reaching_value(name, scope.node, self.parents, self._bound)
+                if self._bindings is None:
+                    self._bindings = Bindings(self.module)
+                found = reaching_value(name, scope.node, self.parents, self._bindings)
             finally:
                 self._reaching_depth -= 1
         self._reaching[key] = found

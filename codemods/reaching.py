@@ -20,9 +20,11 @@ stands.
 
 from __future__ import annotations
 
+import bisect
+
 import libcst as cst
 
-from .tree import walk
+from .tree import nodes_within, number_of, subtree_stop, walk
 
 # Blocks a read is followed out of whatever they bind: their header runs once, before their body.
 _STRAIGHT = (cst.If, cst.With)
@@ -31,13 +33,13 @@ _BODIES = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleSta
 
 def reaching_value(
     read: cst.Name, scope_node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode],
-    bound: dict[int, frozenset[str]],
+    bindings: Bindings,
 ) -> cst.BaseExpression | cst.Param | None:
     """The value ``read`` certainly sees (see the module docstring): an assigned value,
     or the function's parameter when no assignment comes before; or None.
 
-    ``scope_node``: the function (or module) whose local ``read`` is; ``bound`` memoizes
-    the names each statement binds (keyed by ``id``)."""
+    ``scope_node``: the function (or module) whose local ``read`` is; ``bindings``: the
+    module's :class:`Bindings`."""
     name = read.value
     child: cst.CSTNode = read
     node = parents.get(read)
@@ -48,15 +50,15 @@ def reaching_value(
             if index is None:
                 return None
             for earlier in reversed(body[:index]):
-                if name in _bound_names(earlier, bound):
-                    return _assigned_value(earlier, name, bound)
+                if bindings.binds(earlier, name):
+                    return _assigned_value(earlier, name, bindings)
         if node is scope_node:
             return _parameter(node, name)
         if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, _STRAIGHT):
             # A loop that rebinds the name (a later statement may run before the read, on the
             # next pass), a try whose body may or may not have, a match's capture, a nested
             # def's parameter: no single answer. A for's iterable is read before its target is bound.
-            if not (isinstance(node, cst.For) and child is node.iter) and name in _bound_names(node, bound):
+            if not (isinstance(node, cst.For) and child is node.iter) and bindings.binds(node, name):
                 return None
         child = node
         node = parents.get(node)
@@ -75,11 +77,11 @@ def _parameter(scope_node: cst.CSTNode, name: str) -> cst.Param | None:
     return None
 
 
-def _assigned_value(statement: cst.CSTNode, name: str, bound: dict[int, frozenset[str]]) -> cst.BaseExpression | None:
+def _assigned_value(statement: cst.CSTNode, name: str, bindings: Bindings) -> cst.BaseExpression | None:
     """The value ``statement`` (which binds ``name``) leaves in it, when it is a plain
     assignment that certainly does."""
     if isinstance(statement, cst.SimpleStatementLine):
-        small = [s for s in statement.body if name in _bound_names(s, bound)]
+        small = [s for s in statement.body if bindings.binds(s, name)]
         statement = small[-1]
     if isinstance(statement, cst.AnnAssign):
         if isinstance(statement.target, cst.Name) and statement.value is not None and not _walrus_in(statement.value):
@@ -126,37 +128,53 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     return set()  # an attribute or an item: binds no name
 
 
-def _bound_names(statement: cst.CSTNode, bound: dict[int, frozenset[str]]) -> frozenset[str]:
-    """Every name ``statement`` may bind, nested functions and comprehensions included
-    (a superset: what it could bind is all that matters here)."""
-    key = id(statement)
-    names = bound.get(key)
-    if names is not None:
-        return names
-    found: set[str] = set()
-    for node in walk(statement):
-        if isinstance(node, cst.AssignTarget):
-            found |= _target_names(node.target)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            found |= _target_names(node.target)
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            found |= _target_names(node.target)
-        elif isinstance(node, cst.AsName):
-            found |= _target_names(node.name)
-        elif isinstance(node, cst.NamedExpr):
-            found |= _target_names(node.target)
-        elif isinstance(node, cst.Del):
-            found |= {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            found |= {item.name.value for item in node.names}
-        elif isinstance(node, cst.ImportAlias):
-            local = node.asname.name if node.asname is not None else node.name
-            found |= {n.value for n in walk(local) if isinstance(n, cst.Name)}
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            found.add(node.name.value)
-        elif isinstance(node, cst.Param):
-            found.add(node.name.value)
-        elif isinstance(node, (cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
-            found |= {n.value for n in walk(node) if isinstance(n, cst.Name)}
-    names = bound[key] = frozenset(found)
-    return names
+class Bindings:
+    """Where each name is bound in a module: the source-order numbers of the nodes that bind
+    it (targets, parameters, imports, defs, ...), so that "does this statement bind ``x``?"
+    is a search in a sorted list, not a walk of the statement."""
+
+    # The node types that bind a name, and the names each binds.
+    TYPES = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr,
+             cst.Del, cst.Global, cst.Nonlocal, cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param,
+             cst.MatchAs, cst.MatchStar, cst.MatchMapping)
+
+    def __init__(self, module: cst.Module) -> None:
+        self._at: dict[str, list[int]] = {}
+        for node in nodes_within(module, *self.TYPES):
+            number = number_of(node)
+            if number is None:
+                continue
+            for name in _names_bound_by(node):
+                self._at.setdefault(name, []).append(number)
+        for numbers in self._at.values():
+            numbers.sort()
+
+    def binds(self, node: cst.CSTNode, name: str) -> bool:
+        """Whether ``name`` may be bound anywhere within ``node`` (nested functions included)."""
+        numbers = self._at.get(name)
+        number = number_of(node)
+        if not numbers or number is None:
+            return bool(numbers)  # a node built after indexing: assume it may
+        i = bisect.bisect_left(numbers, number)
+        return i < len(numbers) and numbers[i] < subtree_stop(number)
+
+
+def _names_bound_by(node: cst.CSTNode) -> set[str]:
+    if isinstance(node, cst.AssignTarget):
+        return _target_names(node.target)
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+        return _target_names(node.target)
+    if isinstance(node, cst.AsName):
+        return _target_names(node.name)
+    if isinstance(node, cst.NamedExpr):
+        return _target_names(node.target)
+    if isinstance(node, cst.Del):
+        return {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return {item.name.value for item in node.names}
+    if isinstance(node, cst.ImportAlias):
+        local = node.asname.name if node.asname is not None else node.name
+        return {n.value for n in walk(local) if isinstance(n, cst.Name)}
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
+        return {node.name.value}
+    return {n.value for n in walk(node) if isinstance(n, cst.Name)}  # match patterns
