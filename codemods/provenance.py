@@ -1239,8 +1239,8 @@ class Provenance:
         q = self.imports.qualify(func)
         if q is not None:
             root = q.split(".")[0]
-            if root == "numpy":
-                return Kind.NUMPY
+            if root in ("numpy", "jax"):
+                return Kind.NUMPY  # a host array (or a JAX array, which reads like one): not a tensor
             if q in NON_TENSOR_RESULTS:
                 return Kind.NUMBER if NON_TENSOR_RESULTS[q] == "number" else Kind.OTHER
             if q in WRAPPING_CALLS:

@@ -426,3 +426,17 @@ def test_a_module_moved_or_switched_is_still_the_module(method):
 def test_a_progress_bar_yields_the_items_of_what_it_wraps(header, expected):
     code = header + "import torch\n\nfor i in tqdm(range(3), mininterval=10.0):\n    print(i)\n"
     assert kind(code, "i", 1) is expected
+
+
+def test_jax_arrays_are_not_tensors():
+    """A script that logs JAX values with a torch SummaryWriter (cleanrl's *_jax.py)."""
+    code = (
+        "import jax\nimport jax.numpy as jnp\nimport torch\n\n"
+        "def log(writer, step):\n"
+        "    loss = jnp.mean(jnp.ones(3))\n"
+        "    key = jax.random.PRNGKey(0)\n"
+        "    writer.add_scalar('loss', loss.item(), step)\n"
+    )
+    assert certainty(code, "loss", 1) is Certainty.NOT_TENSOR
+    assert certainty(code, "key", 0) is Certainty.NOT_TENSOR
+    assert scan(code) == []
