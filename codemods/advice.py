@@ -39,6 +39,8 @@ def usage(ctx: FileContext, node: cst.CSTNode) -> str:
             return "output"  # ``"%.3f" % loss``
         if isinstance(parent, cst.AugAssign):
             return "accumulate"
+        if isinstance(parent, cst.CompIf):
+            return "condition"  # ``[x for x in xs if t]``: the filter decides, whatever the list is for
         if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation)):
             return "condition"
         if isinstance(parent, cst.Return):

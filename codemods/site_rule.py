@@ -28,7 +28,7 @@ class SiteRule(Rule):
             if self.wants(ctx, site):
                 if site.on_host:
                     note = ADVICE["on_host"]
-                elif site.kind in ("item", "float", "int", "bool") and (iterable := per_element(ctx, site.value)):
+                elif site.kind in ("item", "float", "int", "bool", "truth") and (iterable := per_element(ctx, site.value)):
                     note = per_element_advice(ctx, iterable)
                 else:
                     note = self.note(ctx, site)

@@ -3,7 +3,7 @@
 A *sync site* is one expression that makes Python wait for the device:
 ``t.item()``, ``t.tolist()``, ``float(t)`` / ``int(t)`` / ``bool(t)``, a
 tensor used as a truth value (``if t:``, ``while``, ``assert``, ``and`` /
-``or`` / ``not``), a tensor formatted into text (f-strings, ``print``,
+``or`` / ``not``, a comprehension's ``if``), a tensor formatted into text (f-strings, ``print``,
 logging), ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")`` (also of a module's output,
 ``model(x).cpu()``, as *possibly* a tensor), tensors used as Python sizes and
 slice bounds (``range(n)``, ``x[:n]``), membership tests (``x in t`` calls
@@ -256,8 +256,8 @@ def _moves_to_cpu(call: cst.Call) -> bool:
 
 def _truth_tests(ctx: FileContext) -> list[cst.BaseExpression]:
     tests: list[cst.BaseExpression] = []
-    for node in ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation):
-        if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp)):
+    for node in ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf, cst.UnaryOperation, cst.BooleanOperation):
+        if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
             tests.append(node.test)
         elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             tests.append(node.expression)

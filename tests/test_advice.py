@@ -31,3 +31,25 @@ def test_each_pattern_gets_its_own_advice():
     assert leaves.startswith("FX001") and "leaves the program" in leaves
     loop = notes[_line("# an early exit on a tensor")]
     assert "torch.cond" in loop or "out of the compiled code" in loop
+
+
+def test_a_comprehension_filter_on_the_elements_of_a_tensor_reads_one_per_element():
+    """vit-pytorch's layer dropout: `[layer for (layer, drop) in zip(layers, to_drop) if not drop]`
+    reads every element; what the list is then used for (returned) does not matter."""
+    code = (
+        "import torch\n\n"
+        "def dropout_layers(layers, dropout):\n"
+        "    to_drop = torch.zeros(len(layers), device='cuda').uniform_(0.0, 1.0) < dropout\n"
+        "    kept = [layer for (layer, drop) in zip(layers, to_drop) if not drop]\n"
+        "    return kept\n\n"
+        "def evens(xs, keep: torch.Tensor):\n"
+        "    return [x for x in xs if keep.any()]\n"
+    )
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    per_element, condition = process(Path("a.py"), code, all_rules()).findings
+    assert "one element of a tensor per iteration" in per_element.note and "to_drop.tolist()" in per_element.note
+    assert condition.note.startswith("Python control flow needs the value")
