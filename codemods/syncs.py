@@ -41,7 +41,7 @@ SYNCHRONIZE_CALLS = frozenset(
 class SyncSite:
     node: cst.CSTNode  # the expression that syncs
     # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
-    # "contains" (``x in t``), "synchronize" (``torch.cuda.synchronize()``)
+    # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "synchronize" (``torch.cuda.synchronize()``)
     kind: str
     value: cst.BaseExpression  # the tensor expression that is read
     certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
@@ -124,6 +124,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(call, func.value if func.value != "complex" else "float", arg)
             elif func.value in ("range",) and ctx.is_tensor(arg):
                 add(arg, "size", arg)
+            elif func.value in ("all", "any") and ctx.certainly_tensor(arg):
+                add(call, "elements", arg)  # ``all(t)``: ``bool()`` of each element in turn
         if is_synchronize(ctx, call):
             add(call, "synchronize", call)
         found = output_call(ctx, call)

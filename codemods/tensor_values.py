@@ -380,9 +380,12 @@ def _call_problem(ctx: FileContext, call: cst.Call) -> str:
 
 
 def sites_within(ctx: FileContext, sites, root: cst.CSTNode) -> list:
-    """The sync sites at or below ``root``."""
+    """The sync sites at or below ``root`` that a rewrite may turn into tensor code
+    (``all(t)`` / ``any(t)``, which read element by element, are only reported)."""
     found = []
     for site in sites:
+        if site.kind == "elements":
+            continue
         if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
             found.append(site)
     return found

@@ -207,3 +207,23 @@ def test_the_evaluation_script_fixture():
     timing = at("# an explicit sync around a timing")
     assert [f.rule for f in timing] == ["FX007"] and timing[0].note.startswith("it brackets a time measurement")
     assert len(findings) == 9
+
+
+def test_all_and_any_of_a_tensor_read_its_elements_one_by_one():
+    code = (
+        "import torch\n\n"
+        "def drop_layers(layers, dropout):\n"
+        "    to_drop = torch.zeros(len(layers), device='cuda').uniform_(0.0, 1.0) < dropout\n"
+        "    if all(to_drop):\n"
+        "        to_drop[0] = False\n"
+        "    return any(to_drop), all([True, False])\n"
+    )
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    findings = process(Path("a.py"), code, all_rules(), fix=True, unsafe=True).findings
+    assert [(f.rule, f.line, f.fix) for f in findings] == [("FX004", 5, "none"), ("FX004", 7, "none")]
+    assert "`to_drop.all()` decides on the device" in findings[0].note
+    assert "reads the elements of a tensor one by one" in findings[1].message

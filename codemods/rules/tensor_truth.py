@@ -12,8 +12,9 @@ class TensorTruth(SiteRule):
     """## What it does
     Reports tensors used where Python needs `True` or `False` and that no
     rewrite rule handles: `while` loops, `assert`, `bool(t)`, `and` /
-    `or` / `not` outside an `if` that FX101 rewrites, and membership tests
-    `x in t` (`Tensor.__contains__` is `(t == x).any()` read on the host).
+    `or` / `not` outside an `if` that FX101 rewrites, membership tests
+    `x in t` (`Tensor.__contains__` is `(t == x).any()` read on the host), and
+    `all(t)` / `any(t)`, which read the elements one by one.
 
     ## Why is this bad?
     `bool(t)` reads the value (a **host sync**) and, in compiled code, the
@@ -42,7 +43,7 @@ class TensorTruth(SiteRule):
     name = "tensor-truth"
     summary = "tensor used as a Python truth value"
     graph_breaks = ("GB0170",)
-    kinds = ("truth", "bool", "contains")
+    kinds = ("truth", "bool", "contains", "elements")
     examples = [
         Invalid(
             dedent(
@@ -65,6 +66,15 @@ class TensorTruth(SiteRule):
                 """
             )
         ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def keep(mask: torch.Tensor):
+                    return any(mask)
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -80,9 +90,17 @@ class TensorTruth(SiteRule):
     def message(self, ctx: FileContext, site: SyncSite) -> str:
         if site.kind == "contains":
             return f"`{ctx.code(site.node)}` tests membership in a tensor on the host (`Tensor.__contains__`)"
+        if site.kind == "elements":
+            return f"`{ctx.code(site.node)}` reads the elements of a tensor one by one as Python truth values"
         return f"`{ctx.code(site.node)}` is a tensor used as a Python truth value"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
+        if site.kind == "elements":
+            name = site.node.func.value  # type: ignore[attr-defined]
+            return (
+                f"one host sync per element: `{ctx.code(site.value)}.{name}()` decides on the device; read that "
+                f"once (`bool({ctx.code(site.value)}.{name}())`) where Python needs it"
+            )
         if site.kind == "contains":
             return (
                 f"`in` compares every element and reads the answer back: keep it on the device with "
