@@ -19,7 +19,8 @@ SIZE_FUNCTIONS = frozenset(
 
 
 def usage(ctx: FileContext, node: cst.CSTNode) -> str:
-    """``size``, ``output``, ``accumulate``, ``condition``, ``returned``, ``stored`` or ``other``."""
+    """``size``, ``output``, ``accumulate`` (``accumulate_tensor`` into a tensor), ``condition``,
+    ``returned``, ``stored`` or ``other``."""
     child = node
     for parent in ctx.ancestors(node):
         if isinstance(parent, cst.Slice) or isinstance(parent, cst.SubscriptElement):
@@ -38,7 +39,8 @@ def usage(ctx: FileContext, node: cst.CSTNode) -> str:
         ):
             return "output"  # ``"%.3f" % loss``
         if isinstance(parent, cst.AugAssign):
-            return "accumulate"
+            # ``totals[0] += loss.item()``: the total is a tensor already.
+            return "accumulate_tensor" if ctx.kind(parent.target) is Kind.TENSOR else "accumulate"
         if isinstance(parent, cst.CompIf):
             return "condition"  # ``[x for x in xs if t]``: the filter decides, whatever the list is for
         if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation)):
@@ -71,6 +73,10 @@ ADVICE = {
     "accumulate": (
         "summing Python numbers reads every step. Accumulate on the device "
         "(`total += x.detach()`, float64 for exact sums) and read the total once"
+    ),
+    "accumulate_tensor": (
+        "the total is a tensor already, so the read only takes the value to the host and back. Add the "
+        "tensor itself (`+= x.detach()`): no read, and the same sum when both have the same dtype"
     ),
     "condition": (
         "Python control flow needs the value. Select with `torch.where` when both branches only compute "
@@ -205,7 +211,7 @@ def detailed_usage(ctx: FileContext, node: cst.CSTNode) -> str:
 
 
 # What a read stored in a name is used for, most demanding first.
-_STORED_USES = ("size", "condition", "output", "accumulate", "returned")
+_STORED_USES = ("size", "condition", "output", "accumulate", "accumulate_tensor", "returned")
 
 
 def _use_of_stored_name(ctx: FileContext, node: cst.CSTNode, use: str) -> tuple[str, cst.CSTNode]:

@@ -53,3 +53,26 @@ def test_a_comprehension_filter_on_the_elements_of_a_tensor_reads_one_per_elemen
     per_element, condition = process(Path("a.py"), code, all_rules()).findings
     assert "one element of a tensor per iteration" in per_element.note and "to_drop.tolist()" in per_element.note
     assert condition.note.startswith("Python control flow needs the value")
+
+
+def test_adding_a_read_into_a_tensor_total_says_the_total_is_on_the_device():
+    code = (
+        "import torch\n\n"
+        "def train(model, batches):\n"
+        "    totals = torch.zeros(2)\n"
+        "    for x in batches:\n"
+        "        loss = model(x).pow(2).mean()\n"
+        "        totals[0] += loss.item()\n"
+        "    total = 0.0\n"
+        "    for x in batches:\n"
+        "        total += float(model(x).sum())\n"
+        "    return totals, total\n"
+    )
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    notes = [f.note for f in process(Path("a.py"), code, all_rules()).findings]
+    assert "the total is a tensor already" in notes[0]
+    assert "the total is a tensor already" not in notes[1]
