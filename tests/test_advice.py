@@ -58,14 +58,14 @@ def test_a_comprehension_filter_on_the_elements_of_a_tensor_reads_one_per_elemen
 def test_adding_a_read_into_a_tensor_total_says_the_total_is_on_the_device():
     code = (
         "import torch\n\n"
-        "def train(model, batches):\n"
+        "def train(model, batches, w: torch.Tensor):\n"
         "    totals = torch.zeros(2)\n"
         "    for x in batches:\n"
         "        loss = model(x).pow(2).mean()\n"
         "        totals[0] += loss.item()\n"
         "    total = 0.0\n"
         "    for x in batches:\n"
-        "        total += float(model(x).sum())\n"
+        "        total += float((w * 2).sum())\n"
         "    return totals, total\n"
     )
     from pathlib import Path
