@@ -169,7 +169,15 @@ def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
 
 def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | None:
     """The tensor a loop or comprehension iterates when ``value`` is its variable
-    (``int(i) for i in idx`` gives ``idx``), else None."""
+    (``int(i) for i in idx`` gives ``idx``), or an element of it picked by the index of
+    a loop over its length (``int(idx[i])`` in ``for i in range(idx.size(0))``), else None."""
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
+        index = value.slice[0].slice.value
+        if isinstance(index, cst.Name) and ctx.certainly_tensor(value.value) and _loops_over_length_of(
+            ctx, index, value.value
+        ):
+            return value.value
+        return None
     if not isinstance(value, cst.Name):
         return None
     scope = ctx.provenance.scope_of(value).lookup(value.value)
@@ -182,6 +190,21 @@ def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | No
     if how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR:
         return node
     return None
+
+
+def _loops_over_length_of(ctx: FileContext, index: cst.Name, tensor: cst.BaseExpression) -> bool:
+    """``index`` is bound only by ``for index in range(n)`` where ``n`` is ``len(tensor)``,
+    ``tensor.size(0)`` or ``tensor.shape[0]``."""
+    scope = ctx.provenance.scope_of(index).lookup(index.value)
+    bindings = scope.bindings.get(index.value, []) if scope is not None else []
+    if len(bindings) != 1 or bindings[0][0] != "iter":
+        return False
+    loop = bindings[0][1]
+    if not (isinstance(loop, cst.Call) and dotted_name(loop.func) == "range" and len(loop.args) == 1):
+        return False
+    n = loop.args[0].value
+    code = ctx.code(tensor)
+    return ctx.code(n) in (f"len({code})", f"{code}.size(0)", f"{code}.shape[0]", f"{code}.numel()")
 
 
 def per_element_advice(ctx: FileContext, iterable: cst.BaseExpression) -> str:

@@ -76,3 +76,26 @@ def test_adding_a_read_into_a_tensor_total_says_the_total_is_on_the_device():
     notes = [f.note for f in process(Path("a.py"), code, all_rules()).findings]
     assert "the total is a tensor already" in notes[0]
     assert "the total is a tensor already" not in notes[1]
+
+
+def test_an_indexed_loop_over_a_tensor_reads_one_element_per_iteration():
+    """minGPT's adder: `for i in range(idx.size(0)): ... int(idx[i])`."""
+    code = (
+        "import torch\n\n"
+        "def decode(device, itos):\n"
+        "    idx = torch.randint(0, 5, (6,), device=device)\n"
+        "    out = []\n"
+        "    for i in range(idx.size(0)):\n"
+        "        out.append(itos[int(idx[i])])\n"
+        "    for j in range(3):\n"
+        "        out.append(itos[int(idx[j])])\n"
+        "    return out\n"
+    )
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    indexed, fixed_count = process(Path("a.py"), code, all_rules()).findings
+    assert "Read the tensor once (`values = idx.tolist()`" in indexed.note
+    assert "idx.tolist()" not in fixed_count.note  # a loop of its own length: no such advice
