@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
@@ -153,5 +154,33 @@ class ClampMinMax(Rule):
             if flow.unsafe:
                 safety = Safety.UNSAFE
                 reason = f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}"
+            problems = _dtype_problems(ctx, node, converted.reads)
+            if problems:
+                safety = Safety.UNSAFE
+                reason = "; ".join([r for r in (reason,) if r] + problems)
             new = converted.expr
             yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)
+
+
+def _dtype_problems(ctx: FileContext, node: cst.Call, reads: list[cst.CSTNode]) -> list[str]:
+    """Why the 0-dim result may promote differently than the Python number did
+    against the tensors it meets."""
+    sources = [_read_tensor(read) for read in reads]
+    if not all(s is not None and visibly_floating(ctx, s) for s in sources):
+        # ``int(t)`` becomes ``t.long()``, and ``torch.clamp`` of an integer tensor with
+        # a float bound is a float: only the tensors met can tell.
+        sources = []
+    code = ctx.code(node)
+    problems = [zero_dim_dtype_problem(ctx, code, tensor, sources=[s for s in sources if s is not None]) for tensor in tensors_met(ctx, node)]
+    return [p for p in problems if p][:1]  # the first says enough
+
+
+def _read_tensor(read: cst.CSTNode) -> cst.BaseExpression | None:
+    """``t`` of ``t.item()`` / ``float(t)``; None for ``int(t)``."""
+    if isinstance(read, cst.Call):
+        func = read.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item":
+            return func.value
+        if isinstance(func, cst.Name) and func.value == "float" and read.args:
+            return read.args[0].value
+    return None

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import zero_dim_dtype_problem
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -117,4 +118,6 @@ class DetachNotItem(Rule):
                 continue  # a Python number there would turn into a tensor
             detached = detached_scalar(ctx, site.value)
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
-            yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])
+            problem = zero_dim_dtype_problem(ctx, ctx.code(site.node), other, sources=[site.value])
+            safety = Safety.UNSAFE if problem else Safety.SAFE
+            yield Report(site.node, message, fix=Fix({site.node: detached}, safety, problem, imports=()), sites=[site])

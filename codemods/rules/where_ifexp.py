@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import tensors_met, zero_dim_dtype_problem
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -187,6 +188,7 @@ class WhereIfExp(Rule):
                 if flow.unsafe:
                     reasons.append(f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}")
                 reasons.extend(_number_problems(ctx, node, numbers))
+                reasons.extend(_dtype_problems(ctx, node, numbers))
                 unknown = [v for v in numbers if ctx.kind(v) is not Kind.NUMBER]
                 if unknown:
                     reasons.append(f"`{ctx.code(unknown[0])}` is not known to be a tensor: the result becomes one")
@@ -226,6 +228,19 @@ def _not_selectable(ctx: FileContext, value: cst.BaseExpression) -> str:
         return (f"`{ctx.code(value)}` is not known to be a tensor or a number (an `Enum` member, a string "
                 "and a flag cannot be selected by `torch.where`)")
     return ""
+
+
+def _dtype_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
+    """Why the selected numbers, as a 0-dim tensor (the default float32 for float literals,
+    int64 for int ones), may promote differently than the Python number did against the tensors
+    they meet."""
+    literals = [_literal(v) for v in numbers]
+    if len(numbers) != 2 or not all(isinstance(v, (cst.Integer, cst.Float)) for v in literals):
+        return []  # _number_problems already refuses
+    kind = "default_float" if isinstance(literals[0], cst.Float) else "integer"
+    code = ctx.code(node)
+    problems = [zero_dim_dtype_problem(ctx, code, tensor, kind=kind) for tensor in tensors_met(ctx, node)]
+    return [p for p in problems if p][:1]  # the first says enough
 
 
 def _number_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
