@@ -6,6 +6,8 @@ Two questions, answered conservatively (``False`` means "not known"):
   losses, ``softmax``, ``.mean()``, ``.float()``, arithmetic with one;
 * :func:`certainly_integer`: an integer tensor that is not ``bool``
   (``argmax``, ``argsort``, ``nonzero``, ``topk(...).indices``, ``.long()``).
+* :func:`certainly_integer_or_bool`: that, or a ``bool`` tensor (a comparison,
+  ``.bool()``, a ``torch.BoolTensor`` annotation); the sum of one is int64.
 
 Rules use them where the dtype decides a Python type: ``float(v)`` of a
 floating element is the element ``.tolist()`` gives, ``int(v)`` of an
@@ -48,6 +50,14 @@ DTYPE_KEEPING = frozenset(
 )
 FLOATING_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", "bfloat16"})
 INTEGER_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "uint16", "uint32", "uint64"})
+BOOL_DTYPES = frozenset({"bool"})
+INTEGER_ANNOTATIONS = frozenset(
+    {"torch.LongTensor", "torch.IntTensor", "torch.ShortTensor", "torch.ByteTensor", "torch.CharTensor", "LongTensor"}
+)
+BOOL_ANNOTATIONS = frozenset({"torch.BoolTensor", "BoolTensor"})
+# Reductions that give int64 for a bool (or integer) tensor.
+COUNTING = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod"})
+CLAMPS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})
 MAX_DEPTH = 8
 
 
@@ -60,6 +70,11 @@ def certainly_integer(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     return _dtype(ctx, expr, 0) == "integer"
 
 
+def certainly_integer_or_bool(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """An integer or ``bool`` tensor: below every floating dtype in type promotion."""
+    return _dtype(ctx, expr, 0) in ("integer", "bool")
+
+
 def _explicit(ctx: FileContext, call: cst.Call) -> str | None:
     """The category of a ``dtype=torch.xxx`` argument, "" when there is another one."""
     for arg in call.args:
@@ -69,6 +84,8 @@ def _explicit(ctx: FileContext, call: cst.Call) -> str | None:
                 return "floating"
             if name in INTEGER_DTYPES:
                 return "integer"
+            if name in BOOL_DTYPES:
+                return "bool"
             return ""
     return None
 
@@ -90,16 +107,18 @@ def _dtype(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> str | None
                 return "floating"
             if last in INTEGER_OPS:
                 return "integer"
-            if last in DTYPE_KEEPING and expr.args:
-                return _dtype(ctx, expr.args[0].value, depth + 1)
+            if (last in DTYPE_KEEPING or (last in CLAMPS and _integer_bounds(ctx, expr.args[1:]))) and expr.args:
+                return _counted(last, _dtype(ctx, expr.args[0].value, depth + 1))
         if isinstance(func, cst.Attribute) and not qualified.startswith("torch."):
             method = func.attr.value
             if method in FLOATING_OPS:
                 return "floating"
             if method in INTEGER_OPS:
                 return "integer"
-            if method in DTYPE_KEEPING:
-                return _dtype(ctx, func.value, depth + 1)
+            if method == "bool" and not expr.args:
+                return "bool"
+            if method in DTYPE_KEEPING or (method in CLAMPS and _integer_bounds(ctx, expr.args)):
+                return _counted(method, _dtype(ctx, func.value, depth + 1))
         return "floating" if _loss_module(ctx, func) else None
     if isinstance(expr, cst.Attribute) and expr.attr.value == "indices":
         return "integer" if _sort_like(expr.value) else None
@@ -115,10 +134,44 @@ def _dtype(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> str | None
         return None
     if isinstance(expr, cst.Subscript):
         return _dtype(ctx, expr.value, depth + 1)
+    if isinstance(expr, cst.Comparison) and not any(
+        isinstance(t.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for t in expr.comparisons
+    ):
+        tensors = [e for e in (expr.left, *(t.comparator for t in expr.comparisons)) if ctx.kind(e) is Kind.TENSOR]
+        return "bool" if tensors and len(expr.comparisons) == 1 else None
     if isinstance(expr, cst.Name):
+        annotated = _annotated_dtype(ctx, expr)
+        if annotated:
+            return annotated
         kinds = {_dtype(ctx, value, depth + 1) for value in assigned_values(ctx, expr)}
         return kinds.pop() if len(kinds) == 1 else None
     return None
+
+
+def _counted(step: str, dtype: str | None) -> str | None:
+    """The category after ``step``: the sum of a bool tensor is an int64 one."""
+    return "integer" if dtype == "bool" and step in COUNTING else dtype
+
+
+def _integer_bounds(ctx: FileContext, args: Sequence[cst.Arg]) -> bool:
+    """``clamp`` bounds that keep an integer tensor integer: int literals (or ``None``)."""
+    return bool(args) and all(
+        not a.star and (isinstance(a.value, cst.Integer) or (isinstance(a.value, cst.Name) and a.value.value == "None"))
+        for a in args
+    )
+
+
+def _annotated_dtype(ctx: FileContext, name: cst.Name) -> str | None:
+    """"integer" / "bool" for a parameter bound only as ``mask: torch.BoolTensor``."""
+    scope = ctx.provenance.scope_of(name).lookup(name.value)
+    bindings = scope.bindings.get(name.value, []) if scope is not None else []
+    if len(bindings) != 1 or bindings[0][0] != "param" or not isinstance(bindings[0][1], cst.Param):
+        return None
+    annotation = bindings[0][1].annotation
+    qualified = (ctx.provenance.imports.qualify(annotation.annotation) or "") if annotation is not None else ""
+    if qualified in INTEGER_ANNOTATIONS:
+        return "integer"
+    return "bool" if qualified in BOOL_ANNOTATIONS else None
 
 
 def _real_number(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
@@ -380,6 +433,13 @@ def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExp
                     continue
             elif isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
                 method = func.attr.value
+                target = _dtype_target(ctx, expr) if method in ("to", "type_as") else None
+                if target is not None:
+                    expr = target  # ``v.type_as(x)``, ``v.to(x)``: ``x``'s dtype
+                    continue
+                if method == "to" and _device_only(expr):
+                    expr = func.value
+                    continue
                 if method in DTYPE_KEEPING_ALWAYS or method in DTYPE_KEEPING_FLOATING:
                     always = always and method in DTYPE_KEEPING_ALWAYS
                     expr = func.value
@@ -399,6 +459,28 @@ def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExp
                 continue
         return expr, always
     return expr, False
+
+
+def _dtype_target(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
+    """``x`` in ``v.type_as(x)`` / ``v.to(x)``."""
+    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        value = call.args[0].value
+        if ctx.kind(value) is Kind.TENSOR:
+            return value
+    return None
+
+
+def _device_only(call: cst.Call) -> bool:
+    """``v.to("cuda")``, ``v.to(device=d, non_blocking=True)``: the dtype is kept."""
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return False
+        if arg.keyword is not None:
+            if arg.keyword.value not in ("device", "non_blocking", "copy"):
+                return False
+        elif not (i == 0 and isinstance(arg.value, cst.SimpleString)):
+            return False
+    return bool(call.args)
 
 
 def _same_tensor(ctx: FileContext, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
@@ -479,7 +561,7 @@ def zero_dim_dtype_problem(
     """
     if sources and all(same_dtype(ctx, s, operand) for s in sources):
         return ""
-    if kind is None and sources and all(certainly_integer(ctx, s) for s in sources):
+    if kind is None and sources and all(certainly_integer_or_bool(ctx, s) for s in sources):
         kind = "integer"
     from .scalar_shapes import certainly_dimensioned, plainly_zero_dim  # scalar_shapes builds on tensor_values
 
@@ -487,7 +569,7 @@ def zero_dim_dtype_problem(
     floating = visibly_floating(ctx, operand)
     dimensioned = certainly_dimensioned(ctx, operand)
     if kind == "integer":
-        if floating or (dimensioned and certainly_integer(ctx, operand)):
+        if floating or (dimensioned and certainly_integer_or_bool(ctx, operand)):
             return ""
         return (f"`{value}` becomes a 0-dim integer tensor: fixitem cannot tell that `{code}` is floating point "
                 f"or has a dimension, and a 0-dim integer `{code}` takes the wider of the two dtypes (int32 with an "

@@ -93,6 +93,7 @@ class ClampMinMax(Rule):
                     return a * torch.minimum(a.sum().detach(), b.sum().detach())
                 """
             ),
+            unsafe=True,  # `a` may be 0-dim or an integer tensor: `b`'s dtype could win
         ),
         Invalid(
             dedent(

@@ -78,6 +78,7 @@ class DetachNotItem(Rule):
                     return advantage * value.detach().reshape(())
                 """
             ),
+            unsafe=True,  # `returns` may be 0-dim, or an integer tensor: the value's dtype would win
         ),
         Invalid(
             dedent(

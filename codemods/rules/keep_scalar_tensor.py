@@ -196,7 +196,7 @@ class KeepScalarTensor(Rule):
                 import torch.nn.functional as F
                 def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
                     loss_sum = F.l1_loss(pred, target, reduction="sum")
-                    num_boxes = torch.clamp(valid.sum(), min=1).item()
+                    num_boxes = torch.clamp(valid.count_nonzero(), min=1).item()
                     return loss_sum / num_boxes
                 """
             ),
@@ -206,7 +206,7 @@ class KeepScalarTensor(Rule):
                 import torch.nn.functional as F
                 def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
                     loss_sum = F.l1_loss(pred, target, reduction="sum")
-                    num_boxes = torch.clamp(valid.sum(), min=1).detach()
+                    num_boxes = torch.clamp(valid.count_nonzero(), min=1).detach()
                     return loss_sum / num_boxes
                 """
             ),
@@ -248,6 +248,7 @@ class KeepScalarTensor(Rule):
                     return torch.where(keep, scores, value)
                 """
             ),
+            unsafe=True,  # a 0-dim `scores` with a float64 `fallback` would become float64
         ),
         Invalid(
             dedent(

@@ -103,6 +103,37 @@ class WhereIfExp(Rule):
                     return x * scale
                 """
             ),
+            unsafe=True,  # `x` may be 0-dim: a float16 one times the float32 0-dim `scale` is float32
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Damp(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        y = self.fc(x)
+                        scale = 0.5 if float(y.max()) > 1 else 1.0
+                        return y * scale
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Damp(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        y = self.fc(x)
+                        scale = torch.where(y.max() > 1, 0.5, 1.0)
+                        return y * scale
+                """
+            ),
         ),
         Invalid(
             dedent(
