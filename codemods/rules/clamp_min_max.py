@@ -41,7 +41,9 @@ class ClampMinMax(Rule):
     ## Fix safety
     The result is followed through the names it is stored in to every use.
     **Safe** when every use is arithmetic with a tensor (directly, or as
-    `norm = max(y.norm().item(), eps)` then `y / norm`): a 0-dim tensor then
+    `norm = max(y.norm().item(), eps)` then `y / norm`) that keeps its dtype:
+    the tensor has the bound's own dtype (`y` and `y.norm()`), or it is
+    floating point with at least one dimension. A 0-dim tensor then
     behaves like the Python number did (same result dtype; the value is the
     tensor's own, so it is the same; the bound is rounded to the tensor's
     dtype, which for a float16/bfloat16 tensor can change the result only
@@ -50,7 +52,9 @@ class ClampMinMax(Rule):
     result's shape. (On CUDA a Python divisor is applied as a multiplication
     by its reciprocal, a tensor divisor is not: `y / norm` can differ in the
     last bit there.) **Unsafe** when the result is returned or passed to a
-    function fixitem cannot see into. **No fix** when a use needs a Python
+    function fixitem cannot see into, or when a tensor it meets may be 0-dim
+    or an integer tensor of another dtype (`s / max(y.norm().item(), eps)`
+    with a 0-dim float32 `s` and a float64 `y` becomes float64). **No fix** when a use needs a Python
     number (`range`, `torch.arange`/`torch.full`/`zeros` sizes, an index,
     `int()`, `round()`, JSON, `isinstance`, a `-> float`/`-> int` return,
     Python control flow, string formatting), or when the value read is not

@@ -45,15 +45,21 @@ class DetachNotItem(Rule):
     which would otherwise broadcast into the result's shape.
 
     ## Fix safety
-    **Safe**: a 0-dim tensor operand promotes like the Python number did
-    within a dtype category (a float32 tensor minus a 0-dim float64 tensor is
-    still float32), gradients are still cut, and the shape is unchanged. Two
-    differences: an *integer* tensor combined with a float64 value now gives
-    float64 where the Python float gave the default float32; and a float16
-    or bfloat16 tensor now meets the value rounded to its own dtype, where
-    the Python number was applied in higher precision (measured on CUDA: the
-    results can differ in the last bit). `int(t)` is left alone (it
-    truncates).
+    **Safe** when the result's dtype cannot change: the other operand has
+    the value's own dtype (`x - x.mean().item()`), or it is a floating
+    tensor with at least one dimension (a float32 vector minus a 0-dim
+    float64 tensor is still float32, as with the Python number), or the value
+    is an integer. Gradients are still cut and the shape is unchanged. A
+    float16 or bfloat16 tensor then meets the value rounded to its own
+    dtype, where the Python number was applied in higher precision
+    (measured on CUDA: the results can differ in the last bit).
+
+    **Unsafe** otherwise, with the reason: against another 0-dim tensor (a
+    loss, `x.sum()`, or a parameter fixitem cannot see the shape of)
+    PyTorch promotes the two dtypes, so `loss * w.item()` with a float32
+    `loss` and a float64 `w` becomes float64; and an *integer* tensor
+    combined with a float64 value gives float64 where the Python float gave
+    the default float32. `int(t)` is left alone (it truncates).
     """
 
     code = "FX301"

@@ -157,9 +157,14 @@ class KeepScalarTensor(Rule):
     ## Fix safety
     **Safe** when the value is used as read and every tensor it meets keeps
     its dtype: `masked_fill` / `fill_` / in-place updates always do; for
-    arithmetic, `torch.where` and `torch.clamp` fixitem must see that the
-    tensor is floating point (a module's output, a loss, `.float()`, a
-    `torch.FloatTensor` annotation, a true division...). Then dtypes are the
+    arithmetic, `torch.where` and `torch.clamp` the tensor must have the
+    value's own dtype (`torch.clamp(h, min=h.mean().item())`), or the value
+    must be an integer (`mask.count_nonzero()`) and the tensor floating point,
+    or the tensor must be floating point (a module's output, a loss,
+    `.float()`, a `torch.FloatTensor` annotation, a true division...) and
+    certainly have a dimension (a layer's output, `x.flatten()`,
+    `torch.arange(n)`): two 0-dim tensors promote (a 0-dim float32 loss
+    divided by a float64 value gives float64). Then dtypes are the
     same and values equal up to rounding: on CPU exactly, except `v * x` with a
     bfloat16/float16 `x`, which rounds a wider value to `x`'s dtype first; on
     CUDA, float32 `+`, `-`, `*` are exact, `x / v` can differ in the last bit
@@ -170,10 +175,12 @@ class KeepScalarTensor(Rule):
 
     **Unsafe** (needs `--unsafe`) when Python arithmetic is done on the number
     first (`logits.min().item() - 1.0`): it now runs in the value's dtype
-    rather than in float64; or when fixitem cannot tell that a tensor the
+    rather than in float64; when fixitem cannot tell that a tensor the
     value meets is floating point: an integer or bool tensor combined with a
     float64/bfloat16/float16 0-dim value takes the value's dtype, where the
-    Python float gave float32.
+    Python float gave float32; or when that tensor may be 0-dim and of
+    another dtype (`loss_bbox.sum() / num_boxes`: a float16 loss with a
+    float32 `num_boxes` becomes float32).
 
     Either way the value must live on the device of the tensors it meets: a
     CUDA value combined with a CPU tensor, or a CPU value as a `clamp` bound of

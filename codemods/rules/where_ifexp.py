@@ -52,7 +52,10 @@ class WhereIfExp(Rule):
     **Safe** when both values are tensors computed without side effects and
     from the same modules and parameters, or both are number literals of one
     type that every floating dtype holds exactly (`2.0` / `1.0`) and the
-    result is used only in tensor arithmetic (`y * scale`), and the condition
+    result is used only in tensor arithmetic with tensors that certainly
+    have a dimension (`y * scale` with `y` a layer's output: the selection
+    is a 0-dim float32 tensor, which would turn a 0-dim float16 `y` into
+    float32; ints are selected as int64), and the condition
     compares with numbers exact in float16/bfloat16 (see FX101). **Unsafe**
     when a value may have side effects, random numbers or NaN gradients
     (both values are now computed), when only one value uses a module or
