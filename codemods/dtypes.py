@@ -422,7 +422,7 @@ def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExp
     once), and whether every step keeps any dtype (not only a floating one)."""
     always = True
     for _ in range(16):
-        if isinstance(expr, cst.Call) and not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args):
+        if isinstance(expr, cst.Call) and not _names_dtype_or_tensor(ctx, expr):
             func = expr.func
             qualified = ctx.provenance.imports.qualify(func) or ""
             if qualified.startswith("torch.") and expr.args and not expr.args[0].star:
@@ -459,6 +459,24 @@ def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExp
                 continue
         return expr, always
     return expr, False
+
+
+def _names_dtype_or_tensor(ctx: FileContext, call: cst.Call) -> bool:
+    """A ``dtype=`` / ``torch.float16`` argument (``x.view(torch.float16)``), or a second
+    tensor operand (``torch.max(a, b)`` promotes): the step may change the dtype.
+    ``v.to(x)`` / ``v.type_as(x)`` are told apart by their caller."""
+    tensors = 0
+    for arg in call.args:
+        if arg.star or (arg.keyword is not None and arg.keyword.value == "dtype"):
+            return True
+        name = (ctx.provenance.imports.qualify(arg.value) or "")
+        if name.startswith("torch.") and name.rsplit(".", 1)[-1] in FLOATING_DTYPES | INTEGER_DTYPES | BOOL_DTYPES:
+            return True
+        tensors += ctx.kind(arg.value) is Kind.TENSOR
+    receiver = isinstance(call.func, cst.Attribute) and ctx.kind(call.func.value) is Kind.TENSOR
+    if receiver and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "type_as"):
+        return False
+    return tensors > (0 if receiver else 1)
 
 
 def _dtype_target(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:

@@ -136,7 +136,7 @@ DIMENSIONED_MODULES = frozenset(
     {
         "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
         "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d",
-        "BatchNorm2d", "BatchNorm3d", "Softmax", "LogSoftmax", "Flatten",
+        "BatchNorm2d", "BatchNorm3d",
     }
 )
 DIMENSIONED_FUNCTIONS = frozenset({"linear", "bilinear", "conv1d", "conv2d", "conv3d", "embedding", "one_hot"})
