@@ -185,3 +185,73 @@ def test_promotion_facts():
     assert (ints * v64.item()).dtype == F32 and (ints * v64).dtype == F64  # a higher category wins
     assert (s32 / torch.tensor(3)).dtype == F32 and (torch.tensor(2.0, dtype=F16) * torch.tensor(3)).dtype == F16
     assert torch.where(torch.tensor(True), torch.tensor(1.0, dtype=F16), v64).dtype == F64
+
+
+# -- the facts themselves, on expressions ------------------------------------------------------------
+
+FACTS_SOURCE = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = nn.Softmax(dim=-1)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor):
+        h = self.fc(x)
+        g = torch.sigmoid(h) * 2
+        p = self.act(x)
+        s = h.sum()
+        v = x.view(-1)
+        e = x[None]
+        a = torch.arange(4)
+        z = torch.zeros(3, 4)
+        q = x.mean(dim=0)
+        halves = x.view(torch.float16)
+        both = torch.max(x, y)
+        aligned = y.type_as(x)
+        moved = y.to("cuda")
+        return h, g, p, s, v, e, a, z, q, halves, both, aligned, moved
+"""
+
+
+def _facts():
+    from pathlib import Path
+
+    import libcst as cst
+
+    from fixitem.codemods.context import FileContext
+
+    ctx = FileContext.build(Path("facts.py"), FACTS_SOURCE)
+    ret = next(n for n in ctx.nodes(cst.Return))
+    names = {e.value.value: e.value for e in ret.value.elements}  # the reads in `return`
+    values = {a.targets[0].target.value: a.value for a in ctx.nodes(cst.Assign) if isinstance(a.targets[0].target, cst.Name)}
+    return ctx, names, values
+
+
+def test_which_tensors_certainly_have_a_dimension():
+    from fixitem.codemods.scalar_shapes import certainly_dimensioned
+
+    ctx, names, _ = _facts()
+    dimensioned = {name for name, node in names.items() if certainly_dimensioned(ctx, node)}
+    # A Linear's output and what keeps its shape, view(-1), x[None], arange and a sized zeros do;
+    # a Softmax module's output (a 0-dim input gives 0-dim), a reduction with `dim` and a plain
+    # parameter may be 0-dim.
+    assert {"h", "g", "v", "e", "a", "z"} <= dimensioned
+    assert not dimensioned & {"p", "s", "q", "halves", "both", "aligned", "moved"}
+
+
+def test_which_tensors_certainly_share_a_dtype():
+    from fixitem.codemods.dtypes import same_dtype
+
+    ctx, names, values = _facts()
+    x_read = values["halves"].func.value
+    assert same_dtype(ctx, names["s"], names["h"])  # the sum of a floating tensor has its dtype
+    assert same_dtype(ctx, names["aligned"], x_read)  # `y.type_as(x)` has x's dtype
+    assert same_dtype(ctx, names["v"], x_read) and same_dtype(ctx, names["e"], x_read)
+    assert not same_dtype(ctx, names["halves"], x_read)  # `x.view(torch.float16)` reinterprets
+    assert not same_dtype(ctx, names["both"], x_read)  # `torch.max(x, y)` promotes the two
+    assert not same_dtype(ctx, names["moved"], x_read)  # `y.to("cuda")` keeps y's dtype, not x's
+    assert not same_dtype(ctx, names["a"], names["z"])  # int64 and float32
