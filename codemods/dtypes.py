@@ -255,7 +255,7 @@ SAME_DTYPE = frozenset(
         "nansum", "prod", "diagonal", "triu", "tril", "masked_select", "square", "cumsum", "maximum",
         "minimum", "add", "sub", "mul", "matmul", "bmm", "mm", "einsum", "where", "type_as", "zeros_like",
         "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full",
-        "masked_fill_", "fill_", "clamp_", "mul_", "add_", "sub_", "div_", "roll", "tile", "movedim",
+        "masked_fill_", "fill_", "clamp_", "mul_", "add_", "sub_", "div_", "tile", "movedim",
         "swapaxes", "mT", "narrow_copy", "index_fill", "scatter", "scatter_add", "cat", "stack", "concat",
     }
 )
@@ -581,7 +581,10 @@ def zero_dim_dtype_problem(
         return ""
     if kind is None and sources and all(certainly_integer_or_bool(ctx, s) for s in sources):
         kind = "integer"
-    from .scalar_shapes import certainly_dimensioned, plainly_zero_dim  # scalar_shapes builds on tensor_values
+    from .scalar_shapes import (  # scalar_shapes builds on tensor_values
+        certainly_dimensioned,
+        plainly_zero_dim,
+    )
 
     code = ctx.code(operand)
     floating = visibly_floating(ctx, operand)
@@ -623,7 +626,9 @@ def tensors_met(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpr
 
 
 def _meet(ctx: FileContext, node: cst.BaseExpression, found: list[cst.BaseExpression], depth: int) -> None:
-    from .tensor_values import reads_of  # tensor_values builds on this module's neighbours
+    from .tensor_values import (
+        reads_of,  # tensor_values builds on this module's neighbours
+    )
 
     parent = ctx.parents.get(node)
     if isinstance(parent, cst.BinaryOperation):
@@ -632,9 +637,7 @@ def _meet(ctx: FileContext, node: cst.BaseExpression, found: list[cst.BaseExpres
             found.append(other)
         else:
             _meet(ctx, parent, found, depth)
-    elif isinstance(parent, cst.UnaryOperation) and not isinstance(parent.operator, cst.Not):
-        _meet(ctx, parent, found, depth)
-    elif isinstance(parent, cst.IfExp) and parent.test is not node:
+    elif isinstance(parent, cst.UnaryOperation) and not isinstance(parent.operator, cst.Not) or isinstance(parent, cst.IfExp) and parent.test is not node:
         _meet(ctx, parent, found, depth)
     elif isinstance(parent, cst.Arg) and parent.value is node and not parent.star:
         call = ctx.parents.get(parent)
@@ -661,12 +664,13 @@ def _call_partners(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> list[cst.B
     qualified = ctx.provenance.imports.qualify(call.func) or ""
     others = [a.value for a in call.args if a is not arg and ctx.kind(a.value) is Kind.TENSOR]
     if qualified == "torch.where":
-        branches = [a for a in call.args if a.keyword is None or a.keyword.value in ("input", "other")]
-        return [a.value for a in branches[1:] if a is not arg and ctx.kind(a.value) is Kind.TENSOR]
+        condition = next((a for a in call.args if a.keyword is None), None)
+        return [a.value for a in call.args if a is not arg and a is not condition
+                and (a.keyword is None or a.keyword.value in ("input", "other")) and ctx.kind(a.value) is Kind.TENSOR]
     if qualified in ("torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max", "torch.maximum", "torch.minimum"):
         return others
     func = call.func
-    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-        if func.attr.value in ("clamp", "clip", "clamp_min", "clamp_max", "where", "maximum", "minimum"):
-            return [func.value] + [o for o in others if func.attr.value != "where"]
+    methods = ("clamp", "clip", "clamp_min", "clamp_max", "where", "maximum", "minimum")
+    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR and func.attr.value in methods:
+        return [func.value] + [o for o in others if func.attr.value != "where"]  # not `.where`'s condition
     return []

@@ -167,9 +167,8 @@ def _dimensioned(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int
         return _dimensioned(ctx, expr.expression, seen, depth + 1)
     if isinstance(expr, cst.Subscript):
         elements = [e.slice for e in expr.slice]
-        if any(isinstance(e, cst.Index) and isinstance(e.value, cst.Name) and e.value.value == "None" for e in elements):
-            return True  # ``x[None]``, ``x[..., None]``: a new dimension
-        return False
+        # ``x[None]``, ``x[..., None]``: a new dimension
+        return any(isinstance(e, cst.Index) and isinstance(e.value, cst.Name) and e.value.value == "None" for e in elements)
     if isinstance(expr, cst.Attribute):
         if expr.attr.value in ("data", "mT", "grad"):
             return _dimensioned(ctx, expr.value, seen, depth + 1)
@@ -253,9 +252,8 @@ def _dimensioned_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str
             tensors = [a.value for a in positional if ctx.kind(a.value) is Kind.TENSOR]
             return any(_dimensioned(ctx, t, seen, depth + 1) for t in tensors)
         return False
-    if ctx.kind(func) is Kind.MODULE or isinstance(func, (cst.Name, cst.Attribute)):
-        if _dimensioned_module(ctx, func):
-            return True
+    if _dimensioned_module(ctx, func):
+        return True
     if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
         method = func.attr.value
         if method in ALWAYS_DIMENSIONED:

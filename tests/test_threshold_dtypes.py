@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 import torch
-
 from conftest import load_module
+
 from fixitem import apply
 
 F16, F32, F64 = torch.float16, torch.float32, torch.float64
@@ -221,7 +221,6 @@ def _facts():
     from pathlib import Path
 
     import libcst as cst
-
     from fixitem.codemods.context import FileContext
 
     ctx = FileContext.build(Path("facts.py"), FACTS_SOURCE)
