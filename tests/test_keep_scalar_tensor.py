@@ -47,6 +47,15 @@ def run_with_grads(fn, *args):
     return out.detach(), grads, syncs.by_kind["item"] + syncs.by_kind["__float__"]
 
 
+def apply_note(tmp_path, source: str, rule: str, name: str = "notes.py") -> str:
+    """The note of the one ``rule`` finding a safe apply leaves in ``source`` (nothing written)."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source).lstrip())
+    result = apply([path], write=False)
+    (note,) = [f.note for f in result.findings if f.rule == rule]
+    return note
+
+
 def assert_same(before, after, *args):
     out_b, grads_b, reads_b = run_with_grads(before, *args)
     out_a, grads_a, reads_a = run_with_grads(after, *args)
@@ -83,7 +92,8 @@ class KeepScalar(nn.Module):
         h = torch.clamp(logits, min=low)
         top = logits.max().item()
         h = torch.where(mask, h, top)
-        count = torch.clamp(mask.sum(), min=1).item()
+        # an integer count: it never decides the result's dtype
+        count = torch.clamp(mask.count_nonzero(), min=1).item()
         return h.sum(dim=-1) / count
 
 
@@ -99,7 +109,7 @@ def test_model_loses_its_breaks_and_keeps_its_numbers(tmp_path):
     before, after, result, text = rewrite(tmp_path, MODEL, name="keep_scalar.py")
     assert {f.rule for f in result.applied} == {"FX302"} and len(result.applied) == 4
     assert not result.findings, "every read must be fixed, with safe fixes only"
-    assert ".item()\n" not in text and "count = torch.clamp(mask.sum(), min=1).detach()\n" in text
+    assert ".item()\n" not in text and "count = torch.clamp(mask.count_nonzero(), min=1).detach()\n" in text
 
     model_before, inputs = before.make()
     model_after, _ = after.make()
@@ -135,7 +145,9 @@ def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
 
 
 def test_one_element_value_becomes_0_dim_not_1_element(tmp_path):
-    before, after, result, text = rewrite(tmp_path, DETR_LOSS)
+    # Unsafe: the 0-dim float32 value against the 0-dim loss of a float16 `pred` would make it float32.
+    assert "`loss_bbox.sum()` is 0-dim" in apply_note(tmp_path, DETR_LOSS, "FX302")
+    before, after, result, text = rewrite(tmp_path, DETR_LOSS, unsafe=True)
     assert "num_boxes = torch.clamp(num_boxes / 2, min=1).detach().reshape(())\n" in text
     args = (torch.randn(6, 4), torch.randn(6, 4), torch.tensor([1, 1, 0, 1, 1, 1]))
     assert_same(before.box_loss, after.box_loss, *args)
@@ -150,7 +162,7 @@ CONSUMERS_SOURCE = """
 import torch
 
 def divisor(loss: torch.FloatTensor, mask: torch.Tensor):
-    count = mask.sum().item()
+    count = mask.count_nonzero().item()
     return loss.sum() / count
 
 def fill(logits: torch.FloatTensor, mask: torch.Tensor):
@@ -158,7 +170,7 @@ def fill(logits: torch.FloatTensor, mask: torch.Tensor):
     return logits.masked_fill(~mask, floor)
 
 def branch(scores: torch.FloatTensor, keep: torch.Tensor, fallback: torch.Tensor):
-    value = float(fallback)
+    value = float(fallback.type_as(scores))
     return torch.where(keep, scores, value)
 
 def bound(x: torch.FloatTensor):
@@ -190,7 +202,7 @@ def test_every_consumer_is_fixed_safely(consumers):
     _, _, result, text = consumers
     assert [f.rule for f in result.applied] == ["FX302"] * len(CONSUMER_ARGS)
     assert ".item()" not in text and "float(" not in text
-    assert "value = fallback.detach().reshape(())\n" in text
+    assert "value = fallback.type_as(scores).detach().reshape(())\n" in text
 
 
 @pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")

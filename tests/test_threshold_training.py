@@ -170,7 +170,6 @@ EXAMPLE_INPUTS = {
     ("FX102", "return x * 0.5 if"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=20),)],
     ("FX102", "scale = 0.5 if"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
     ("FX103", "x / max("): lambda: [(_randn(3, 4),), (torch.zeros(3, 4),)],
-    ("FX103", "a * min("): lambda: [(_randn(3, 4, shift=1), _randn(3, 4, shift=-1)), (_randn(3, 4, shift=-1), _randn(3, 4, shift=1))],
 }
 
 

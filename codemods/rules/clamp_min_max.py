@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
@@ -40,7 +41,9 @@ class ClampMinMax(Rule):
     ## Fix safety
     The result is followed through the names it is stored in to every use.
     **Safe** when every use is arithmetic with a tensor (directly, or as
-    `norm = max(y.norm().item(), eps)` then `y / norm`): a 0-dim tensor then
+    `norm = max(y.norm().item(), eps)` then `y / norm`) that keeps its dtype:
+    the tensor has the bound's own dtype (`y` and `y.norm()`), or it is
+    floating point with at least one dimension. A 0-dim tensor then
     behaves like the Python number did (same result dtype; the value is the
     tensor's own, so it is the same; the bound is rounded to the tensor's
     dtype, which for a float16/bfloat16 tensor can change the result only
@@ -49,7 +52,9 @@ class ClampMinMax(Rule):
     result's shape. (On CUDA a Python divisor is applied as a multiplication
     by its reciprocal, a tensor divisor is not: `y / norm` can differ in the
     last bit there.) **Unsafe** when the result is returned or passed to a
-    function fixitem cannot see into. **No fix** when a use needs a Python
+    function fixitem cannot see into, or when a tensor it meets may be 0-dim
+    or an integer tensor of another dtype (`s / max(y.norm().item(), eps)`
+    with a 0-dim float32 `s` and a float64 `y` becomes float64). **No fix** when a use needs a Python
     number (`range`, `torch.arange`/`torch.full`/`zeros` sizes, an index,
     `int()`, `round()`, JSON, `isinstance`, a `-> float`/`-> int` return,
     Python control flow, string formatting), or when the value read is not
@@ -92,6 +97,7 @@ class ClampMinMax(Rule):
                     return a * torch.minimum(a.sum().detach(), b.sum().detach())
                 """
             ),
+            unsafe=True,  # `a` may be 0-dim or an integer tensor: `b`'s dtype could win
         ),
         Invalid(
             dedent(
@@ -153,5 +159,33 @@ class ClampMinMax(Rule):
             if flow.unsafe:
                 safety = Safety.UNSAFE
                 reason = f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}"
+            problems = _dtype_problems(ctx, node, converted.reads)
+            if problems:
+                safety = Safety.UNSAFE
+                reason = "; ".join([r for r in (reason,) if r] + problems)
             new = converted.expr
             yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)
+
+
+def _dtype_problems(ctx: FileContext, node: cst.Call, reads: list[cst.CSTNode]) -> list[str]:
+    """Why the 0-dim result may promote differently than the Python number did
+    against the tensors it meets."""
+    sources = [_read_tensor(read) for read in reads]
+    if not all(s is not None and visibly_floating(ctx, s) for s in sources):
+        # ``int(t)`` becomes ``t.long()``, and ``torch.clamp`` of an integer tensor with
+        # a float bound is a float: only the tensors met can tell.
+        sources = []
+    code = ctx.code(node)
+    problems = [zero_dim_dtype_problem(ctx, code, tensor, sources=[s for s in sources if s is not None]) for tensor in tensors_met(ctx, node)]
+    return [p for p in problems if p][:1]  # the first says enough
+
+
+def _read_tensor(read: cst.CSTNode) -> cst.BaseExpression | None:
+    """``t`` of ``t.item()`` / ``float(t)``; None for ``int(t)``."""
+    if isinstance(read, cst.Call):
+        func = read.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item":
+            return func.value
+        if isinstance(func, cst.Name) and func.value == "float" and read.args:
+            return read.args[0].value
+    return None

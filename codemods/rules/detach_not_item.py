@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import zero_dim_dtype_problem
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -44,15 +45,21 @@ class DetachNotItem(Rule):
     which would otherwise broadcast into the result's shape.
 
     ## Fix safety
-    **Safe**: a 0-dim tensor operand promotes like the Python number did
-    within a dtype category (a float32 tensor minus a 0-dim float64 tensor is
-    still float32), gradients are still cut, and the shape is unchanged. Two
-    differences: an *integer* tensor combined with a float64 value now gives
-    float64 where the Python float gave the default float32; and a float16
-    or bfloat16 tensor now meets the value rounded to its own dtype, where
-    the Python number was applied in higher precision (measured on CUDA: the
-    results can differ in the last bit). `int(t)` is left alone (it
-    truncates).
+    **Safe** when the result's dtype cannot change: the other operand has
+    the value's own dtype (`x - x.mean().item()`), or it is a floating
+    tensor with at least one dimension (a float32 vector minus a 0-dim
+    float64 tensor is still float32, as with the Python number), or the value
+    is an integer. Gradients are still cut and the shape is unchanged. A
+    float16 or bfloat16 tensor then meets the value rounded to its own
+    dtype, where the Python number was applied in higher precision
+    (measured on CUDA: the results can differ in the last bit).
+
+    **Unsafe** otherwise, with the reason: against another 0-dim tensor (a
+    loss, `x.sum()`, or a parameter fixitem cannot see the shape of)
+    PyTorch promotes the two dtypes, so `loss * w.item()` with a float32
+    `loss` and a float64 `w` becomes float64; and an *integer* tensor
+    combined with a float64 value gives float64 where the Python float gave
+    the default float32. `int(t)` is left alone (it truncates).
     """
 
     code = "FX301"
@@ -77,6 +84,7 @@ class DetachNotItem(Rule):
                     return advantage * value.detach().reshape(())
                 """
             ),
+            unsafe=True,  # `returns` may be 0-dim, or an integer tensor: the value's dtype would win
         ),
         Invalid(
             dedent(
@@ -117,4 +125,6 @@ class DetachNotItem(Rule):
                 continue  # a Python number there would turn into a tensor
             detached = detached_scalar(ctx, site.value)
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
-            yield Report(site.node, message, fix=Fix({site.node: detached}, Safety.SAFE, "", imports=()), sites=[site])
+            problem = zero_dim_dtype_problem(ctx, ctx.code(site.node), other, sources=[site.value])
+            safety = Safety.UNSAFE if problem else Safety.SAFE
+            yield Report(site.node, message, fix=Fix({site.node: detached}, safety, problem, imports=()), sites=[site])

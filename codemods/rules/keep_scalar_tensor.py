@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..context import FileContext
-from ..provenance import Kind, Scope
+from ..dtypes import zero_dim_dtype_problem
+from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..scalar_shapes import detached_scalar, is_none_argument, split_arguments
@@ -102,11 +103,6 @@ ROUNDING_REASON = (
     "(measured: last-bit differences for float32 values, e.g. `v * 3.3`, and larger ones for "
     "bfloat16/float16 values)"
 )
-DTYPE_REASON = (
-    "fixitem cannot tell that `{code}` is a floating-point tensor: an integer or bool tensor "
-    "combined with a 0-dim float64/bfloat16/float16 value takes the value's dtype, where the "
-    "Python float gave float32"
-)
 
 
 @dataclass
@@ -114,6 +110,7 @@ class Use:
     consumer: str  # a key of CONSUMERS
     role: str  # e.g. "a divisor", "the value of `masked_fill`"
     problems: list[str] = field(default_factory=list)  # why the fix is unsafe
+    meets: list[cst.BaseExpression] = field(default_factory=list)  # tensors that decide the result's dtype with it
 
 
 class KeepScalarTensor(Rule):
@@ -160,9 +157,14 @@ class KeepScalarTensor(Rule):
     ## Fix safety
     **Safe** when the value is used as read and every tensor it meets keeps
     its dtype: `masked_fill` / `fill_` / in-place updates always do; for
-    arithmetic, `torch.where` and `torch.clamp` fixitem must see that the
-    tensor is floating point (a module's output, a loss, `.float()`, a
-    `torch.FloatTensor` annotation, a true division...). Then dtypes are the
+    arithmetic, `torch.where` and `torch.clamp` the tensor must have the
+    value's own dtype (`torch.clamp(h, min=h.mean().item())`), or the value
+    must be an integer (`mask.count_nonzero()`) and the tensor floating point,
+    or the tensor must be floating point (a module's output, a loss,
+    `.float()`, a `torch.FloatTensor` annotation, a true division...) and
+    certainly have a dimension (a layer's output, `x.flatten()`,
+    `torch.arange(n)`): two 0-dim tensors promote (a 0-dim float32 loss
+    divided by a float64 value gives float64). Then dtypes are the
     same and values equal up to rounding: on CPU exactly, except `v * x` with a
     bfloat16/float16 `x`, which rounds a wider value to `x`'s dtype first; on
     CUDA, float32 `+`, `-`, `*` are exact, `x / v` can differ in the last bit
@@ -173,10 +175,12 @@ class KeepScalarTensor(Rule):
 
     **Unsafe** (needs `--unsafe`) when Python arithmetic is done on the number
     first (`logits.min().item() - 1.0`): it now runs in the value's dtype
-    rather than in float64; or when fixitem cannot tell that a tensor the
+    rather than in float64; when fixitem cannot tell that a tensor the
     value meets is floating point: an integer or bool tensor combined with a
     float64/bfloat16/float16 0-dim value takes the value's dtype, where the
-    Python float gave float32.
+    Python float gave float32; or when that tensor may be 0-dim and of
+    another dtype (`loss_bbox.sum() / num_boxes`: a float16 loss with a
+    float32 `num_boxes` becomes float32).
 
     Either way the value must live on the device of the tensors it meets: a
     CUDA value combined with a CPU tensor, or a CPU value as a `clamp` bound of
@@ -199,7 +203,7 @@ class KeepScalarTensor(Rule):
                 import torch.nn.functional as F
                 def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
                     loss_sum = F.l1_loss(pred, target, reduction="sum")
-                    num_boxes = torch.clamp(valid.sum(), min=1).item()
+                    num_boxes = torch.clamp(valid.count_nonzero(), min=1).item()
                     return loss_sum / num_boxes
                 """
             ),
@@ -209,7 +213,7 @@ class KeepScalarTensor(Rule):
                 import torch.nn.functional as F
                 def box_loss(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor):
                     loss_sum = F.l1_loss(pred, target, reduction="sum")
-                    num_boxes = torch.clamp(valid.sum(), min=1).detach()
+                    num_boxes = torch.clamp(valid.count_nonzero(), min=1).detach()
                     return loss_sum / num_boxes
                 """
             ),
@@ -251,6 +255,7 @@ class KeepScalarTensor(Rule):
                     return torch.where(keep, scores, value)
                 """
             ),
+            unsafe=True,  # a 0-dim `scores` with a float64 `fallback` would become float64
         ),
         Invalid(
             dedent(
@@ -439,6 +444,9 @@ class KeepScalarTensor(Rule):
             problems.append(ROUNDING_REASON.format(code=ctx.code(top)))
         for use in uses:
             problems.extend(p for p in use.problems if p not in problems)
+        met = [tensor for use in uses for tensor in use.meets]
+        dtype_problems = [zero_dim_dtype_problem(ctx, ctx.code(site.node), t, sources=[site.value]) for t in met]
+        problems.extend([p for p in dtype_problems if p][:1])  # the first says enough
         replacement = detached_scalar(ctx, site.value)
         if isinstance(site.node, cst.Call) and site.node.lpar:
             replacement = replacement.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
@@ -543,11 +551,11 @@ def _always_tensor(ctx: FileContext, name: cst.Name) -> bool:
 def _meets(
     ctx: FileContext, consumer: str, role: str, tensor: cst.BaseExpression, problems: list[str], in_place: bool = False
 ) -> Use:
-    """The value meets ``tensor`` in ``consumer``: unsafe unless the result keeps the
-    tensor's dtype or the tensor is plainly floating point."""
-    if not (CONSUMERS[consumer].keeps_dtype or in_place) and not _floating(ctx, tensor, set()):
-        problems = problems + [DTYPE_REASON.format(code=ctx.code(tensor))]
-    return Use(consumer, role, problems)
+    """The value meets ``tensor`` in ``consumer``: unless the result keeps the tensor's
+    dtype whatever the value's, ``tensor`` is one the dtype check is made against."""
+    if CONSUMERS[consumer].keeps_dtype or in_place:
+        return Use(consumer, role, problems)
+    return Use(consumer, role, problems, meets=[tensor])
 
 
 def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str]) -> Use | None:
@@ -622,169 +630,3 @@ def _slots(positional: list[cst.Arg], keywords: dict[str, cst.Arg], names: tuple
                 return None
             slots[i] = keywords[name]
     return slots
-
-
-# -- what fixitem can tell about the tensors ------------------------------------------------------
-
-FLOAT_DTYPES = frozenset({"float", "float32", "float64", "double", "float16", "half", "bfloat16"})
-INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "bool"})
-# Functions and tensor methods whose result is floating point for any input
-# they accept (or that fail on integer input).
-FLOAT_RESULTS = frozenset(
-    {
-        "float", "half", "double", "bfloat16", "softmax", "log_softmax", "softmin", "sigmoid", "tanh",
-        "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "erf",
-        "erfc", "reciprocal", "mean", "nanmean", "std", "var", "norm", "rand", "randn", "rand_like",
-        "randn_like", "normal", "layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm",
-        "gelu", "silu", "mish", "softplus", "elu", "selu", "celu", "logsigmoid", "linear", "bilinear",
-        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-        "embedding", "scaled_dot_product_attention", "cross_entropy", "nll_loss", "l1_loss", "mse_loss",
-        "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-        "kl_div", "cosine_similarity", "pairwise_distance", "cdist", "normalize", "interpolate",
-        "logsumexp", "logit", "lerp", "true_divide", "atan2", "hypot", "sigmoid_focal_loss",
-        "zeros", "ones", "empty", "linspace", "logspace", "hann_window", "poisson_nll_loss",
-        "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss", "cosine_embedding_loss",
-        "hinge_embedding_loss", "multilabel_soft_margin_loss", "dropout", "softsign", "tanhshrink",
-        "hardsigmoid", "hardswish", "hardtanh", "log_sigmoid", "glu",
-    }
-)
-# Results with the dtype of their receiver (or first argument).
-SAME_DTYPE = frozenset(
-    {
-        "abs", "neg", "negative", "clamp", "clamp_min", "clamp_max", "clip", "reshape", "view", "view_as",
-        "transpose", "permute", "contiguous", "squeeze", "unsqueeze", "flatten", "unflatten", "masked_fill",
-        "detach", "clone", "max", "min", "amax", "amin", "t", "expand", "expand_as", "repeat", "flip",
-        "roll", "narrow", "select", "gather", "index_select", "relu", "to", "cuda", "cpu", "pad", "sum",
-        "nansum", "prod", "diagonal", "triu", "tril", "masked_select", "square", "cumsum", "maximum",
-        "minimum", "add", "sub", "mul", "matmul", "bmm", "mm", "einsum", "where", "type_as", "zeros_like",
-        "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full",
-        "masked_fill_", "fill_", "clamp_", "mul_", "add_", "sub_", "div_", "roll", "tile", "movedim",
-        "swapaxes", "mT", "narrow_copy", "index_fill", "scatter", "scatter_add", "cat", "stack", "concat",
-    }
-)
-FLOAT_ANNOTATIONS = frozenset(
-    {"torch.FloatTensor", "torch.HalfTensor", "torch.DoubleTensor", "torch.BFloat16Tensor", "FloatTensor"}
-)
-
-
-def _dtype_of_keyword(ctx: FileContext, call: cst.Call) -> bool | None:
-    """True / False when the call names a floating / integer ``dtype=``; None when it names none."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "dtype":
-            name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
-            if name in FLOAT_DTYPES:
-                return True
-            return False if name in INT_DTYPES else None
-    return None
-
-
-def _floating(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
-    """Can fixitem see that the tensor ``expr`` is floating point?"""
-    if isinstance(expr, cst.Call):
-        return _floating_call(ctx, expr, seen)
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Divide):
-            return Kind.TENSOR in (ctx.kind(expr.left), ctx.kind(expr.right))
-        sides = (expr.left, expr.right)
-        return any(isinstance(s, cst.Float) or (ctx.kind(s) is Kind.TENSOR and _floating(ctx, s, seen)) for s in sides)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _floating(ctx, expr.expression, seen)
-    if isinstance(expr, cst.Subscript):
-        return _floating(ctx, expr.value, seen)
-    if isinstance(expr, cst.Attribute):
-        if expr.attr.value in ("T", "mT", "H", "mH", "data", "grad"):
-            return _floating(ctx, expr.value, seen)
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = ctx.provenance.enclosing_class(expr)
-            values = ctx.provenance.class_attrs.get(cls, {}).get(expr.attr.value, []) if cls is not None else []
-            return bool(values) and all(_floating_attribute_value(ctx, v, seen) for v in values)
-        return False
-    if isinstance(expr, cst.IfExp):
-        return _floating(ctx, expr.body, seen) and _floating(ctx, expr.orelse, seen)
-    if isinstance(expr, cst.Name):
-        return _floating_name(ctx, expr, seen)
-    return False
-
-
-def _floating_attribute_value(ctx: FileContext, value: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
-    if isinstance(value, cst.Call) and (ctx.provenance.imports.qualify(value.func) or "").endswith(("nn.Parameter", "parameter.Parameter")):
-        return True  # a parameter: trained, so floating point
-    return _floating(ctx, value, seen)
-
-
-def _floating_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str]]) -> bool:
-    if ctx.kind(call.func) is Kind.MODULE:
-        return True  # a module's output: activations, logits, losses
-    declared = _dtype_of_keyword(ctx, call)
-    if declared is not None:
-        return declared
-    func = call.func
-    qualified = ctx.provenance.imports.qualify(func) or ""
-    if qualified.startswith("torch."):
-        short = qualified.rsplit(".", 1)[-1]
-        if short in FLOAT_RESULTS or short.endswith("_loss"):
-            return True
-        if short in SAME_DTYPE and call.args:
-            first = call.args[0].value
-            if isinstance(first, (cst.List, cst.Tuple)):  # torch.cat([a, b])
-                return any(_floating(ctx, e.value, seen) for e in first.elements if not isinstance(e, cst.StarredElement))
-            if short in ("maximum", "minimum", "add", "sub", "mul", "where") and len(call.args) > 1:
-                operands = call.args[1:3] if short == "where" else call.args[:2]  # not where's condition
-                return any(ctx.kind(a.value) is Kind.TENSOR and _floating(ctx, a.value, seen) for a in operands)
-            return _floating(ctx, first, seen)
-        if short in ("tensor", "as_tensor", "full", "arange"):
-            return any(isinstance(node, cst.Float) for arg in call.args for node in _walk_expr(arg.value))
-        return False
-    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-        method = func.attr.value
-        if method in FLOAT_RESULTS:
-            return True
-        if method == "to":
-            for arg in call.args:
-                if ctx.kind(arg.value) is Kind.TENSOR:
-                    return _floating(ctx, arg.value, seen)  # ``x.to(other)`` takes other's dtype
-                name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
-                if name in FLOAT_DTYPES:
-                    return True
-                if name in INT_DTYPES:
-                    return False
-            return _floating(ctx, func.value, seen)
-        if method == "type_as" and call.args:
-            return _floating(ctx, call.args[0].value, seen)
-        if method in SAME_DTYPE:
-            return _floating(ctx, func.value, seen)
-    return False
-
-
-def _walk_expr(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
-
-
-def _floating_name(ctx: FileContext, name: cst.Name, seen: set[tuple[int, str]]) -> bool:
-    scope: Scope | None = ctx.provenance.scope_of(name).lookup(name.value)
-    if scope is None:
-        return False
-    key = (id(scope), name.value)
-    if key in seen:
-        # ``h = h - m``: floating when the name's other bindings are (a name
-        # cannot be bound by self-references alone).
-        return True
-    seen = seen | {key}
-    bindings = [(how, node) for how, node in scope.bindings[name.value] if how != "aug"]
-    if not bindings:
-        return False
-    for how, node in bindings:
-        if how == "value" and isinstance(node, cst.BaseExpression):
-            if not _floating(ctx, node, seen):
-                return False
-        elif how == "param" and isinstance(node, cst.Param):
-            annotation = node.annotation.annotation if node.annotation is not None else None
-            if annotation is None or (ctx.provenance.imports.qualify(annotation) or "") not in FLOAT_ANNOTATIONS:
-                return False
-        else:
-            return False
-    return True

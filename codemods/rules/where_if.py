@@ -204,7 +204,7 @@ class WhereIf(Rule):
                 def f(y: torch.Tensor):
                     energy = y.pow(2).mean().detach()
                     y = torch.where(energy > 4.0, y * 0.5, y)
-                    scale = torch.where(y.max() < 0.5, 2.0, 1.0)
+                    scale = 2.0 if y.max().item() < 0.5 else 1.0
                     return y * scale
                 """
             ),

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..context import FileContext
+from ..dtypes import tensors_met, zero_dim_dtype_problem
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -51,7 +52,10 @@ class WhereIfExp(Rule):
     **Safe** when both values are tensors computed without side effects and
     from the same modules and parameters, or both are number literals of one
     type that every floating dtype holds exactly (`2.0` / `1.0`) and the
-    result is used only in tensor arithmetic (`y * scale`), and the condition
+    result is used only in tensor arithmetic with tensors that certainly
+    have a dimension (`y * scale` with `y` a layer's output: the selection
+    is a 0-dim float32 tensor, which would turn a 0-dim float16 `y` into
+    float32; ints are selected as int64), and the condition
     compares with numbers exact in float16/bfloat16 (see FX101). **Unsafe**
     when a value may have side effects, random numbers or NaN gradients
     (both values are now computed), when only one value uses a module or
@@ -100,6 +104,37 @@ class WhereIfExp(Rule):
                 def f(x: torch.Tensor):
                     scale = torch.where(x.max() > 1, 0.5, 1.0)
                     return x * scale
+                """
+            ),
+            unsafe=True,  # `x` may be 0-dim: a float16 one times the float32 0-dim `scale` is float32
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Damp(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        y = self.fc(x)
+                        scale = 0.5 if float(y.max()) > 1 else 1.0
+                        return y * scale
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Damp(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+                    def forward(self, x):
+                        y = self.fc(x)
+                        scale = torch.where(y.max() > 1, 0.5, 1.0)
+                        return y * scale
                 """
             ),
         ),
@@ -187,6 +222,7 @@ class WhereIfExp(Rule):
                 if flow.unsafe:
                     reasons.append(f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}")
                 reasons.extend(_number_problems(ctx, node, numbers))
+                reasons.extend(_dtype_problems(ctx, node, numbers))
                 unknown = [v for v in numbers if ctx.kind(v) is not Kind.NUMBER]
                 if unknown:
                     reasons.append(f"`{ctx.code(unknown[0])}` is not known to be a tensor: the result becomes one")
@@ -226,6 +262,19 @@ def _not_selectable(ctx: FileContext, value: cst.BaseExpression) -> str:
         return (f"`{ctx.code(value)}` is not known to be a tensor or a number (an `Enum` member, a string "
                 "and a flag cannot be selected by `torch.where`)")
     return ""
+
+
+def _dtype_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
+    """Why the selected numbers, as a 0-dim tensor (the default float32 for float literals,
+    int64 for int ones), may promote differently than the Python number did against the tensors
+    they meet."""
+    literals = [_literal(v) for v in numbers]
+    if len(numbers) != 2 or not all(isinstance(v, (cst.Integer, cst.Float)) for v in literals):
+        return []  # _number_problems already refuses
+    kind = "default_float" if isinstance(literals[0], cst.Float) else "integer"
+    code = ctx.code(node)
+    problems = [zero_dim_dtype_problem(ctx, code, tensor, kind=kind) for tensor in tensors_met(ctx, node)]
+    return [p for p in problems if p][:1]  # the first says enough
 
 
 def _number_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
