@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -11,7 +13,16 @@ import libcst as cst
 
 from ..context import FileContext
 from ..effects import PURE_BUILTINS
-from ..output_calls import OutputCall, OutputKind, live_context, output_call, output_wrappers
+from ..dtypes import certainly_integer
+from ..output_calls import (
+    OutputCall,
+    OutputKind,
+    live_context,
+    logger_origin,
+    output_call,
+    output_wrappers,
+    stable_receiver,
+)
 from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -243,6 +254,230 @@ def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 def _is_text(expr: cst.CSTNode) -> bool:
     return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
+
+
+# What a receiver taken at record time is called in the lambda when its own spelling says nothing.
+_KIND_RECEIVERS = {OutputKind.METRICS: "writer", OutputKind.LOGGER: "logger", OutputKind.LOGGING: "logger",
+                   OutputKind.PRINT: "stream", OutputKind.PROGRESS: "bar"}
+
+
+def _receiver_hint(expr: cst.BaseExpression) -> str:
+    """What a person would call the object a method is called on: ``self.writer``
+    -> ``writer``, ``writers[i]`` -> ``writer``, ``get_writer(i)`` -> ``writer``,
+    ``logging.getLogger(name)`` -> ``logger``."""
+    if isinstance(expr, cst.Name):
+        return expr.value.strip("_")
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value.strip("_")
+    if isinstance(expr, cst.Subscript):
+        base = _receiver_hint(expr.value)
+        if len(base) > 2 and base.endswith("s") and not base.endswith(("ss", "us", "is")):
+            return base[:-1]
+        return ""
+    if isinstance(expr, cst.Call):
+        name = _receiver_hint(expr.func)
+        for prefix in ("get_", "get", "make_", "create_"):
+            if name.startswith(prefix) and len(name) > len(prefix):
+                rest = name[len(prefix):]
+                return rest[0].lower() + rest[1:]
+        return ""
+    return ""
+
+
+def _unknown_loggers(ctx: FileContext, call: cst.Call, found: OutputCall) -> list[str]:
+    """Why the logger the call writes to (itself, or through a wrapper of the file) is
+    not known to be a ``logging`` one."""
+    if found.kind is OutputKind.LOGGER:
+        why = logger_origin(ctx, call)
+        return [why] if why else []
+    if found.kind is not OutputKind.WRAPPER or found.wrapper is None:
+        return []
+    problems: list[str] = []
+    seen: set[cst.FunctionDef] = set()
+    todo = [found.wrapper]
+    while todo:
+        wrapper = todo.pop()
+        if wrapper in seen:
+            continue
+        seen.add(wrapper)
+        for inner in walk(wrapper.body):
+            if isinstance(inner, cst.Call):
+                inner_found = output_call(ctx, inner)
+                if inner_found is None:
+                    continue
+                if inner_found.kind is OutputKind.LOGGER:
+                    why = logger_origin(ctx, inner)
+                    if why:
+                        problems.append(why)
+                elif inner_found.kind is OutputKind.WRAPPER and inner_found.wrapper is not None:
+                    todo.append(inner_found.wrapper)
+    return problems
+
+
+# A ``str.format`` / f-string spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type].
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[_,]?(?:\.\d+)?(?P<type>[bcdeEfFgGnosxX%])?\Z", re.S)
+_PERCENT = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d+))?[hlL]?"
+                      r"(?P<type>[diouxXeEfFgGcrsa%])")
+# Type codes that only format numbers (a value they format without raising is a number).
+_NUMERIC_FORMAT = frozenset("bcdeEfFgGnoxX%")
+_NUMERIC_PERCENT = frozenset("diouxXeEfFgGc")
+# Type codes that raise on a float: ``f"{1.5:d}"``, ``"%x" % 1.5``.
+_INTEGER_FORMAT = frozenset("bcdoxX")
+_INTEGER_PERCENT = frozenset("cxXo")
+
+
+def _literal_text(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _format_fields(text: str) -> list[tuple[str, str]] | None:
+    """``"{} {x:.3f}"`` -> ``[("0", ""), ("x", ".3f")]``: field and spec of each
+    replacement field; None where fixitem cannot follow (nested fields, ``!r``)."""
+    fields: list[tuple[str, str]] = []
+    auto = 0
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if conversion or "{" in (spec or ""):
+            fields.append(("", ""))  # formatted as text, or a spec only known at run time
+            continue
+        if name == "":
+            name = str(auto)
+            auto += 1
+        fields.append((name, spec or ""))
+    return fields
+
+
+def _formats(ctx: FileContext, call: cst.Call, found: OutputCall) -> dict[cst.CSTNode, tuple[str, str]]:
+    """The values of the call that are formatted with a type code, and how:
+    ``{node: ("format", "d")}`` for ``f"{x:d}"`` and ``"{:d}".format(x)``,
+    ``("percent", "x")`` for ``"%x" % x``, ``("log", "f")`` for the arguments of
+    ``logger.info("%.3f", x)`` (``logging`` reports a formatting error itself)."""
+    formats: dict[cst.CSTNode, tuple[str, str]] = {}
+    for node in walk(call):
+        if isinstance(node, cst.FormattedStringExpression):
+            spec = node.format_spec
+            if node.conversion is not None or not spec or not all(isinstance(p, cst.FormattedStringText) for p in spec):
+                continue
+            match = _FORMAT_SPEC.match("".join(p.value for p in spec))  # type: ignore[union-attr]
+            if match and match["type"]:
+                formats[node.expression] = ("format", match["type"])
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+            text = _literal_text(node.func.value)
+            fields = _format_fields(text) if text is not None else None
+            if not fields or any(a.star for a in node.args):
+                continue
+            positional = [a.value for a in node.args if a.keyword is None]
+            keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            for name, spec in fields:
+                match = _FORMAT_SPEC.match(spec) if spec else None
+                if not match or not match["type"]:
+                    continue
+                value = positional[int(name)] if name.isdigit() and int(name) < len(positional) else keywords.get(name)
+                if value is not None:
+                    formats[value] = ("format", match["type"])
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            text = _literal_text(node.left)
+            if text is not None:
+                right = node.right
+                values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+                formats.update(_percent_formats(text, values, "percent"))
+    if found.kind.logs and call.args and call.args[0].keyword is None:
+        text = _literal_text(call.args[0].value)
+        rest = [a for a in call.args[1:] if a.keyword is None]
+        if text is not None and not any(a.star for a in rest):
+            formats.update(_percent_formats(text, [a.value for a in rest], "log"))
+    return formats
+
+
+def _percent_formats(text: str, values: list[cst.BaseExpression], style: str) -> dict[cst.CSTNode, tuple[str, str]]:
+    conversions = [m for m in _PERCENT.finditer(text) if m["type"] != "%"]
+    if any(m["key"] or m["width"] == "*" or m["precision"] == "*" for m in conversions) or len(conversions) != len(values):
+        return {}  # a mapping, a ``*`` width, or a count fixitem does not see
+    return {value: (style, m["type"]) for value, m in zip(values, conversions)}
+
+
+def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+    """Does ``expr`` give a value that cannot change before the replay?
+
+    A number; a tensor's or an array's metadata (``x.shape``, ``x.dtype``, ``x.shape[0]``);
+    a value formatted as a number (``:.4f``, ``%d``): an array of more than one
+    element cannot be, so it is a number (an array of one element formatted with
+    ``%`` is the exception, which numpy deprecates).
+    """
+    if ctx.kind(expr) is Kind.NUMBER:
+        return True
+    style_code = formats.get(expr)
+    if style_code is not None:
+        style, code = style_code
+        if code in (_NUMERIC_FORMAT if style == "format" else _NUMERIC_PERCENT):
+            return True
+    if isinstance(expr, cst.Attribute):
+        base = ctx.kind(expr.value)
+        attr = expr.attr.value
+        return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        return expr.value.attr.value == "shape" and _immutable(ctx, expr.value, {})
+    return False
+
+
+# Attributes that describe a tensor or an array rather than hold its data (``shape`` is a tuple).
+_TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
+                              "names", "nbytes", "itemsize"})
+_NUMPY_METADATA = frozenset({"shape", "dtype", "ndim", "size", "nbytes", "itemsize"})
+
+
+def _float_read(ctx: FileContext, node: cst.CSTNode, reads: dict[cst.CSTNode, SyncSite]) -> SyncSite | None:
+    """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
+    site = reads.get(node)
+    if site is not None:
+        if site.kind == "float" or (site.kind == "item" and not certainly_integer(ctx, site.value)):
+            return site
+        return None
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        for child in children_of(node):
+            found = _float_read(ctx, child, reads)
+            if found is not None:
+                return found
+    return None
+
+
+def _raising_formats(ctx: FileContext, formats: dict[cst.CSTNode, tuple[str, str]],
+                     reads: dict[cst.CSTNode, SyncSite]) -> list[str]:
+    """``f"{loss.item():d}"``: the original raises where it runs; replayed, the
+    error comes later (another step has run, the checkpoint may be written)."""
+    problems = []
+    for node, (style, code) in formats.items():
+        if code not in (_INTEGER_FORMAT if style == "format" else _INTEGER_PERCENT if style == "percent" else ()):
+            continue
+        site = _float_read(ctx, node, reads)
+        if site is not None:
+            spec = f"`:{code}`" if style == "format" else f"`%{code}`"
+            problems.append(f"{spec} rejects a float: formatting `{ctx.code(site.node)}` may raise at replay, "
+                            "later than the original")
+    return problems
+
+
+REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
+
+
+def _redirected(ctx: FileContext, stmt: cst.CSTNode) -> str:
+    """The ``with redirect_stdout(...)`` around ``stmt`` in its function, if any."""
+    for parent in ctx.ancestors(stmt):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return ""
+        if isinstance(parent, cst.With):
+            for item in parent.items:
+                if isinstance(item.item, cst.Call) and ctx.provenance.imports.qualify(item.item.func) in REDIRECTS:
+                    return ctx.code(item.item.func)
+    return ""
 
 
 class _Indent(cst.CSTTransformer):
@@ -684,6 +919,11 @@ class DeferredLogging(Rule):
         if any(s.node in walk(call.func) for s in inner):
             plan.blocker = "the callee itself reads a tensor value"
             return plan
+        redirect = _redirected(ctx, stmt)
+        if redirect and found.kind is not OutputKind.METRICS:
+            plan.blocker = (f"it is inside `with {redirect}(...)`: replayed after the block, the text would go to "
+                            "the stream put back, not the one it redirects to")
+            return plan
         collector = _Collector(ctx, reads, others)
         for arg in call.args:
             collector.walk(arg)
@@ -703,6 +943,17 @@ class DeferredLogging(Rule):
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
+        plan.unsafe.extend(_unknown_loggers(ctx, call, found))
+        formats = _formats(ctx, call, found)
+        plan.unsafe.extend(_raising_formats(ctx, formats, reads))
+        # The object whose method is called is taken now, as the original takes it:
+        # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is not None and stable_receiver(ctx, receiver):
+            receiver = None
+        if receiver is not None and any(isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr)) for n in walk(receiver)):
+            plan.blocker = "the object called contains `await`, `yield` or `:=`, which a lambda cannot hold"
+            return plan
 
         # Parameters, in order of first appearance.
         attributes = {n.attr for n in walk(call) if isinstance(n, cst.Attribute)}
@@ -712,11 +963,11 @@ class DeferredLogging(Rule):
         body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
         counter = 0
 
-        def fresh(hint: cst.CSTNode | None = None) -> str:
+        def fresh(hint: cst.CSTNode | str | None = None) -> str:
             nonlocal counter
             # ``trainer.iter_num`` is passed as ``iter_num``: read as the original.
             # ``opt.param_groups[0]["lr"]`` as ``lr``.
-            name = ""
+            name = hint if isinstance(hint, str) else ""
             if isinstance(hint, cst.Attribute):
                 name = hint.attr.value
             elif isinstance(hint, cst.Subscript) and len(hint.slice) == 1 and isinstance(hint.slice[0].slice, cst.Index):
@@ -732,12 +983,23 @@ class DeferredLogging(Rule):
                 if name not in taken and name not in params:
                     return name
 
+        if receiver is not None:
+            if isinstance(receiver, cst.Name):
+                param = receiver.value  # ``lambda writer, loss: writer.add_scalar(...)``
+            else:
+                param = fresh(_receiver_hint(receiver))
+                if param.startswith("value"):
+                    param = fresh(_KIND_RECEIVERS.get(found.kind, "target"))
+                body_replacements[receiver] = cst.Name(param)
+            params.append(param)
+            values.append(receiver)
         for what, item in collector.order:
             if what == "name":
                 name = str(item)
                 uses = collector.names[name]
-                params.append(name)
-                values.append(cst.Name(name))
+                if name not in params:
+                    params.append(name)
+                    values.append(cst.Name(name))
                 if all(use == "read" for _, use in uses):
                     continue
                 node = uses[0][0]
@@ -757,6 +1019,11 @@ class DeferredLogging(Rule):
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
                 elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
+                elif isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
+                    plan.unsafe.append(
+                        f"`{ctx.code(expr)}` may be a mutable object (an array): it is passed by reference and read "
+                        "at replay, not now"
+                    )
                 param = fresh(expr)
                 params.append(param)
                 values.append(expr)
@@ -783,7 +1050,8 @@ class DeferredLogging(Rule):
         empty = cst.Module(body=[])
         head = f"lambda {', '.join(params)}:" if params else "lambda:"
         pieces = [f"{head} {empty.code_for_node(body)}", *[empty.code_for_node(v) for v in values]]
-        record = cst.ensure_type(cst.parse_expression(f"deferred.record({', '.join(pieces)})"), cst.Call)
+        alias = ctx.runtime_alias()
+        record = cst.ensure_type(cst.parse_expression(f"{alias}.record({', '.join(pieces)})"), cst.Call)
         indent = ctx.positions[stmt].start.column
         text = empty.code_for_node(record)
         if "\n" in text or indent + len(text) > LINE_LENGTH:
