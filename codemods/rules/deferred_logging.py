@@ -535,7 +535,11 @@ class DeferredLogging(Rule):
     ```python
     print(f"step {step} loss {loss.item():.4f}")
     logger.info("loss %.3f acc %d", loss.item(), correct.item())
-    print(f"iter {trainer.iter_num} seen {len(batch)} loss {loss.item():.4f}")
+    print(f"iter {trainer.iter_num:d} seen {len(batch)} loss {loss.item():.4f}")
+    for run in runs:
+        writer = SummaryWriter(run)
+        ...
+        writer.add_scalar("loss", loss.item(), step)
     ```
 
     ## Use instead
@@ -544,11 +548,20 @@ class DeferredLogging(Rule):
     deferred.record(lambda step, loss: print(f"step {step} loss {loss:.4f}"), step, loss)
     deferred.record(lambda loss, correct: logger.info("loss %.3f acc %d", loss, correct), loss, correct)
     deferred.record(
-        lambda iter_num, value, loss: print(f"iter {iter_num} seen {value} loss {loss:.4f}"),
+        lambda iter_num, value, loss: print(f"iter {iter_num:d} seen {value} loss {loss:.4f}"),
         trainer.iter_num,
         len(batch),
         loss,
     )
+    for run in runs:
+        writer = SummaryWriter(run)
+        ...
+        deferred.record(
+            lambda writer, loss, step: writer.add_scalar("loss", loss, step),
+            writer,
+            loss,
+            step,
+        )
     ```
     What the original evaluates when it makes the call is evaluated when the
     call is recorded and passed in as a value: attributes
@@ -556,10 +569,17 @@ class DeferredLogging(Rule):
     expressions (`len(batch)`, `opt.param_groups[0]["lr"]`, passed as
     `value`, `value_1`, ...), and the tensor of each read (`out.loss.item()`
     passes `out.loss`). A tensor is passed only when it is read as a
-    one-element value; plain names stay names; the callee (`print`,
-    `logger.info`), builtins, imported modules and functions of the file
-    are looked up at replay. `float(t)` and `int(t)` stay `float(...)` /
-    `int(...)` in the lambda, so the type is the original's.
+    one-element value; plain names stay names; builtins (`print`), imported
+    modules (`logging.info`, `wandb.log`) and functions of the file are
+    looked up at replay. The object whose method is called is passed too,
+    as the first value (`writer` above, `self.writers[split]`,
+    `get_writer(i)`: the records go to the object of the moment), unless it
+    is certainly the same object at replay: an imported module, a name bound
+    once in its scope outside any loop (a module-level `logger =
+    logging.getLogger(__name__)`, a parameter). `float(t)` and `int(t)` stay
+    `float(...)` / `int(...)` in the lambda, so the type is the original's.
+    The runtime is imported as `deferred`, or as `fixitem_deferred` in a
+    file that has its own `deferred`.
 
     ## Fix safety
     **Safe** when every name passed is a tensor read with `.item()` /
@@ -567,9 +587,13 @@ class DeferredLogging(Rule):
     call or arithmetic, `mean, n = evaluate(...)`): the output is the same
     text, replayed later (every N records, at exit, before a traceback, and
     before any other output of the process). Attributes and computed values
-    are read at record time, as the original read them; one that holds a
-    container the program changes in place before the replay would show the
-    change (log lines format numbers and strings, which cannot change).
+    are read at record time, as the original read them; an attribute or an
+    item passed is known not to change before the replay: a number, a
+    tensor's metadata (`x.shape`), or formatted as a number (`:.4f`, `%d`;
+    an array of more than one element cannot be). Loggers are those the code
+    shows are `logging` loggers (`logging.getLogger(...)`, a library's
+    `logging.get_logger(...)`, a `logging.Logger` annotation, `self.logger`
+    assigned one of these).
     Logging records keep their `lineno` (the call stays on one line when it
     fits) but `funcName` becomes `<lambda>` and `created` is the replay time.
     The logger checks its level when the call is replayed: a call whose level
@@ -579,15 +603,25 @@ class DeferredLogging(Rule):
     `warning_once` keeps its once-per-message behaviour (it is called once
     per replayed record, as before).
     **Unsafe** when a name passed may be a mutable object (a dict, a list,
-    `self`, a parameter of unknown type): it is passed by reference and
-    formatted at replay, not now, so a later mutation shows; when a tensor
+    `self`, a parameter of unknown type), or an attribute or item passed may
+    be one (`stats["r"]`, `run.returns`: a numpy array reset in place after
+    the call): it is passed by reference and formatted at replay, not now,
+    so a later mutation shows; when the logger is not known to be a
+    `logging` one (an object only named `logger`: a module of the project,
+    an untyped parameter; it may buffer lines or write to its own files,
+    which are not kept in order); when a format rejects a float
+    (`{:d}`, `:x`, `%x` of `loss.item()` that is not known to be an integer
+    tensor: the error would be raised at replay, after the program has gone
+    on, not where the original raised it); when a tensor
     read is not known to be a tensor (`x.item()` of an untyped `x`); when a
     function other than a builtin, `math` or `numpy` is called on a read
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
     function, `<lambda>` at replay); and for a module formatted at replay.
-    **No fix** when the call holds `await`, `yield` or `:=`, a tensor read
+    **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
+    (replayed after the block, the text would go to the stream put back);
+    when the call holds `await`, `yield` or `:=`, a tensor read
     inside a lambda or comprehension or in a branch evaluated only sometimes,
     a starred argument that reads a tensor, an f-string `=` around a read,
     or formats a tensor itself (`print(x)`: the runtime replays only
@@ -772,6 +806,70 @@ class DeferredLogging(Rule):
                     deferred.record(lambda loss: print0("loss {:.3f}".format(loss)), loss)
                 """
             ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch.utils.tensorboard import SummaryWriter
+
+                def sweep(data: torch.Tensor, runs: list):
+                    for run in runs:
+                        writer = SummaryWriter(run)
+                        for step in range(10):
+                            loss = (data * step).sum()
+                            writer.add_scalar("loss", loss.item(), step)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch.utils.tensorboard import SummaryWriter
+                from fixitem import runtime as deferred
+
+                def sweep(data: torch.Tensor, runs: list):
+                    for run in runs:
+                        writer = SummaryWriter(run)
+                        for step in range(10):
+                            loss = (data * step).sum()
+                            deferred.record(
+                                lambda writer, loss, step: writer.add_scalar("loss", loss, step),
+                                writer,
+                                loss,
+                                step,
+                            )
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import numpy as np
+                import torch
+
+                def episode(stats: dict, loss: torch.Tensor):
+                    stats["r"] += 1.0
+                    print(f"returns={stats['r']} loss={loss.item():.3f}")
+                    stats["r"][:] = 0
+                """
+            ),
+            fixed=dedent(
+                """
+                import numpy as np
+                import torch
+                from fixitem import runtime as deferred
+
+                def episode(stats: dict, loss: torch.Tensor):
+                    stats["r"] += 1.0
+                    deferred.record(
+                        lambda r, loss: print(f"returns={r} loss={loss:.3f}"),
+                        stats['r'],
+                        loss,
+                    )
+                    stats["r"][:] = 0
+                """
+            ),
+            unsafe=True,
         ),
         Invalid(
             dedent(
