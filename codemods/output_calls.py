@@ -112,14 +112,33 @@ def _is_logger(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     return ctx.provenance.imports.qualify(receiver) == "logging" or is_logger_name(name)
 
 
+def _import_origin(ctx: FileContext, name: str) -> str | None:
+    """What a name is imported as: ``logging`` -> ``"logging"``; relative imports
+    too (``from ...utils import logging`` -> ``"...utils.logging"``)."""
+    origin = ctx.provenance.imports.aliases.get(name)
+    if origin is not None:
+        return origin
+    for node in ctx.nodes(cst.ImportFrom):
+        if not node.relative or isinstance(node.names, cst.ImportStar):
+            continue
+        base = "." * len(node.relative) + ((dotted_name(node.module) or "") if node.module is not None else "")
+        for alias in node.names:
+            if (alias.evaluated_alias or alias.evaluated_name) == name:
+                return (base if base.endswith(".") else base + ".") + alias.evaluated_name
+    return None
+
+
 def _logger_factory(ctx: FileContext, func: cst.BaseExpression) -> bool:
     """``logging.getLogger``, ``transformers.utils.logging.get_logger``,
-    ``accelerate.logging.get_logger``: a ``getLogger`` / ``get_logger`` of an
-    imported ``logging`` module (a library's wrapper around the standard one)."""
+    ``accelerate.logging.get_logger``, a model file's ``from ...utils import
+    logging``: a ``getLogger`` / ``get_logger`` of an imported ``logging``
+    module (a library's wrapper around the standard one)."""
     name = dotted_name(func)
-    if name is None or name.split(".")[0] not in ctx.provenance.imports.aliases:
+    root, _, rest = (name or "").partition(".")
+    origin = _import_origin(ctx, root) if root else None
+    if origin is None:
         return False
-    qualified = ctx.provenance.imports.qualify(func) or ""
+    qualified = f"{origin}.{rest}" if rest else origin
     module, _, factory = qualified.rpartition(".")
     if qualified in LOGGER_CLASSES:
         return True

@@ -154,6 +154,18 @@ def test_values_known_not_to_change_stay_safe():
     assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
 
 
+def test_an_optimizers_learning_rate_is_a_number():
+    code = (
+        "import torch\nimport wandb\n"
+        "def f(opt, sched, loss: torch.Tensor):\n"
+        "    wandb.log({'loss': loss.item(), 'lr': opt.param_groups[0]['lr'], 'last': sched.get_last_lr()[0]})\n"
+        "    wandb.log({'loss': loss.item(), 'groups': opt.param_groups[0]})\n"
+    )
+    first, second = _fx201(code)
+    assert first.fix == "safe"
+    assert second.fix == "unsafe" and "`opt.param_groups[0]` may be a mutable object" in second.note
+
+
 # -- what a logger is ---------------------------------------------------------------------------------
 
 
@@ -162,6 +174,8 @@ def test_values_known_not_to_change_stay_safe():
     "from logging import getLogger\nlogger = getLogger(__name__)\n",
     "from transformers.utils import logging\nlogger = logging.get_logger(__name__)\n",
     "from accelerate.logging import get_logger\nlogger = get_logger(__name__)\n",
+    "from ...utils import logging\nlogger = logging.get_logger(__name__)\n",  # a model file of a library
+    "from .logging import get_logger\nlogger = get_logger(__name__)\n",
     "import logging\nlogger: logging.Logger = make_logger()\n",
     "import logging\nlogger = logging.getLogger('a').getChild('b')\n",
 ])

@@ -320,7 +320,7 @@ _PERCENT = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<
                       r"(?P<type>[diouxXeEfFgGcrsa%])")
 # Type codes that only format numbers (a value they format without raising is a number).
 _NUMERIC_FORMAT = frozenset("bcdeEfFgGnoxX%")
-_NUMERIC_PERCENT = frozenset("diouxXeEfFgGc")
+_NUMERIC_PERCENT = frozenset("diouxXeEfFgG")  # not `%c`: it takes a one-character string too
 # Type codes that raise on a float: ``f"{1.5:d}"``, ``"%x" % 1.5``.
 _INTEGER_FORMAT = frozenset("bcdoxX")
 _INTEGER_PERCENT = frozenset("cxXo")
@@ -425,7 +425,22 @@ def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CST
         return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
         return expr.value.attr.value == "shape" and _immutable(ctx, expr.value, {})
-    return False
+    return _hyperparameter(expr)
+
+
+def _hyperparameter(expr: cst.BaseExpression) -> bool:
+    """``opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``: a hyper-parameter of
+    a torch optimizer, a number (or a tuple of them, or a one-element tensor,
+    which the runtime copies); the optimizer puts a new value in its place, it
+    does not change the old one."""
+    if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
+        return False
+    base = expr.value
+    if isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
+        return base.func.attr.value == "get_last_lr" and not base.args
+    key = expr.slice[0].slice.value
+    return (isinstance(key, cst.SimpleString) and isinstance(base, cst.Subscript)
+            and isinstance(base.value, cst.Attribute) and base.value.attr.value == "param_groups")
 
 
 # Attributes that describe a tensor or an array rather than hold its data (``shape`` is a tuple).
@@ -589,8 +604,10 @@ class DeferredLogging(Rule):
     before any other output of the process). Attributes and computed values
     are read at record time, as the original read them; an attribute or an
     item passed is known not to change before the replay: a number, a
-    tensor's metadata (`x.shape`), or formatted as a number (`:.4f`, `%d`;
-    an array of more than one element cannot be). Loggers are those the code
+    tensor's metadata (`x.shape`), a torch optimizer's hyper-parameter
+    (`opt.param_groups[0]["lr"]`, `sched.get_last_lr()[0]`), or formatted as
+    a number (`:.4f`, `%d`; an array of more than one element cannot be).
+    Loggers are those the code
     shows are `logging` loggers (`logging.getLogger(...)`, a library's
     `logging.get_logger(...)`, a `logging.Logger` annotation, `self.logger`
     assigned one of these).
