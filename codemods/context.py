@@ -127,11 +127,31 @@ class FileContext:
         device sync (but still a graph break in traced code)."""
         return self.provenance.on_cpu(expr)
 
+    def runtime_alias(self) -> str:
+        """The name rewritten code calls ``fixitem.runtime`` by: ``deferred``, unless
+        the file binds that name to something else anywhere (a parameter, a
+        variable), then ``fixitem_deferred`` (or ``fixitem_deferred_1``, ...)."""
+        name, n = "deferred", 0  # a name the file imports ``fixitem.runtime`` as is free (a second apply)
+        while not self._runtime_name_free(name):
+            name = "fixitem_deferred" if n == 0 else f"fixitem_deferred_{n}"
+            n += 1
+        return name
+
+    def _runtime_name_free(self, name: str) -> bool:
+        """No scope binds ``name`` other than by importing ``fixitem.runtime``."""
+        ours = self.provenance.imports.aliases.get(name) == "fixitem.runtime"
+        for scope in self.provenance.scopes.values():
+            for how, _ in scope.bindings.get(name, ()):
+                if not (how == "import" and ours):
+                    return False
+        return True
+
     def runtime_imports(self) -> tuple[str, ...]:
         """What code using ``fixitem.runtime`` needs at the top of the file."""
-        imports = ("from fixitem import runtime as deferred",)
+        alias = self.runtime_alias()
+        imports = (f"from fixitem import runtime as {alias}",)
         if self.flush_every is not None:
-            imports += (f"deferred.configure(flush_every={self.flush_every})",)
+            imports += (f"{alias}.configure(flush_every={self.flush_every})",)
         return imports
 
     def torch_name(self) -> str:

@@ -18,7 +18,12 @@ nothing else a program depends on:
 A logger is recognised by the name it is bound to (``logger``, ``log``,
 ``_LOGGER``, ``train_logger``: the last component ends in ``log`` or
 ``logger``), by ``logging.getLogger(...)`` / ``get_logger(...)`` called on the
-spot, or by ``logging`` itself.
+spot, or by ``logging`` itself. A name says what a call is for, not what the
+object does: :func:`logger_origin` tells whether the code shows that such a
+receiver is a ``logging`` logger (or loguru's), which is what deferring its
+calls relies on. :func:`stable_receiver` tells whether the object a method is
+called on is certainly the same object later (an imported module, a name bound
+once): otherwise a deferred call must take the object of the moment.
 """
 
 from __future__ import annotations
@@ -44,11 +49,16 @@ PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str
 LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write"}
 # Calls whose replay at another moment is not the same call: they read the live
 # exception or the caller's stack.
 LIVE_METHODS = frozenset({"exception"})
 LIVE_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel"})
+# Classes whose instances log through ``logging`` (annotations, ``logging.LoggerAdapter(...)``).
+LOGGER_CLASSES = frozenset({"logging.Logger", "logging.LoggerAdapter", "logging.RootLogger"})
+# Loggers imported ready-made.
+IMPORTED_LOGGERS = frozenset({"loguru.logger"})
 
 
 class OutputKind(enum.Enum):
@@ -100,6 +110,177 @@ def _is_logger(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     if name is None:
         return False
     return ctx.provenance.imports.qualify(receiver) == "logging" or is_logger_name(name)
+
+
+def _import_origin(ctx: FileContext, name: str) -> str | None:
+    """What a name is imported as: ``logging`` -> ``"logging"``; relative imports
+    too (``from ...utils import logging`` -> ``"...utils.logging"``)."""
+    origin = ctx.provenance.imports.aliases.get(name)
+    if origin is not None:
+        return origin
+    for node in ctx.nodes(cst.ImportFrom):
+        if not node.relative or isinstance(node.names, cst.ImportStar):
+            continue
+        base = "." * len(node.relative) + ((dotted_name(node.module) or "") if node.module is not None else "")
+        for alias in node.names:
+            if (alias.evaluated_alias or alias.evaluated_name) == name:
+                return (base if base.endswith(".") else base + ".") + alias.evaluated_name
+    return None
+
+
+def _logger_factory(ctx: FileContext, func: cst.BaseExpression) -> bool:
+    """``logging.getLogger``, ``transformers.utils.logging.get_logger``,
+    ``accelerate.logging.get_logger``, a model file's ``from ...utils import
+    logging``: a ``getLogger`` / ``get_logger`` of an imported ``logging``
+    module (a library's wrapper around the standard one)."""
+    name = dotted_name(func)
+    root, _, rest = (name or "").partition(".")
+    origin = _import_origin(ctx, root) if root else None
+    if origin is None:
+        return False
+    qualified = f"{origin}.{rest}" if rest else origin
+    module, _, factory = qualified.rpartition(".")
+    if qualified in LOGGER_CLASSES:
+        return True
+    return factory in LOGGER_FACTORIES and module.split(".")[-1] == "logging"
+
+
+def _logger_value(ctx: FileContext, value: cst.CSTNode | None, depth: int) -> bool:
+    """Is ``value`` (what a name or attribute is bound to) certainly a logger?"""
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "getChild":
+            return _known_logger(ctx, func.value, depth + 1)
+        return _logger_factory(ctx, func)
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return _known_logger(ctx, value, depth + 1)
+    return False
+
+
+def _logger_annotation(ctx: FileContext, annotation: cst.Annotation | None) -> bool:
+    return annotation is not None and (ctx.provenance.imports.qualify(annotation.annotation) or "") in LOGGER_CLASSES
+
+
+def _known_logger(ctx: FileContext, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(receiver, cst.Call):
+        return _logger_value(ctx, receiver, depth)
+    provenance = ctx.provenance
+    if isinstance(receiver, cst.Name):
+        scope = provenance.scope_of(receiver).lookup(receiver.value)
+        if scope is None:
+            return False
+        bindings = scope.bindings[receiver.value]
+        if all(how == "import" for how, _ in bindings):
+            return (provenance.imports.aliases.get(receiver.value) or "") in IMPORTED_LOGGERS
+        for how, value in bindings:
+            if how == "param":
+                if not (isinstance(value, cst.Param) and _logger_annotation(ctx, value.annotation)):
+                    return False
+            elif how in ("value", "annotation"):
+                parent = ctx.parents.get(value) if value is not None else None
+                annotated = isinstance(parent, cst.AnnAssign) and _logger_annotation(ctx, parent.annotation)
+                if not annotated and not (how == "value" and _logger_value(ctx, value, depth)):
+                    return False
+            else:
+                return False
+        return True
+    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        cls = provenance.enclosing_class(receiver)
+        values = provenance.class_attrs.get(cls, {}).get(receiver.attr.value) if cls is not None else None
+        return bool(values) and all(_logger_value(ctx, v, depth) for v in values)
+    return False
+
+
+def logger_origin(ctx: FileContext, call: cst.Call) -> str:
+    """For a logger method call (:attr:`OutputKind.LOGGER`): "" when the code shows
+    that the receiver is a ``logging`` logger (``logging.getLogger(...)``, a library's
+    ``logging.get_logger(...)``, a ``logging.Logger`` annotation, ``self.logger``
+    assigned one of those) or loguru's ``logger``; else why it is not known.
+
+    Replayed later, a ``logging`` call makes the same record: the runtime keeps
+    it in order with everything else the process writes. An object that is only
+    *named* ``logger`` (a project module, a class of the file) may buffer lines
+    or write to its own files, which nothing keeps in order.
+    """
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return ""
+    receiver = func.value
+    if _known_logger(ctx, receiver):
+        return ""
+    code = ctx.code(receiver)
+    if isinstance(receiver, cst.Name):
+        scope = ctx.provenance.scope_of(receiver).lookup(receiver.value)
+        bindings = scope.bindings[receiver.value] if scope is not None else []
+        if bindings and all(how == "import" for how, _ in bindings):
+            origin = ctx.provenance.imports.aliases.get(receiver.value)
+            what = f"`{origin}`" if origin else "a module of the project"
+            return (f"`{code}` is imported from {what}, not known to be a `logging` logger: what it buffers "
+                    "or writes to its own files is not kept in order at replay")
+    return (f"`{code}` is not known to be a `logging` logger: a logger of another kind may buffer lines or "
+            "write to its own files, which are not kept in order at replay")
+
+
+def stable_receiver(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+    """Is ``receiver`` (what a method is called on) certainly the same object later?
+
+    True for an imported module and what hangs on one (``wandb``, ``logging``,
+    ``sys.stderr``, ``tqdm.write``: looked up there), for a name bound once by
+    an import, and for a name with exactly one binding in its scope, outside
+    any loop of that scope and never declared ``global`` / ``nonlocal`` (a
+    module-level ``writer = SummaryWriter()``, a parameter). A name rebound
+    (``writer = SummaryWriter(run)`` for each run of a sweep), a loop variable,
+    an attribute (``self.writer``), an item (``writers[i]``) or a call
+    (``get_writer(i)``) may stand for another object by then.
+    """
+    root = receiver
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    provenance = ctx.provenance
+    scope = provenance.scope_of(root).lookup(root.value)
+    if scope is None:
+        return False
+    bindings = scope.bindings[root.value]
+    if all(how == "import" for how, _ in bindings):
+        return True
+    if root is not receiver or len(bindings) != 1:
+        return False
+    if any(item.name.value == root.value for node in ctx.nodes(cst.Global, cst.Nonlocal) for item in node.names):
+        return False
+    how, value = bindings[0]
+    if how == "param":
+        return True
+    if how in ("value", "unpack", "annotation") and value is not None:
+        site: cst.CSTNode | None = value
+    elif how == "opaque":
+        site = _opaque_binding(ctx, scope, root.value)
+    else:
+        return False  # a loop variable, an augmented assignment
+    if site is None:
+        return False
+    for parent in ctx.ancestors(site):
+        if parent is scope.node:
+            return True
+        if isinstance(parent, (cst.For, cst.While, *_COMPREHENSIONS)):
+            return False
+    return scope.node is ctx.module
+
+
+def _opaque_binding(ctx: FileContext, scope, name: str) -> cst.CSTNode | None:
+    """The statement that binds ``name`` where provenance records no value:
+    ``with ... as name``, ``def name``, ``class name``."""
+    for node in ctx.nodes(cst.WithItem, cst.FunctionDef, cst.ClassDef):
+        if isinstance(node, cst.WithItem):
+            bound = node.asname is not None and isinstance(node.asname.name, cst.Name) and node.asname.name.value == name
+        else:
+            bound = node.name.value == name
+        if bound and ctx.provenance.scope_of(node) is scope:
+            return node
+    return None
 
 
 def output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:

@@ -73,8 +73,16 @@ def test_startup_and_sibling_output_keeps_its_order(copy_fixture):
 
 
 def test_trainer_state_is_printed_as_it_was_when_the_line_was_written(copy_fixture):
-    original, rewritten, deferred = _rewrite(copy_fixture, "trainer_state")
-    assert len(deferred) == 2 and all(f.fix == "safe" for f in deferred)
+    _, _, safe = _rewrite(copy_fixture, "trainer_state")
+    # ``self.iter_num`` is an int of the class: safe. ``trainer.iter_num`` and
+    # ``trainer.history[-1:]`` of an untyped ``trainer`` may be arrays changed in
+    # place before the replay: unsafe (the learning rate, formatted `:.4f`, is a number).
+    assert [f.line for f in safe] == [24]
+    original, rewritten, deferred = _rewrite(copy_fixture, "trainer_state", unsafe=True)
+    assert [f.fix for f in deferred] == ["safe", "unsafe"]
+    assert "`trainer.iter_num` may be a mutable object" in deferred[1].note
+    assert "`trainer.history[-1:]` may be a mutable object" in deferred[1].note
+    assert "param_groups" not in deferred[1].note
     text = rewritten.read_text()
     assert "        self.iter_num,\n" in text
     assert "        trainer.iter_num,\n" in text and "        len(batch),\n" in text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -11,7 +13,16 @@ import libcst as cst
 
 from ..context import FileContext
 from ..effects import PURE_BUILTINS
-from ..output_calls import OutputCall, OutputKind, live_context, output_call, output_wrappers
+from ..dtypes import certainly_integer
+from ..output_calls import (
+    OutputCall,
+    OutputKind,
+    live_context,
+    logger_origin,
+    output_call,
+    output_wrappers,
+    stable_receiver,
+)
 from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -245,6 +256,245 @@ def _is_text(expr: cst.CSTNode) -> bool:
     return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
 
 
+# What a receiver taken at record time is called in the lambda when its own spelling says nothing.
+_KIND_RECEIVERS = {OutputKind.METRICS: "writer", OutputKind.LOGGER: "logger", OutputKind.LOGGING: "logger",
+                   OutputKind.PRINT: "stream", OutputKind.PROGRESS: "bar"}
+
+
+def _receiver_hint(expr: cst.BaseExpression) -> str:
+    """What a person would call the object a method is called on: ``self.writer``
+    -> ``writer``, ``writers[i]`` -> ``writer``, ``get_writer(i)`` -> ``writer``,
+    ``logging.getLogger(name)`` -> ``logger``."""
+    if isinstance(expr, cst.Name):
+        return expr.value.strip("_")
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value.strip("_")
+    if isinstance(expr, cst.Subscript):
+        base = _receiver_hint(expr.value)
+        if len(base) > 2 and base.endswith("s") and not base.endswith(("ss", "us", "is")):
+            return base[:-1]
+        return ""
+    if isinstance(expr, cst.Call):
+        name = _receiver_hint(expr.func)
+        for prefix in ("get_", "get", "make_", "create_"):
+            if name.startswith(prefix) and len(name) > len(prefix):
+                rest = name[len(prefix):]
+                return rest[0].lower() + rest[1:]
+        return ""
+    return ""
+
+
+def _unknown_loggers(ctx: FileContext, call: cst.Call, found: OutputCall) -> list[str]:
+    """Why the logger the call writes to (itself, or through a wrapper of the file) is
+    not known to be a ``logging`` one."""
+    if found.kind is OutputKind.LOGGER:
+        why = logger_origin(ctx, call)
+        return [why] if why else []
+    if found.kind is not OutputKind.WRAPPER or found.wrapper is None:
+        return []
+    problems: list[str] = []
+    seen: set[cst.FunctionDef] = set()
+    todo = [found.wrapper]
+    while todo:
+        wrapper = todo.pop()
+        if wrapper in seen:
+            continue
+        seen.add(wrapper)
+        for inner in walk(wrapper.body):
+            if isinstance(inner, cst.Call):
+                inner_found = output_call(ctx, inner)
+                if inner_found is None:
+                    continue
+                if inner_found.kind is OutputKind.LOGGER:
+                    why = logger_origin(ctx, inner)
+                    if why:
+                        problems.append(why)
+                elif inner_found.kind is OutputKind.WRAPPER and inner_found.wrapper is not None:
+                    todo.append(inner_found.wrapper)
+    return problems
+
+
+# A ``str.format`` / f-string spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type].
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?\d*[_,]?(?:\.\d+)?(?P<type>[bcdeEfFgGnosxX%])?\Z", re.S)
+_PERCENT = re.compile(r"%(?P<key>\([^)]*\))?[#0\- +]*(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d+))?[hlL]?"
+                      r"(?P<type>[diouxXeEfFgGcrsa%])")
+# Type codes that only format numbers (a value they format without raising is a number).
+_NUMERIC_FORMAT = frozenset("bcdeEfFgGnoxX%")
+_NUMERIC_PERCENT = frozenset("diouxXeEfFgG")  # not `%c`: it takes a one-character string too
+# Type codes that raise on a float: ``f"{1.5:d}"``, ``"%x" % 1.5``.
+_INTEGER_FORMAT = frozenset("bcdoxX")
+_INTEGER_PERCENT = frozenset("cxXo")
+
+
+def _literal_text(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _format_fields(text: str) -> list[tuple[str, str]] | None:
+    """``"{} {x:.3f}"`` -> ``[("0", ""), ("x", ".3f")]``: field and spec of each
+    replacement field; None where fixitem cannot follow (nested fields, ``!r``)."""
+    fields: list[tuple[str, str]] = []
+    auto = 0
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if conversion or "{" in (spec or ""):
+            fields.append(("", ""))  # formatted as text, or a spec only known at run time
+            continue
+        if name == "":
+            name = str(auto)
+            auto += 1
+        fields.append((name, spec or ""))
+    return fields
+
+
+def _formats(ctx: FileContext, call: cst.Call, found: OutputCall) -> dict[cst.CSTNode, tuple[str, str]]:
+    """The values of the call that are formatted with a type code, and how:
+    ``{node: ("format", "d")}`` for ``f"{x:d}"`` and ``"{:d}".format(x)``,
+    ``("percent", "x")`` for ``"%x" % x``, ``("log", "f")`` for the arguments of
+    ``logger.info("%.3f", x)`` (``logging`` reports a formatting error itself)."""
+    formats: dict[cst.CSTNode, tuple[str, str]] = {}
+    for node in walk(call):
+        if isinstance(node, cst.FormattedStringExpression):
+            spec = node.format_spec
+            if node.conversion is not None or not spec or not all(isinstance(p, cst.FormattedStringText) for p in spec):
+                continue
+            match = _FORMAT_SPEC.match("".join(p.value for p in spec))  # type: ignore[union-attr]
+            if match and match["type"]:
+                formats[node.expression] = ("format", match["type"])
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+            text = _literal_text(node.func.value)
+            fields = _format_fields(text) if text is not None else None
+            if not fields or any(a.star for a in node.args):
+                continue
+            positional = [a.value for a in node.args if a.keyword is None]
+            keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            for name, spec in fields:
+                match = _FORMAT_SPEC.match(spec) if spec else None
+                if not match or not match["type"]:
+                    continue
+                value = positional[int(name)] if name.isdigit() and int(name) < len(positional) else keywords.get(name)
+                if value is not None:
+                    formats[value] = ("format", match["type"])
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            text = _literal_text(node.left)
+            if text is not None:
+                right = node.right
+                values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+                formats.update(_percent_formats(text, values, "percent"))
+    if found.kind.logs and call.args and call.args[0].keyword is None:
+        text = _literal_text(call.args[0].value)
+        rest = [a for a in call.args[1:] if a.keyword is None]
+        if text is not None and not any(a.star for a in rest):
+            formats.update(_percent_formats(text, [a.value for a in rest], "log"))
+    return formats
+
+
+def _percent_formats(text: str, values: list[cst.BaseExpression], style: str) -> dict[cst.CSTNode, tuple[str, str]]:
+    conversions = [m for m in _PERCENT.finditer(text) if m["type"] != "%"]
+    if any(m["key"] or m["width"] == "*" or m["precision"] == "*" for m in conversions) or len(conversions) != len(values):
+        return {}  # a mapping, a ``*`` width, or a count fixitem does not see
+    return {value: (style, m["type"]) for value, m in zip(values, conversions)}
+
+
+def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+    """Does ``expr`` give a value that cannot change before the replay?
+
+    A number; a tensor's or an array's metadata (``x.shape``, ``x.dtype``, ``x.shape[0]``);
+    a value formatted as a number (``:.4f``, ``%d``): an array of more than one
+    element cannot be, so it is a number (an array of one element formatted with
+    ``%`` is the exception, which numpy deprecates).
+    """
+    if ctx.kind(expr) is Kind.NUMBER:
+        return True
+    style_code = formats.get(expr)
+    if style_code is not None:
+        style, code = style_code
+        if code in (_NUMERIC_FORMAT if style == "format" else _NUMERIC_PERCENT):
+            return True
+    if isinstance(expr, cst.Attribute):
+        base = ctx.kind(expr.value)
+        attr = expr.attr.value
+        return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        return expr.value.attr.value == "shape" and _immutable(ctx, expr.value, {})
+    return _hyperparameter(expr)
+
+
+def _hyperparameter(expr: cst.BaseExpression) -> bool:
+    """``opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``: a hyper-parameter of
+    a torch optimizer, a number (or a tuple of them, or a one-element tensor,
+    which the runtime copies); the optimizer puts a new value in its place, it
+    does not change the old one."""
+    if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
+        return False
+    base = expr.value
+    if isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
+        return base.func.attr.value == "get_last_lr" and not base.args
+    key = expr.slice[0].slice.value
+    return (isinstance(key, cst.SimpleString) and isinstance(base, cst.Subscript)
+            and isinstance(base.value, cst.Attribute) and base.value.attr.value == "param_groups")
+
+
+# Attributes that describe a tensor or an array rather than hold its data (``shape`` is a tuple).
+_TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
+                              "names", "nbytes", "itemsize"})
+_NUMPY_METADATA = frozenset({"shape", "dtype", "ndim", "size", "nbytes", "itemsize"})
+
+
+def _float_read(ctx: FileContext, node: cst.CSTNode, reads: dict[cst.CSTNode, SyncSite]) -> SyncSite | None:
+    """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
+    site = reads.get(node)
+    if site is not None:
+        if site.kind == "float" or (site.kind == "item" and not certainly_integer(ctx, site.value)):
+            return site
+        return None
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        for child in children_of(node):
+            found = _float_read(ctx, child, reads)
+            if found is not None:
+                return found
+    return None
+
+
+def _raising_formats(ctx: FileContext, formats: dict[cst.CSTNode, tuple[str, str]],
+                     reads: dict[cst.CSTNode, SyncSite]) -> list[str]:
+    """``f"{loss.item():d}"``: the original raises where it runs; replayed, the
+    error comes later (another step has run, the checkpoint may be written)."""
+    problems = []
+    for node, (style, code) in formats.items():
+        if code not in (_INTEGER_FORMAT if style == "format" else _INTEGER_PERCENT if style == "percent" else ()):
+            continue
+        site = _float_read(ctx, node, reads)
+        if site is not None:
+            spec = f"`:{code}`" if style == "format" else f"`%{code}`"
+            problems.append(f"{spec} rejects a float: formatting `{ctx.code(site.node)}` may raise at replay, "
+                            "later than the original")
+    return problems
+
+
+REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
+
+
+def _redirected(ctx: FileContext, stmt: cst.CSTNode) -> str:
+    """The ``with redirect_stdout(...)`` around ``stmt`` in its function, if any."""
+    for parent in ctx.ancestors(stmt):
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return ""
+        if isinstance(parent, cst.With):
+            for item in parent.items:
+                if isinstance(item.item, cst.Call) and ctx.provenance.imports.qualify(item.item.func) in REDIRECTS:
+                    return ctx.code(item.item.func)
+    return ""
+
+
 class _Indent(cst.CSTTransformer):
     """Indent the continuation lines of a call that spans several lines."""
 
@@ -300,7 +550,11 @@ class DeferredLogging(Rule):
     ```python
     print(f"step {step} loss {loss.item():.4f}")
     logger.info("loss %.3f acc %d", loss.item(), correct.item())
-    print(f"iter {trainer.iter_num} seen {len(batch)} loss {loss.item():.4f}")
+    print(f"iter {trainer.iter_num:d} seen {len(batch)} loss {loss.item():.4f}")
+    for run in runs:
+        writer = SummaryWriter(run)
+        ...
+        writer.add_scalar("loss", loss.item(), step)
     ```
 
     ## Use instead
@@ -309,11 +563,20 @@ class DeferredLogging(Rule):
     deferred.record(lambda step, loss: print(f"step {step} loss {loss:.4f}"), step, loss)
     deferred.record(lambda loss, correct: logger.info("loss %.3f acc %d", loss, correct), loss, correct)
     deferred.record(
-        lambda iter_num, value, loss: print(f"iter {iter_num} seen {value} loss {loss:.4f}"),
+        lambda iter_num, value, loss: print(f"iter {iter_num:d} seen {value} loss {loss:.4f}"),
         trainer.iter_num,
         len(batch),
         loss,
     )
+    for run in runs:
+        writer = SummaryWriter(run)
+        ...
+        deferred.record(
+            lambda writer, loss, step: writer.add_scalar("loss", loss, step),
+            writer,
+            loss,
+            step,
+        )
     ```
     What the original evaluates when it makes the call is evaluated when the
     call is recorded and passed in as a value: attributes
@@ -321,10 +584,17 @@ class DeferredLogging(Rule):
     expressions (`len(batch)`, `opt.param_groups[0]["lr"]`, passed as
     `value`, `value_1`, ...), and the tensor of each read (`out.loss.item()`
     passes `out.loss`). A tensor is passed only when it is read as a
-    one-element value; plain names stay names; the callee (`print`,
-    `logger.info`), builtins, imported modules and functions of the file
-    are looked up at replay. `float(t)` and `int(t)` stay `float(...)` /
-    `int(...)` in the lambda, so the type is the original's.
+    one-element value; plain names stay names; builtins (`print`), imported
+    modules (`logging.info`, `wandb.log`) and functions of the file are
+    looked up at replay. The object whose method is called is passed too,
+    as the first value (`writer` above, `self.writers[split]`,
+    `get_writer(i)`: the records go to the object of the moment), unless it
+    is certainly the same object at replay: an imported module, a name bound
+    once in its scope outside any loop (a module-level `logger =
+    logging.getLogger(__name__)`, a parameter). `float(t)` and `int(t)` stay
+    `float(...)` / `int(...)` in the lambda, so the type is the original's.
+    The runtime is imported as `deferred`, or as `fixitem_deferred` in a
+    file that has its own `deferred`.
 
     ## Fix safety
     **Safe** when every name passed is a tensor read with `.item()` /
@@ -332,9 +602,15 @@ class DeferredLogging(Rule):
     call or arithmetic, `mean, n = evaluate(...)`): the output is the same
     text, replayed later (every N records, at exit, before a traceback, and
     before any other output of the process). Attributes and computed values
-    are read at record time, as the original read them; one that holds a
-    container the program changes in place before the replay would show the
-    change (log lines format numbers and strings, which cannot change).
+    are read at record time, as the original read them; an attribute or an
+    item passed is known not to change before the replay: a number, a
+    tensor's metadata (`x.shape`), a torch optimizer's hyper-parameter
+    (`opt.param_groups[0]["lr"]`, `sched.get_last_lr()[0]`), or formatted as
+    a number (`:.4f`, `%d`; an array of more than one element cannot be).
+    Loggers are those the code
+    shows are `logging` loggers (`logging.getLogger(...)`, a library's
+    `logging.get_logger(...)`, a `logging.Logger` annotation, `self.logger`
+    assigned one of these).
     Logging records keep their `lineno` (the call stays on one line when it
     fits) but `funcName` becomes `<lambda>` and `created` is the replay time.
     The logger checks its level when the call is replayed: a call whose level
@@ -344,15 +620,25 @@ class DeferredLogging(Rule):
     `warning_once` keeps its once-per-message behaviour (it is called once
     per replayed record, as before).
     **Unsafe** when a name passed may be a mutable object (a dict, a list,
-    `self`, a parameter of unknown type): it is passed by reference and
-    formatted at replay, not now, so a later mutation shows; when a tensor
+    `self`, a parameter of unknown type), or an attribute or item passed may
+    be one (`stats["r"]`, `run.returns`: a numpy array reset in place after
+    the call): it is passed by reference and formatted at replay, not now,
+    so a later mutation shows; when the logger is not known to be a
+    `logging` one (an object only named `logger`: a module of the project,
+    an untyped parameter; it may buffer lines or write to its own files,
+    which are not kept in order); when a format rejects a float
+    (`{:d}`, `:x`, `%x` of `loss.item()` that is not known to be an integer
+    tensor: the error would be raised at replay, after the program has gone
+    on, not where the original raised it); when a tensor
     read is not known to be a tensor (`x.item()` of an untyped `x`); when a
     function other than a builtin, `math` or `numpy` is called on a read
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
     function, `<lambda>` at replay); and for a module formatted at replay.
-    **No fix** when the call holds `await`, `yield` or `:=`, a tensor read
+    **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
+    (replayed after the block, the text would go to the stream put back);
+    when the call holds `await`, `yield` or `:=`, a tensor read
     inside a lambda or comprehension or in a branch evaluated only sometimes,
     a starred argument that reads a tensor, an f-string `=` around a read,
     or formats a tensor itself (`print(x)`: the runtime replays only
@@ -542,6 +828,70 @@ class DeferredLogging(Rule):
             dedent(
                 """
                 import torch
+                from torch.utils.tensorboard import SummaryWriter
+
+                def sweep(data: torch.Tensor, runs: list):
+                    for run in runs:
+                        writer = SummaryWriter(run)
+                        for step in range(10):
+                            loss = (data * step).sum()
+                            writer.add_scalar("loss", loss.item(), step)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch.utils.tensorboard import SummaryWriter
+                from fixitem import runtime as deferred
+
+                def sweep(data: torch.Tensor, runs: list):
+                    for run in runs:
+                        writer = SummaryWriter(run)
+                        for step in range(10):
+                            loss = (data * step).sum()
+                            deferred.record(
+                                lambda writer, loss, step: writer.add_scalar("loss", loss, step),
+                                writer,
+                                loss,
+                                step,
+                            )
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import numpy as np
+                import torch
+
+                def episode(stats: dict, loss: torch.Tensor):
+                    stats["r"] += 1.0
+                    print(f"returns={stats['r']} loss={loss.item():.3f}")
+                    stats["r"][:] = 0
+                """
+            ),
+            fixed=dedent(
+                """
+                import numpy as np
+                import torch
+                from fixitem import runtime as deferred
+
+                def episode(stats: dict, loss: torch.Tensor):
+                    stats["r"] += 1.0
+                    deferred.record(
+                        lambda r, loss: print(f"returns={r} loss={loss:.3f}"),
+                        stats['r'],
+                        loss,
+                    )
+                    stats["r"][:] = 0
+                """
+            ),
+            unsafe=True,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
 
                 def train(data: torch.Tensor, history):
                     loss = data.sum()
@@ -684,6 +1034,11 @@ class DeferredLogging(Rule):
         if any(s.node in walk(call.func) for s in inner):
             plan.blocker = "the callee itself reads a tensor value"
             return plan
+        redirect = _redirected(ctx, stmt)
+        if redirect and found.kind is not OutputKind.METRICS:
+            plan.blocker = (f"it is inside `with {redirect}(...)`: replayed after the block, the text would go to "
+                            "the stream put back, not the one it redirects to")
+            return plan
         collector = _Collector(ctx, reads, others)
         for arg in call.args:
             collector.walk(arg)
@@ -703,6 +1058,17 @@ class DeferredLogging(Rule):
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
+        plan.unsafe.extend(_unknown_loggers(ctx, call, found))
+        formats = _formats(ctx, call, found)
+        plan.unsafe.extend(_raising_formats(ctx, formats, reads))
+        # The object whose method is called is taken now, as the original takes it:
+        # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if receiver is not None and stable_receiver(ctx, receiver):
+            receiver = None
+        if receiver is not None and any(isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr)) for n in walk(receiver)):
+            plan.blocker = "the object called contains `await`, `yield` or `:=`, which a lambda cannot hold"
+            return plan
 
         # Parameters, in order of first appearance.
         attributes = {n.attr for n in walk(call) if isinstance(n, cst.Attribute)}
@@ -712,11 +1078,11 @@ class DeferredLogging(Rule):
         body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
         counter = 0
 
-        def fresh(hint: cst.CSTNode | None = None) -> str:
+        def fresh(hint: cst.CSTNode | str | None = None) -> str:
             nonlocal counter
             # ``trainer.iter_num`` is passed as ``iter_num``: read as the original.
             # ``opt.param_groups[0]["lr"]`` as ``lr``.
-            name = ""
+            name = hint if isinstance(hint, str) else ""
             if isinstance(hint, cst.Attribute):
                 name = hint.attr.value
             elif isinstance(hint, cst.Subscript) and len(hint.slice) == 1 and isinstance(hint.slice[0].slice, cst.Index):
@@ -732,12 +1098,23 @@ class DeferredLogging(Rule):
                 if name not in taken and name not in params:
                     return name
 
+        if receiver is not None:
+            if isinstance(receiver, cst.Name):
+                param = receiver.value  # ``lambda writer, loss: writer.add_scalar(...)``
+            else:
+                param = fresh(_receiver_hint(receiver))
+                if param.startswith("value"):
+                    param = fresh(_KIND_RECEIVERS.get(found.kind, "target"))
+                body_replacements[receiver] = cst.Name(param)
+            params.append(param)
+            values.append(receiver)
         for what, item in collector.order:
             if what == "name":
                 name = str(item)
                 uses = collector.names[name]
-                params.append(name)
-                values.append(cst.Name(name))
+                if name not in params:
+                    params.append(name)
+                    values.append(cst.Name(name))
                 if all(use == "read" for _, use in uses):
                     continue
                 node = uses[0][0]
@@ -757,6 +1134,11 @@ class DeferredLogging(Rule):
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
                 elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
+                elif isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
+                    plan.unsafe.append(
+                        f"`{ctx.code(expr)}` may be a mutable object (an array): it is passed by reference and read "
+                        "at replay, not now"
+                    )
                 param = fresh(expr)
                 params.append(param)
                 values.append(expr)
@@ -783,7 +1165,8 @@ class DeferredLogging(Rule):
         empty = cst.Module(body=[])
         head = f"lambda {', '.join(params)}:" if params else "lambda:"
         pieces = [f"{head} {empty.code_for_node(body)}", *[empty.code_for_node(v) for v in values]]
-        record = cst.ensure_type(cst.parse_expression(f"deferred.record({', '.join(pieces)})"), cst.Call)
+        alias = ctx.runtime_alias()
+        record = cst.ensure_type(cst.parse_expression(f"{alias}.record({', '.join(pieces)})"), cst.Call)
         indent = ctx.positions[stmt].start.column
         text = empty.code_for_node(record)
         if "\n" in text or indent + len(text) > LINE_LENGTH:
