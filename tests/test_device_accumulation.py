@@ -218,3 +218,44 @@ def test_starts_unpacked_from_literals():
         exec(compile(text, "example.py", "exec"), namespace)
         results.append(namespace["f"](lambda x: x - 1, [torch_values(), torch_values() * 2], 0))
     assert results[0] == results[1] and [type(v) for v in results[0]] == [float, int]
+
+
+@pytest.mark.parametrize(
+    ("loop", "line"),
+    [
+        # A progress line every step: each `.value()` would be a sync, as each `.item()` was.
+        ("    for i, x in enumerate(xs):\n        total += model(x).item()\n        print(total / (i + 1))\n", 7),
+        # Read twice a step: the rewrite would double the syncs.
+        ("    for x in xs:\n        total += model(x).item()\n        print(100.0 * total / n, total)\n", 7),
+        # Before the step, inside a `with` and a `try` body, in the test of an `if`: still every step.
+        ("    for x in xs:\n        with torch.no_grad():\n            try:\n                if total > n:\n"
+         "                    n += 1\n            finally:\n                pass\n        total += model(x).item()\n", 8),
+        # The condition of the loop itself.
+        ("    while total < n:\n        total += model(xs).item()\n", 5),
+    ],
+)
+def test_no_fix_when_the_total_is_read_every_step(loop, line):
+    outcome = _fix(HEAD + "    total = 0.0\n" + loop, unsafe=True)
+    fx202 = [f for f in outcome.findings if f.rule == "FX202"]
+    assert len(fx202) == 1 and fx202[0].fix == "none", outcome.findings
+    assert f"`total` is read every step (line {line})" in fx202[0].note
+    assert outcome.new_text is None
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "    for i, x in enumerate(xs):\n        total += model(x).item()\n        if i % 10 == 0:\n            print(total)\n",
+        "    for x in xs:\n        total += model(x).item()\n        print(n and total)\n",
+        "    for x in xs:\n        total += model(x).item()\n        print(total if n > 3 else 0)\n",
+        "    for x in xs:\n        total += model(x).item()\n        try:\n            n += 1\n        except ValueError:\n"
+        "            print(total)\n",
+        # Read once per epoch, after the loop that adds.
+        "    for epoch in range(n):\n        for x in xs:\n            total += model(x).item()\n        print(total)\n",
+    ],
+)
+def test_reads_under_a_condition_or_after_the_loop_keep_the_fix(loop):
+    code = HEAD + "    total = 0.0\n" + loop
+    outcome = _fix(code)
+    assert outcome.new_text is not None and "total += model(x).detach()" in outcome.new_text
+    assert "total.value()" in outcome.new_text

@@ -202,6 +202,26 @@ def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return r <= n < subtree_stop(r)
 
 
+def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode) -> cst.CSTNode | None:
+    """The child of ``stop`` that holds ``node``, if evaluating that child always evaluates
+    ``node`` (no ``if`` branch, loop body, ``except`` handler, ``x if c else y`` branch or
+    right operand of ``and`` / ``or`` in between); None otherwise."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if parent is stop:
+            return child
+        if isinstance(parent, (cst.If, cst.While, cst.IfExp)) and child is not parent.test:
+            return None
+        if isinstance(parent, cst.For) and child is not parent.iter:
+            return None
+        if isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler)):
+            return None
+        if isinstance(parent, cst.BooleanOperation) and child is not parent.left:
+            return None
+        child = parent
+    return None
+
+
 def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """Certainly a Python int: ``len(x)``, ``x.size(0)``, ``x.shape[0]``, ``x.numel()``, a name bound
     only to such values."""
@@ -293,9 +313,13 @@ class DeviceAccumulation(Rule):
     tensor); annotate the parameter it comes from (`model: nn.Module`,
     `x: torch.Tensor`) to make the fix safe.
 
-    There is **no fix** (report only) when a read or a step may see either
-    the running total or another value (`total = round(total, 2)` inside the
-    loop), when the name is also bound another way (unpacking, a parameter,
+    There is **no fix** (report only) when the total is read on every
+    iteration of the loop that adds to it (a progress line,
+    `print(f"loss {total / (i + 1):.3f}")`, not under an `if`): reading an
+    on-device total is a host sync too, so the rewrite would save none (and
+    two reads a step would double them). There is no fix either when a
+    read or a step may see either the running total or another value
+    (`total = round(total, 2)` inside the loop), when the name is also bound another way (unpacking, a parameter,
     a loop variable), declared `global` / `nonlocal`, read from a nested
     function or comprehension, deleted, or shown by an `f"{total=}"`
     expression.
@@ -412,6 +436,19 @@ class DeviceAccumulation(Rule):
                         total += xs[i].item()
                         total = round(total, 2)
                     return total
+                """
+            )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def train(model: torch.nn.Module, loader):
+                    train_loss = 0.0
+                    for i, (x, y) in enumerate(loader):
+                        train_loss += torch.nn.functional.mse_loss(model(x), y).item()
+                        print(f"{i}: loss {train_loss / (i + 1):.3f}")
                 """
             )
         ),
@@ -571,7 +608,33 @@ class DeviceAccumulation(Rule):
             if ACC in seen and OTHER in seen:
                 total.problem = f"`{total.name}` may be the running total or another value where line {line(node)} reads it"
                 return None
+        read = self._read_every_step(ctx, total, flow)
+        if read is not None:
+            total.problem = (
+                f"`{total.name}` is read every step (line {line(read)}), and each read of an on-device total "
+                "is a host sync, so none would be saved"
+            )
+            return None
         return flow
+
+    @staticmethod
+    def _read_every_step(ctx: FileContext, total: _Total, flow: _Flow) -> cst.Name | None:
+        """A read of the running total that every iteration of a loop that adds to it makes
+        (``print(total / (i + 1))`` beside ``total += loss.item()``)."""
+        loops: list[cst.For | cst.While] = []
+        for step, _, _ in total.steps:
+            loop = next((a for a in ctx.ancestors(step) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
+                                                                           cst.ClassDef, cst.Lambda))), None)
+            if isinstance(loop, (cst.For, cst.While)) and loop not in loops:
+                loops.append(loop)
+        for loop in loops:
+            for load in total.loads:
+                if ACC not in flow.at.get(load, ()) or not _inside(load, loop):
+                    continue
+                child = _unconditional_child(ctx, load, loop)
+                if child is loop.body or (isinstance(loop, cst.While) and child is loop.test):
+                    return load
+        return None
 
     def _report(self, ctx: FileContext, total: _Total, flow: _Flow | None) -> Report:
         first = total.steps[0][0]
