@@ -49,7 +49,7 @@ with open(out, "w") as stream:
     json.dump(lines, stream)
 '''
 
-FIXTURES = ["mnist_eval.py", "cifar_running.py", "weighted_loss.py"]
+FIXTURES = ["mnist_eval.py", "cifar_running.py", "weighted_loss.py", "epoch_summary.py"]
 STEP = re.compile(r"^\s*(\w+) \+= .*\.detach\(\)")
 
 
@@ -109,8 +109,12 @@ def test_mnist_evaluation_loop_rewrite():
     assert "        test_loss, correct" in safe  # not yet a fix without --unsafe (`model` is unannotated)
     unsafe = process(Path("mnist_eval.py"), source, all_rules(), fix=True, unsafe=True).new_text
     assert unsafe is not None
-    assert "        test_loss, correct.value(), len(test_loader.dataset)," in unsafe
-    assert "return test_loss, correct.value()" in unsafe
+    # `correct` is read three times after the loop: read once, right after it.
+    assert "            correct += pred.eq(target.view_as(pred)).sum().detach()\n    correct = correct.value()\n\n" in unsafe
+    assert "    test_loss = test_loss.value() / len(test_loader.dataset)\n" in unsafe
+    assert "        test_loss, correct, len(test_loader.dataset)," in unsafe
+    assert "return test_loss, correct\n" in unsafe
+    assert unsafe.count(".value()") == 2
 
 
 def _fix(code: str, unsafe: bool = False):
@@ -163,8 +167,9 @@ def test_reads_before_and_after_the_average_and_a_reset_each_epoch():
     fixed = _fix(code).new_text
     assert fixed is not None
     assert "            print(total)\n" in fixed  # the previous epoch's average: a Python number
-    assert "        print(total.value() > 1, total.value())\n" in fixed
-    assert "        total = total.value() / len(xs)\n" in fixed
+    # Three reads after the inner loop (two in the print, one in the average): read once.
+    assert "            total += model(x).detach()\n        total = total.value()\n" in fixed
+    assert "        print(total > 1, total)\n        total /= len(xs)\n" in fixed
     assert "        total = round(total, 3)\n    return total\n" in fixed
     namespace: dict = {}
     for text in (code, fixed):
@@ -259,3 +264,60 @@ def test_reads_under_a_condition_or_after_the_loop_keep_the_fix(loop):
     outcome = _fix(code)
     assert outcome.new_text is not None and "total += model(x).detach()" in outcome.new_text
     assert "total.value()" in outcome.new_text
+
+
+def _results(code: str, fixed: str, *args):
+    results = []
+    for text in (code, fixed):
+        namespace: dict = {}
+        exec(compile(text, "example.py", "exec"), namespace)
+        results.append(namespace["f"](*args))
+    return results
+
+
+@pytest.mark.parametrize("start", ["0", "0.0"])
+def test_several_reads_after_the_loop_read_the_device_once(start):
+    code = HEAD + (
+        f"    total = {start}\n    for x in xs:\n        total += model(x).sum().item()\n"
+        "    print(total)\n    total /= n\n    return isinstance(total, float), round(total, 3), total == total\n"
+    )
+    fixed = _fix(code).new_text
+    assert fixed is not None
+    assert "        total += model(x).sum().detach()\n    total = total.value()\n    print(total)\n    total /= n\n" in fixed
+    assert fixed.count(".value()") == 1
+    for values in (torch_values(), torch_values().long()):
+        before, after = _results(code, fixed, lambda x: x * 3, values, 2)
+        assert before == after and [type(v) for v in before] == [type(v) for v in after]
+
+
+def test_a_read_in_a_later_loop_reads_the_device_once_before_it():
+    code = HEAD + (
+        "    total = 0\n    for x in xs:\n        total += (model(x) > 0).sum().item()\n"
+        "    shown = []\n    for k in range(n):\n        shown.append(total + k)\n    return shown\n"
+    )
+    fixed = _fix(code).new_text
+    assert fixed is not None and "    total = total.value()\n    shown = []\n" in fixed
+    assert "shown.append(total + k)" in fixed
+    before, after = _results(code, fixed, lambda x: x - 0.5, torch_values(), 3)
+    assert before == after and [type(v) for v in after] == [int] * 3
+
+
+@pytest.mark.parametrize(
+    ("rest", "reads"),
+    [
+        # The next epoch adds to the same total: reading it into a number after the
+        # inner loop would break the sum, so each read stays a read of the accumulator.
+        ("    total = 0.0\n    for epoch in range(n):\n        for x in xs:\n            total += model(x).sum().item()\n"
+         "        print(epoch, total)\n        print(total / (epoch + 1))\n", 2),
+        # Only reads under conditions: reading once could read where nothing did.
+        ("    total = 0.0\n    for x in xs:\n        total += model(x).sum().item()\n"
+         "    if n > 1:\n        print(total)\n    if n > 2:\n        print(-total)\n", 2),
+        # One read after the loop.
+        ("    total = 0.0\n    for x in xs:\n        total += model(x).sum().item()\n    print(total)\n    return n\n", 1),
+    ],
+)
+def test_reads_that_stay_reads_of_the_accumulator(rest, reads):
+    fixed = _fix(HEAD + rest).new_text
+    assert fixed is not None and "total += model(x).sum().detach()" in fixed
+    assert "total = total.value()" not in fixed
+    assert fixed.count("total.value()") == reads

@@ -141,6 +141,13 @@ class _Flow:
         self.seen(node, state)
         return frozenset({ACC}) if kind in ("init", "step") else frozenset({OTHER})
 
+    def finish(self, node: cst.BaseCompoundStatement, state: frozenset) -> frozenset:
+        """After a loop (or ``with``) marked ``"finish"``: ``total = total.value()`` reads it once."""
+        if self.kinds.get(node) != "finish":
+            return state
+        self.seen(node, state)
+        return frozenset({OTHER}) if state else state
+
     def orelse(self, node: cst.CSTNode | None, state: frozenset) -> frozenset:
         if node is None:
             return state
@@ -168,10 +175,10 @@ class _Flow:
                 if new_head == head:
                     break
                 head = new_head
-            return self.orelse(node.orelse, head) | frozenset().union(*breaks)
+            return self.finish(node, self.orelse(node.orelse, head) | frozenset().union(*breaks))
         if isinstance(node, cst.With):
             self.read(node, state)
-            return self.block(node.body, state)
+            return self.finish(node, self.block(node.body, state))
         if isinstance(node, (cst.Try, cst.TryStar)):
             bound = frozenset(
                 ACC if self.kinds[n] in ("init", "step") else OTHER
@@ -202,24 +209,69 @@ def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return r <= n < subtree_stop(r)
 
 
+def _conditional(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Can ``parent`` run without evaluating ``child`` (an ``if`` branch, a loop body, an
+    ``except`` handler, a branch of ``x if c else y``, the right operand of ``and`` / ``or``)?"""
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
+        return child is not parent.test
+    if isinstance(parent, cst.For):
+        return child is not parent.iter
+    if isinstance(parent, cst.BooleanOperation):
+        return child is not parent.left
+    return isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
+
+
 def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode) -> cst.CSTNode | None:
     """The child of ``stop`` that holds ``node``, if evaluating that child always evaluates
-    ``node`` (no ``if`` branch, loop body, ``except`` handler, ``x if c else y`` branch or
-    right operand of ``and`` / ``or`` in between); None otherwise."""
+    ``node``; None otherwise."""
     child = node
     for parent in ctx.ancestors(node):
         if parent is stop:
             return child
-        if isinstance(parent, (cst.If, cst.While, cst.IfExp)) and child is not parent.test:
-            return None
-        if isinstance(parent, cst.For) and child is not parent.iter:
-            return None
-        if isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler)):
-            return None
-        if isinstance(parent, cst.BooleanOperation) and child is not parent.left:
+        if _conditional(parent, child):
             return None
         child = parent
     return None
+
+
+def _read_after(ctx: FileContext, node: cst.CSTNode, statement: cst.CSTNode) -> tuple[bool, bool]:
+    """(Is ``node``, a read later than ``statement``, evaluated whenever the code after
+    ``statement`` runs to the end of a block that holds ``statement``? Is it in a loop there,
+    maybe evaluated many times?)"""
+    blocks = {a for a in ctx.ancestors(statement) if isinstance(a, (cst.IndentedBlock, cst.Module))}
+    child, always, looped = node, True, False
+    for parent in ctx.ancestors(node):
+        if parent in blocks:
+            return always, looped
+        if _conditional(parent, child):
+            always = False
+            looped = looped or isinstance(parent, (cst.For, cst.While))
+        child = parent
+    return False, looped
+
+
+def _following(ctx: FileContext, loop: cst.For | cst.While) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
+    """(The statement that ends with ``loop``: the loop, or the ``with`` statements it ends;
+    the statement after that one), or None if nothing follows it in its block."""
+    end: cst.BaseStatement = loop
+    while True:
+        block = ctx.parents.get(end)
+        owner = ctx.parents.get(block) if block is not None else None
+        if isinstance(block, cst.IndentedBlock) and isinstance(owner, cst.With) and block.body[-1] is end:
+            end = owner
+            continue
+        break
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    index = next(i for i, statement in enumerate(block.body) if statement is end)
+    if index + 1 == len(block.body):
+        return None
+    return end, block.body[index + 1]
+
+
+def _readers(total: _Total) -> list[cst.CSTNode]:
+    """The reads of the name: its loads and the ``total /= n`` that rebind it from itself."""
+    return [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]
 
 
 def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -263,7 +315,10 @@ class DeviceAccumulation(Rule):
     A reset inside the loop (`running_loss = 0.0` after each print) starts a
     new accumulator; an average taken at the end (`test_loss /= len(dataset)`)
     becomes `test_loss = test_loss.value() / len(dataset)`, after which the
-    name holds the Python number, as before.
+    name holds the Python number, as before. Where the loop is followed by
+    more than one read (`history.append(total)`, `best = min(best, total)`),
+    `total = total.value()` right after the loop reads the device once and
+    the later reads stay as they were.
 
     ## Why is this bad?
     Every `.item()` makes the host wait for the device (a **host sync**), once
@@ -300,7 +355,8 @@ class DeviceAccumulation(Rule):
     follows the name through the function: every read where it holds the
     running total becomes `total.value()`, a Python number, so what is
     printed, returned or stored is unchanged; reads after it was rebound
-    (`test_loss /= n`) are left alone. `loss.item() * n` becomes
+    (`test_loss /= n`, or `total = total.value()` after the loop, written only
+    where no later step can add to that number) are left alone. `loss.item() * n` becomes
     `loss.detach().double() * n` (float64 on the device, like Python); with an
     int start it needs a tensor known to be floating (a loss, `.float()`,
     `softmax`), because the product's type decides the sum's. `float(t)`
@@ -430,6 +486,40 @@ class DeviceAccumulation(Rule):
                 """
                 import torch
 
+                def fit(model: torch.nn.Module, batches, epochs):
+                    history = []
+                    for epoch in range(epochs):
+                        epoch_loss = 0.0
+                        for x, y in batches:
+                            epoch_loss += torch.nn.functional.mse_loss(model(x), y).item()
+                        history.append(epoch_loss)
+                        print(f"epoch {epoch}: {epoch_loss:.4f}")
+                    return history
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                def fit(model: torch.nn.Module, batches, epochs):
+                    history = []
+                    for epoch in range(epochs):
+                        epoch_loss = deferred.Accumulator(0.0)
+                        for x, y in batches:
+                            epoch_loss += torch.nn.functional.mse_loss(model(x), y).detach()
+                        epoch_loss = epoch_loss.value()
+                        history.append(epoch_loss)
+                        print(f"epoch {epoch}: {epoch_loss:.4f}")
+                    return history
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
                 def f(xs: torch.Tensor, history: list):
                     total = 0.0
                     for i in range(len(xs)):
@@ -485,7 +575,10 @@ class DeviceAccumulation(Rule):
             total.steps.append((node, node.value, read))
         for total in totals.values():
             flow = self._check_bindings(ctx, total)
-            yield self._report(ctx, total, flow)
+            inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+            if flow is not None:
+                flow, inserts = self._read_once(ctx, total, flow)
+            yield self._report(ctx, total, flow, inserts)
 
     def _read(self, ctx: FileContext, value: cst.BaseExpression, reads: dict) -> SyncSite | None:
         if value in reads:
@@ -596,26 +689,64 @@ class DeviceAccumulation(Rule):
             total.problem = flow.problem
             return None
 
-        def line(node: cst.CSTNode) -> int:
-            return ctx.position(node)[0]
-
-        for aug, _, _ in total.steps:
-            if OTHER in flow.at.get(aug, ()):
-                total.problem = f"`{total.name}` may hold another value when line {line(aug)} adds to it"
-                return None
-        for node in [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]:
-            seen = flow.at.get(node, set())
-            if ACC in seen and OTHER in seen:
-                total.problem = f"`{total.name}` may be the running total or another value where line {line(node)} reads it"
-                return None
+        total.problem = self._mixed(ctx, total, flow)
+        if total.problem:
+            return None
         read = self._read_every_step(ctx, total, flow)
         if read is not None:
             total.problem = (
-                f"`{total.name}` is read every step (line {line(read)}), and each read of an on-device total "
-                "is a host sync, so none would be saved"
+                f"`{total.name}` is read every step (line {ctx.position(read)[0]}), and each read of an "
+                "on-device total is a host sync, so none would be saved"
             )
             return None
         return flow
+
+    @staticmethod
+    def _mixed(ctx: FileContext, total: _Total, flow: _Flow) -> str:
+        """Why a step or a read may see the running total or another value, or ``""``."""
+        for aug, _, _ in total.steps:
+            if OTHER in flow.at.get(aug, ()):
+                return f"`{total.name}` may hold another value when line {ctx.position(aug)[0]} adds to it"
+        for node in _readers(total):
+            seen = flow.at.get(node, set())
+            if ACC in seen and OTHER in seen:
+                return f"`{total.name}` may be the running total or another value where line {ctx.position(node)[0]} reads it"
+        return ""
+
+    def _read_once(self, ctx: FileContext, total: _Total, flow: _Flow) -> tuple[_Flow, dict[cst.CSTNode, cst.BaseStatement]]:
+        """Where a loop that adds is followed by more than one read, ``total = total.value()``
+        right after the loop reads the device once and the later reads stay as they were.
+
+        Returns the flow with those reads and {the statement after the loop: the loop (or the
+        ``with`` it ends)}."""
+        loops: list[cst.For | cst.While] = []
+        for step, _, _ in total.steps:
+            for a in ctx.ancestors(step):
+                if a is total.scope.node:
+                    break
+                if isinstance(a, (cst.For, cst.While)) and a not in loops:
+                    loops.append(a)
+        loops.sort(key=lambda loop: -len(list(ctx.ancestors(loop))))  # the innermost first
+        inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+        owner = total.scope.node
+        for loop in loops:
+            place = _following(ctx, loop)
+            if place is None:
+                continue
+            end, after = place
+            trial = _Flow(total, flow.anchors, {**flow.kinds, end: "finish"})
+            trial.block(owner.body, frozenset({UNBOUND}))  # type: ignore[attr-defined]
+            if trial.problem or trial.at.get(end) != {ACC} or self._mixed(ctx, total, trial):
+                continue
+            weight, always = 0, False
+            for node in _readers(total):
+                if flow.at.get(node, set()) - {UNBOUND} == {ACC} and trial.at.get(node, set()) - {UNBOUND} == {OTHER}:
+                    every, looped = _read_after(ctx, node, end)
+                    weight += 2 if looped else 1
+                    always = always or every or looped
+            if weight >= 2 and always:
+                flow, inserts[after] = trial, end
+        return flow, inserts
 
     @staticmethod
     def _read_every_step(ctx: FileContext, total: _Total, flow: _Flow) -> cst.Name | None:
@@ -636,7 +767,9 @@ class DeviceAccumulation(Rule):
                     return load
         return None
 
-    def _report(self, ctx: FileContext, total: _Total, flow: _Flow | None) -> Report:
+    def _report(
+        self, ctx: FileContext, total: _Total, flow: _Flow | None, inserts: dict[cst.CSTNode, cst.BaseStatement]
+    ) -> Report:
         first = total.steps[0][0]
         message = f"`{ctx.code(first)}` reads a tensor value every step to sum it on the host"
         sites = [site for _, _, site in total.steps]
@@ -670,6 +803,10 @@ class DeviceAccumulation(Rule):
         for node in total.rebinds:
             if isinstance(node, cst.AugAssign) and flow.at.get(node, set()) - {UNBOUND} == {ACC}:
                 replacements[node] = self._finish(node, values)
+        for after in inserts:  # ``total = total.value()`` before the statement that follows the loop
+            inner = {node: replacements.pop(node) for node in list(replacements) if _inside(node, after)}
+            read = cst.Assign(targets=[cst.AssignTarget(cst.Name(total.name))], value=method_call(cst.Name(total.name), "value"))
+            replacements[after] = cst.FlattenSentinel([cst.SimpleStatementLine([read]), after.visit(_Substitute(inner))])
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
             unsafe = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
