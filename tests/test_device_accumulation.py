@@ -321,3 +321,19 @@ def test_reads_that_stay_reads_of_the_accumulator(rest, reads):
     assert fixed is not None and "total += model(x).sum().detach()" in fixed
     assert "total = total.value()" not in fixed
     assert fixed.count("total.value()") == reads
+
+
+def test_spelled_out_sums_add_in_place():
+    code = HEAD + (
+        "    top1, top5, balance = 0, 0, 0.0\n    for x in xs:\n        out = model(x)\n"
+        "        top1 = top1 + (out > 0).sum().item()\n        top5 = (out > -1).sum().item() + top5\n"
+        "        balance = balance - out.sum().item() * 0.5\n    return top1, top5, balance\n"
+    )
+    outcome = _fix(code)
+    assert [(f.rule, f.fix) for f in outcome.applied] == [("FX202", "safe")] * 3
+    fixed = outcome.new_text
+    assert fixed is not None
+    assert "        top1 += (out > 0).sum().detach()\n        top5 += (out > -1).sum().detach()\n" in fixed
+    assert "        balance -= out.sum().detach().double() * 0.5\n    return top1.value(), top5.value(), balance.value()\n" in fixed
+    before, after = _results(code, fixed, lambda x: x - 0.5, [torch_values(), -torch_values()], 0)
+    assert before == after and [type(v) for v in after] == [int, int, float]

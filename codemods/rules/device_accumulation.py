@@ -37,7 +37,8 @@ class _Total:
     scope: Scope
     name: str
     inits: list[tuple[cst.Assign, cst.BaseExpression, cst.Name]] = field(default_factory=list)  # statement, start, target
-    steps: list[tuple[cst.AugAssign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
+    # statement (``total += v`` or ``total = total + v``), what it adds (``v``), the read in it
+    steps: list[tuple[cst.AugAssign | cst.Assign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
     loads: list[cst.Name] = field(default_factory=list)
     rebinds: list[cst.CSTNode] = field(default_factory=list)  # other Assign / AugAssign of the name
     problem: str = ""
@@ -269,6 +270,20 @@ def _following(ctx: FileContext, loop: cst.For | cst.While) -> tuple[cst.BaseSta
     return end, block.body[index + 1]
 
 
+def _spelled_out_step(assign: cst.Assign) -> cst.BaseExpression | None:
+    """What ``total = total + v`` (``total = v + total``, ``total = total - v``) adds: ``v``."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name, value = assign.targets[0].target.value, assign.value
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, (cst.Add, cst.Subtract)) or value.lpar:
+        return None
+    if isinstance(value.left, cst.Name) and value.left.value == name and not value.left.lpar:
+        return value.right
+    if isinstance(value.operator, cst.Add) and isinstance(value.right, cst.Name) and value.right.value == name:
+        return value.left
+    return None
+
+
 def _readers(total: _Total) -> list[cst.CSTNode]:
     """The reads of the name: its loads and the ``total /= n`` that rebind it from itself."""
     return [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]
@@ -306,7 +321,9 @@ def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> boo
 class DeviceAccumulation(Rule):
     """## What it does
     Finds running sums of tensor values read on the host every step,
-    `total += loss.item()` (or `-=`; also `float(loss)`, and
+    `total += loss.item()` (or `-=`, or spelled out as
+    `total = total + loss.item()`, which becomes `total += loss.detach()`;
+    also `float(loss)`, and
     `loss.item() * n` for a Python number `n` such as `data.size(0)`), where
     `total` starts from a number literal in the same function (or script),
     and turns `total` into an on-device accumulator from `fixitem.runtime`:
@@ -520,6 +537,33 @@ class DeviceAccumulation(Rule):
                 """
                 import torch
 
+                def knn_accuracy(predictions: torch.Tensor, targets: torch.Tensor, chunk: int):
+                    top1 = 0
+                    for i in range(0, len(targets), chunk):
+                        correct = predictions[i:i + chunk].eq(targets[i:i + chunk])
+                        top1 = top1 + correct.sum().item()
+                    return 100.0 * top1 / len(targets)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                def knn_accuracy(predictions: torch.Tensor, targets: torch.Tensor, chunk: int):
+                    top1 = deferred.Accumulator(0)
+                    for i in range(0, len(targets), chunk):
+                        correct = predictions[i:i + chunk].eq(targets[i:i + chunk])
+                        top1 += correct.sum().detach()
+                    return 100.0 * top1.value() / len(targets)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
                 def f(xs: torch.Tensor, history: list):
                     total = 0.0
                     for i in range(len(xs)):
@@ -573,7 +617,19 @@ class DeviceAccumulation(Rule):
             key = (id(scope), node.target.value)
             total = totals.setdefault(key, _Total(scope, node.target.value))
             total.steps.append((node, node.value, read))
+        for node in ctx.nodes(cst.Assign):  # ``total = total + x.item()``, ``total = x.item() + total``
+            assert isinstance(node, cst.Assign)
+            added = _spelled_out_step(node)
+            if added is None or (read := self._read(ctx, added, reads)) is None:
+                continue
+            name = node.targets[0].target.value  # type: ignore[attr-defined]
+            scope = ctx.provenance.scope_of(node).lookup(name)
+            if scope is None:
+                continue
+            total = totals.setdefault((id(scope), name), _Total(scope, name))
+            total.steps.append((node, added, read))
         for total in totals.values():
+            total.steps.sort(key=lambda step: ctx.positions.offset(step[0]))
             flow = self._check_bindings(ctx, total)
             inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
             if flow is not None:
@@ -595,12 +651,15 @@ class DeviceAccumulation(Rule):
         kinds: dict[cst.CSTNode, str] = {}
         starts = set()
         for how, node in total.scope.bindings[name]:
+            parent = ctx.parents.get(node) if node is not None else None
+            if how == "value" and parent in steps:
+                kinds[parent] = "step"
+                continue
             if how == "aug" and isinstance(node, cst.AugAssign):
                 kinds[node] = "step" if node in steps else "rebind"
                 if node not in steps:
                     total.rebinds.append(node)
                 continue
-            parent = ctx.parents.get(node) if node is not None else None
             if how == "value" and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
                 literal = _number_literal(parent.value)
                 if literal:
@@ -636,7 +695,12 @@ class DeviceAccumulation(Rule):
         # Every other use of the name: it must resolve to this scope, outside nested functions.
         targets: set[cst.CSTNode] = {target for _, _, target in total.inits}
         targets |= {n.targets[0].target if isinstance(n, cst.Assign) else n.target for n in total.rebinds}  # type: ignore[union-attr]
-        targets |= {aug.target for aug in steps}
+        for step in steps:  # the name bound by each step, and its own read in ``total = total + v``
+            if isinstance(step, cst.AugAssign):
+                targets.add(step.target)
+            else:
+                assert isinstance(step.value, cst.BinaryOperation)
+                targets |= {step.targets[0].target, step.value.left, step.value.right}
         for node in ctx.nodes(cst.Name):
             assert isinstance(node, cst.Name)
             if node.value != name or node in targets:
@@ -780,21 +844,26 @@ class DeviceAccumulation(Rule):
         for _, start, _ in total.inits:
             replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
         unsafe = ""
-        for aug, value, site in total.steps:
+        for statement, value, site in total.steps:
             detached = method_call(site.value, "detach")
+            new: cst.BaseExpression
             if value is site.node:
-                replacements[value] = method_call(detached, "double") if site.kind == "float" and int_start else detached
-                continue
-            assert isinstance(value, cst.BinaryOperation)
-            double = method_call(detached, "double")
-            if value.left is site.node:
-                replacements[value] = value.with_changes(left=double)
-                other = value.right
+                new = method_call(detached, "double") if site.kind == "float" and int_start else detached
             else:
-                replacements[value] = value.with_changes(right=double)
-                other = value.left
-            if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
-                unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
+                assert isinstance(value, cst.BinaryOperation)
+                double = method_call(detached, "double")
+                if value.left is site.node:
+                    new = value.with_changes(left=double)
+                    other = value.right
+                else:
+                    new = value.with_changes(right=double)
+                    other = value.left
+                if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
+                    unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
+            if isinstance(statement, cst.AugAssign):
+                replacements[value] = new
+            else:
+                replacements[statement] = self._in_place(statement, new)
         values: dict[cst.CSTNode, cst.CSTNode] = {}
         for load in total.loads:
             if flow.at.get(load, set()) - {UNBOUND} == {ACC}:
@@ -815,6 +884,21 @@ class DeviceAccumulation(Rule):
         else:
             fix = Fix(replacements, Safety.SAFE, "", imports=ctx.runtime_imports())
         return Report(first, message, fix=fix, sites=sites)
+
+    @staticmethod
+    def _in_place(assign: cst.Assign, added: cst.BaseExpression) -> cst.AugAssign:
+        """``total = total + v`` -> ``total += v`` (``total - v``: ``-=``): the accumulator adds
+        in place, where ``total + v`` would read it. On Python numbers the two are the same,
+        and ``v + total`` is ``total + v``."""
+        target = assign.targets[0]
+        assert isinstance(assign.value, cst.BinaryOperation)
+        operator = cst.SubtractAssign if isinstance(assign.value.operator, cst.Subtract) else cst.AddAssign
+        return cst.AugAssign(
+            target=target.target,
+            operator=operator(whitespace_before=target.whitespace_before_equal, whitespace_after=target.whitespace_after_equal),
+            value=added,
+            semicolon=assign.semicolon,
+        )
 
     @staticmethod
     def _finish(aug: cst.AugAssign, values: dict[cst.CSTNode, cst.CSTNode]) -> cst.Assign:
