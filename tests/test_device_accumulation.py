@@ -235,6 +235,8 @@ def test_starts_unpacked_from_literals():
         # Before the step, inside a `with` and a `try` body, in the test of an `if`: still every step.
         ("    for x in xs:\n        with torch.no_grad():\n            try:\n                if total > n:\n"
          "                    n += 1\n            finally:\n                pass\n        total += model(x).item()\n", 8),
+        # In a loop inside the loop: maybe many reads a step.
+        ("    for x in xs:\n        total += model(x).item()\n        for k in range(n):\n            print(k, total)\n", 8),
         # The condition of the loop itself.
         ("    while total < n:\n        total += model(xs).item()\n", 5),
     ],

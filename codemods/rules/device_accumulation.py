@@ -210,9 +210,12 @@ def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return r <= n < subtree_stop(r)
 
 
-def _conditional(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+def _conditional(parent: cst.CSTNode, child: cst.CSTNode, loops: bool = True) -> bool:
     """Can ``parent`` run without evaluating ``child`` (an ``if`` branch, a loop body, an
-    ``except`` handler, a branch of ``x if c else y``, the right operand of ``and`` / ``or``)?"""
+    ``except`` handler, a branch of ``x if c else y``, the right operand of ``and`` / ``or``)?
+    Without ``loops``, a loop runs its body and its ``else`` (maybe many times, maybe never)."""
+    if isinstance(parent, (cst.For, cst.While)) and not loops:
+        return False
     if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
         return child is not parent.test
     if isinstance(parent, cst.For):
@@ -223,13 +226,13 @@ def _conditional(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
 
 
 def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode) -> cst.CSTNode | None:
-    """The child of ``stop`` that holds ``node``, if evaluating that child always evaluates
-    ``node``; None otherwise."""
+    """The child of ``stop`` that holds ``node``, if evaluating that child evaluates ``node``
+    (once, or as many times as a loop in between runs); None otherwise."""
     child = node
     for parent in ctx.ancestors(node):
         if parent is stop:
             return child
-        if _conditional(parent, child):
+        if _conditional(parent, child, loops=False):
             return None
         child = parent
     return None
