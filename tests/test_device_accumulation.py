@@ -339,3 +339,15 @@ def test_spelled_out_sums_add_in_place():
     assert "        balance -= out.sum().detach().double() * 0.5\n    return top1.value(), top5.value(), balance.value()\n" in fixed
     before, after = _results(code, fixed, lambda x: x - 0.5, [torch_values(), -torch_values()], 0)
     assert before == after and [type(v) for v in after] == [int, int, float]
+
+
+def test_two_totals_read_after_the_same_loop_are_read_in_order():
+    code = HEAD + (
+        "    a, b = 0.0, 0\n    for x in xs:\n        a += model(x).sum().item()\n        b += (model(x) > 0).sum().item()\n"
+        "    print(a, b)\n    return a / b, b, a\n"
+    )
+    fixed = _fix(code).new_text
+    assert fixed is not None
+    assert "        b += (model(x) > 0).sum().detach()\n    a = a.value()\n    b = b.value()\n    print(a, b)\n" in fixed
+    before, after = _results(code, fixed, lambda x: x * 2, [torch_values(), torch_values()[:2]], 0)
+    assert before == after and [type(v) for v in after] == [float, int, float]

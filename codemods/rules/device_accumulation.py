@@ -254,9 +254,12 @@ def _read_after(ctx: FileContext, node: cst.CSTNode, statement: cst.CSTNode) -> 
     return False, looped
 
 
-def _following(ctx: FileContext, loop: cst.For | cst.While) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
+def _following(
+    ctx: FileContext, loop: cst.For | cst.While, name: str
+) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
     """(The statement that ends with ``loop``: the loop, or the ``with`` statements it ends;
-    the statement after that one), or None if nothing follows it in its block."""
+    the statement to read ``name`` before: the next one, after other totals read there),
+    or None if nothing follows in its block."""
     end: cst.BaseStatement = loop
     while True:
         block = ctx.parents.get(end)
@@ -267,10 +270,27 @@ def _following(ctx: FileContext, loop: cst.For | cst.While) -> tuple[cst.BaseSta
         break
     if not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return None
-    index = next(i for i, statement in enumerate(block.body) if statement is end)
-    if index + 1 == len(block.body):
+    index = next(i for i, statement in enumerate(block.body) if statement is end) + 1
+    while index < len(block.body) and _reads_accumulator(block.body[index], name):
+        index += 1
+    if index == len(block.body):
         return None
-    return end, block.body[index + 1]
+    return end, block.body[index]
+
+
+def _reads_accumulator(statement: cst.BaseStatement, name: str) -> bool:
+    """Is ``statement`` ``other = other.value()``, another total read after its loop?"""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    if assign.targets[0].target.value == name:
+        return False
+    call = assign.value
+    return (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "value" and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == assign.targets[0].target.value)
 
 
 def _spelled_out_step(assign: cst.Assign) -> cst.BaseExpression | None:
@@ -797,7 +817,7 @@ class DeviceAccumulation(Rule):
         inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
         owner = total.scope.node
         for loop in loops:
-            place = _following(ctx, loop)
+            place = _following(ctx, loop, total.name)
             if place is None:
                 continue
             end, after = place
