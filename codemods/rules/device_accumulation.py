@@ -395,13 +395,14 @@ class DeviceAccumulation(Rule):
     follows the name through the function: every read where it holds the
     running total becomes `total.value()`, a Python number, so what is
     printed, returned or stored is unchanged; reads after it was rebound
-    (`test_loss /= n`, or `total = total.value()` after the loop, written only
-    where no later step can add to that number) are left alone. `loss.item() * n` becomes
-    `loss.detach().double() * n` (float64 on the device, like Python); with an
-    int start it needs a tensor known to be floating (a loss, `.float()`,
-    `softmax`), because the product's type decides the sum's. `float(t)`
-    with an int start becomes `t.detach().double()`. Integer sums wrap at
-    2**63 where Python ints would not.
+    (`test_loss /= n`, or `total = total.value()` after the loop, written
+    only where no later step can add to that number) are left alone.
+    `loss.item() * n` becomes `loss.detach().double() * n` (float64 on the
+    device, like Python); with an int start it needs a tensor known to be
+    floating (a loss, `.float()`, `softmax`), because the product's type
+    decides the sum's. `float(t)` with an int start becomes
+    `t.detach().double()`. Integer sums wrap at 2**63 where Python ints
+    would not.
 
     **Unsafe** when fixitem cannot tell that the summed value is a tensor
     (`.item()` of a numpy value would fail on `.detach()`), or that `n` in
@@ -415,10 +416,10 @@ class DeviceAccumulation(Rule):
     on-device total is a host sync too, so the rewrite would save none (and
     two reads a step would double them). There is no fix either when a
     read or a step may see either the running total or another value
-    (`total = round(total, 2)` inside the loop), when the name is also bound another way (unpacking, a parameter,
-    a loop variable), declared `global` / `nonlocal`, read from a nested
-    function or comprehension, deleted, or shown by an `f"{total=}"`
-    expression.
+    (`total = round(total, 2)` inside the loop), when the name is also bound
+    another way (unpacking, a parameter, a loop variable), declared
+    `global` / `nonlocal`, read from a nested function or comprehension,
+    deleted, or shown by an `f"{total=}"` expression.
     """
 
     code = "FX202"
