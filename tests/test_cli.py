@@ -254,8 +254,8 @@ NESTED = (
 )
 OVERLAPPING = (
     "import torch\n\nmodel = torch.nn.Linear(4, 1)\n\n\ndef run(xs, w):\n    total = 0.0\n"
-    "    for x in xs:\n        loss = model(x).sum()\n        total += loss.item()\n"
-    '        print(f"{loss.item():.3f} {total:.3f}", w.item())\n    return total\n'
+    "    for i, x in enumerate(xs):\n        loss = model(x).sum()\n        total += loss.item()\n"
+    '        if i % 10 == 0:\n            print(f"{loss.item():.3f} {total:.3f}", w.item())\n    return total\n'
 )
 
 

@@ -37,7 +37,8 @@ class _Total:
     scope: Scope
     name: str
     inits: list[tuple[cst.Assign, cst.BaseExpression, cst.Name]] = field(default_factory=list)  # statement, start, target
-    steps: list[tuple[cst.AugAssign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
+    # statement (``total += v`` or ``total = total + v``), what it adds (``v``), the read in it
+    steps: list[tuple[cst.AugAssign | cst.Assign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
     loads: list[cst.Name] = field(default_factory=list)
     rebinds: list[cst.CSTNode] = field(default_factory=list)  # other Assign / AugAssign of the name
     problem: str = ""
@@ -141,6 +142,13 @@ class _Flow:
         self.seen(node, state)
         return frozenset({ACC}) if kind in ("init", "step") else frozenset({OTHER})
 
+    def finish(self, node: cst.BaseCompoundStatement, state: frozenset) -> frozenset:
+        """After a loop (or ``with``) marked ``"finish"``: ``total = total.value()`` reads it once."""
+        if self.kinds.get(node) != "finish":
+            return state
+        self.seen(node, state)
+        return frozenset({OTHER}) if state else state
+
     def orelse(self, node: cst.CSTNode | None, state: frozenset) -> frozenset:
         if node is None:
             return state
@@ -168,10 +176,10 @@ class _Flow:
                 if new_head == head:
                     break
                 head = new_head
-            return self.orelse(node.orelse, head) | frozenset().union(*breaks)
+            return self.finish(node, self.orelse(node.orelse, head) | frozenset().union(*breaks))
         if isinstance(node, cst.With):
             self.read(node, state)
-            return self.block(node.body, state)
+            return self.finish(node, self.block(node.body, state))
         if isinstance(node, (cst.Try, cst.TryStar)):
             bound = frozenset(
                 ACC if self.kinds[n] in ("init", "step") else OTHER
@@ -200,6 +208,108 @@ def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     if n is None or r is None:
         return False
     return r <= n < subtree_stop(r)
+
+
+def _conditional(parent: cst.CSTNode, child: cst.CSTNode, loops: bool = True) -> bool:
+    """Can ``parent`` run without evaluating ``child`` (an ``if`` branch, a loop body, an
+    ``except`` handler, a branch of ``x if c else y``, the right operand of ``and`` / ``or``)?
+    Without ``loops``, a loop runs its body and its ``else`` (maybe many times, maybe never)."""
+    if isinstance(parent, (cst.For, cst.While)) and not loops:
+        return False
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
+        return child is not parent.test
+    if isinstance(parent, cst.For):
+        return child is not parent.iter
+    if isinstance(parent, cst.BooleanOperation):
+        return child is not parent.left
+    return isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
+
+
+def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode) -> cst.CSTNode | None:
+    """The child of ``stop`` that holds ``node``, if evaluating that child evaluates ``node``
+    (once, or as many times as a loop in between runs); None otherwise."""
+    child = node
+    for parent in ctx.ancestors(node):
+        if parent is stop:
+            return child
+        if _conditional(parent, child, loops=False):
+            return None
+        child = parent
+    return None
+
+
+def _read_after(ctx: FileContext, node: cst.CSTNode, statement: cst.CSTNode) -> tuple[bool, bool]:
+    """(Is ``node``, a read later than ``statement``, evaluated whenever the code after
+    ``statement`` runs to the end of a block that holds ``statement``? Is it in a loop there,
+    maybe evaluated many times?)"""
+    blocks = {a for a in ctx.ancestors(statement) if isinstance(a, (cst.IndentedBlock, cst.Module))}
+    child, always, looped = node, True, False
+    for parent in ctx.ancestors(node):
+        if parent in blocks:
+            return always, looped
+        if _conditional(parent, child):
+            always = False
+            looped = looped or isinstance(parent, (cst.For, cst.While))
+        child = parent
+    return False, looped
+
+
+def _following(
+    ctx: FileContext, loop: cst.For | cst.While, name: str
+) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
+    """(The statement that ends with ``loop``: the loop, or the ``with`` statements it ends;
+    the statement to read ``name`` before: the next one, after other totals read there),
+    or None if nothing follows in its block."""
+    end: cst.BaseStatement = loop
+    while True:
+        block = ctx.parents.get(end)
+        owner = ctx.parents.get(block) if block is not None else None
+        if isinstance(block, cst.IndentedBlock) and isinstance(owner, cst.With) and block.body[-1] is end:
+            end = owner
+            continue
+        break
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    index = next(i for i, statement in enumerate(block.body) if statement is end) + 1
+    while index < len(block.body) and _reads_accumulator(block.body[index], name):
+        index += 1
+    if index == len(block.body):
+        return None
+    return end, block.body[index]
+
+
+def _reads_accumulator(statement: cst.BaseStatement, name: str) -> bool:
+    """Is ``statement`` ``other = other.value()``, another total read after its loop?"""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    assign = statement.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    if assign.targets[0].target.value == name:
+        return False
+    call = assign.value
+    return (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "value" and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == assign.targets[0].target.value)
+
+
+def _spelled_out_step(assign: cst.Assign) -> cst.BaseExpression | None:
+    """What ``total = total + v`` (``total = v + total``, ``total = total - v``) adds: ``v``."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name, value = assign.targets[0].target.value, assign.value
+    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, (cst.Add, cst.Subtract)) or value.lpar:
+        return None
+    if isinstance(value.left, cst.Name) and value.left.value == name and not value.left.lpar:
+        return value.right
+    if isinstance(value.operator, cst.Add) and isinstance(value.right, cst.Name) and value.right.value == name:
+        return value.left
+    return None
+
+
+def _readers(total: _Total) -> list[cst.CSTNode]:
+    """The reads of the name: its loads and the ``total /= n`` that rebind it from itself."""
+    return [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]
 
 
 def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -234,7 +344,9 @@ def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> boo
 class DeviceAccumulation(Rule):
     """## What it does
     Finds running sums of tensor values read on the host every step,
-    `total += loss.item()` (or `-=`; also `float(loss)`, and
+    `total += loss.item()` (or `-=`, or spelled out as
+    `total = total + loss.item()`, which becomes `total += loss.detach()`;
+    also `float(loss)`, and
     `loss.item() * n` for a Python number `n` such as `data.size(0)`), where
     `total` starts from a number literal in the same function (or script),
     and turns `total` into an on-device accumulator from `fixitem.runtime`:
@@ -243,7 +355,10 @@ class DeviceAccumulation(Rule):
     A reset inside the loop (`running_loss = 0.0` after each print) starts a
     new accumulator; an average taken at the end (`test_loss /= len(dataset)`)
     becomes `test_loss = test_loss.value() / len(dataset)`, after which the
-    name holds the Python number, as before.
+    name holds the Python number, as before. Where the loop is followed by
+    more than one read (`history.append(total)`, `best = min(best, total)`),
+    `total = total.value()` right after the loop reads the device once and
+    the later reads stay as they were.
 
     ## Why is this bad?
     Every `.item()` makes the host wait for the device (a **host sync**), once
@@ -280,12 +395,14 @@ class DeviceAccumulation(Rule):
     follows the name through the function: every read where it holds the
     running total becomes `total.value()`, a Python number, so what is
     printed, returned or stored is unchanged; reads after it was rebound
-    (`test_loss /= n`) are left alone. `loss.item() * n` becomes
-    `loss.detach().double() * n` (float64 on the device, like Python); with an
-    int start it needs a tensor known to be floating (a loss, `.float()`,
-    `softmax`), because the product's type decides the sum's. `float(t)`
-    with an int start becomes `t.detach().double()`. Integer sums wrap at
-    2**63 where Python ints would not.
+    (`test_loss /= n`, or `total = total.value()` after the loop, written
+    only where no later step can add to that number) are left alone.
+    `loss.item() * n` becomes `loss.detach().double() * n` (float64 on the
+    device, like Python); with an int start it needs a tensor known to be
+    floating (a loss, `.float()`, `softmax`), because the product's type
+    decides the sum's. `float(t)` with an int start becomes
+    `t.detach().double()`. Integer sums wrap at 2**63 where Python ints
+    would not.
 
     **Unsafe** when fixitem cannot tell that the summed value is a tensor
     (`.item()` of a numpy value would fail on `.detach()`), or that `n` in
@@ -293,12 +410,16 @@ class DeviceAccumulation(Rule):
     tensor); annotate the parameter it comes from (`model: nn.Module`,
     `x: torch.Tensor`) to make the fix safe.
 
-    There is **no fix** (report only) when a read or a step may see either
-    the running total or another value (`total = round(total, 2)` inside the
-    loop), when the name is also bound another way (unpacking, a parameter,
-    a loop variable), declared `global` / `nonlocal`, read from a nested
-    function or comprehension, deleted, or shown by an `f"{total=}"`
-    expression.
+    There is **no fix** (report only) when the total is read on every
+    iteration of the loop that adds to it (a progress line,
+    `print(f"loss {total / (i + 1):.3f}")`, not under an `if`): reading an
+    on-device total is a host sync too, so the rewrite would save none (and
+    two reads a step would double them). There is no fix either when a
+    read or a step may see either the running total or another value
+    (`total = round(total, 2)` inside the loop), when the name is also bound
+    another way (unpacking, a parameter, a loop variable), declared
+    `global` / `nonlocal`, read from a nested function or comprehension,
+    deleted, or shown by an `f"{total=}"` expression.
     """
 
     code = "FX202"
@@ -406,12 +527,86 @@ class DeviceAccumulation(Rule):
                 """
                 import torch
 
+                def fit(model: torch.nn.Module, batches, epochs):
+                    history = []
+                    for epoch in range(epochs):
+                        epoch_loss = 0.0
+                        for x, y in batches:
+                            epoch_loss += torch.nn.functional.mse_loss(model(x), y).item()
+                        history.append(epoch_loss)
+                        print(f"epoch {epoch}: {epoch_loss:.4f}")
+                    return history
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                def fit(model: torch.nn.Module, batches, epochs):
+                    history = []
+                    for epoch in range(epochs):
+                        epoch_loss = deferred.Accumulator(0.0)
+                        for x, y in batches:
+                            epoch_loss += torch.nn.functional.mse_loss(model(x), y).detach()
+                        epoch_loss = epoch_loss.value()
+                        history.append(epoch_loss)
+                        print(f"epoch {epoch}: {epoch_loss:.4f}")
+                    return history
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def knn_accuracy(predictions: torch.Tensor, targets: torch.Tensor, chunk: int):
+                    top1 = 0
+                    for i in range(0, len(targets), chunk):
+                        correct = predictions[i:i + chunk].eq(targets[i:i + chunk])
+                        top1 = top1 + correct.sum().item()
+                    return 100.0 * top1 / len(targets)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from fixitem import runtime as deferred
+
+                def knn_accuracy(predictions: torch.Tensor, targets: torch.Tensor, chunk: int):
+                    top1 = deferred.Accumulator(0)
+                    for i in range(0, len(targets), chunk):
+                        correct = predictions[i:i + chunk].eq(targets[i:i + chunk])
+                        top1 += correct.sum().detach()
+                    return 100.0 * top1.value() / len(targets)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
                 def f(xs: torch.Tensor, history: list):
                     total = 0.0
                     for i in range(len(xs)):
                         total += xs[i].item()
                         total = round(total, 2)
                     return total
+                """
+            )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def train(model: torch.nn.Module, loader):
+                    train_loss = 0.0
+                    for i, (x, y) in enumerate(loader):
+                        train_loss += torch.nn.functional.mse_loss(model(x), y).item()
+                        print(f"{i}: loss {train_loss / (i + 1):.3f}")
                 """
             )
         ),
@@ -446,9 +641,24 @@ class DeviceAccumulation(Rule):
             key = (id(scope), node.target.value)
             total = totals.setdefault(key, _Total(scope, node.target.value))
             total.steps.append((node, node.value, read))
+        for node in ctx.nodes(cst.Assign):  # ``total = total + x.item()``, ``total = x.item() + total``
+            assert isinstance(node, cst.Assign)
+            added = _spelled_out_step(node)
+            if added is None or (read := self._read(ctx, added, reads)) is None:
+                continue
+            name = node.targets[0].target.value  # type: ignore[attr-defined]
+            scope = ctx.provenance.scope_of(node).lookup(name)
+            if scope is None:
+                continue
+            total = totals.setdefault((id(scope), name), _Total(scope, name))
+            total.steps.append((node, added, read))
         for total in totals.values():
+            total.steps.sort(key=lambda step: ctx.positions.offset(step[0]))
             flow = self._check_bindings(ctx, total)
-            yield self._report(ctx, total, flow)
+            inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+            if flow is not None:
+                flow, inserts = self._read_once(ctx, total, flow)
+            yield self._report(ctx, total, flow, inserts)
 
     def _read(self, ctx: FileContext, value: cst.BaseExpression, reads: dict) -> SyncSite | None:
         if value in reads:
@@ -465,12 +675,15 @@ class DeviceAccumulation(Rule):
         kinds: dict[cst.CSTNode, str] = {}
         starts = set()
         for how, node in total.scope.bindings[name]:
+            parent = ctx.parents.get(node) if node is not None else None
+            if how == "value" and parent in steps:
+                kinds[parent] = "step"
+                continue
             if how == "aug" and isinstance(node, cst.AugAssign):
                 kinds[node] = "step" if node in steps else "rebind"
                 if node not in steps:
                     total.rebinds.append(node)
                 continue
-            parent = ctx.parents.get(node) if node is not None else None
             if how == "value" and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
                 literal = _number_literal(parent.value)
                 if literal:
@@ -506,7 +719,12 @@ class DeviceAccumulation(Rule):
         # Every other use of the name: it must resolve to this scope, outside nested functions.
         targets: set[cst.CSTNode] = {target for _, _, target in total.inits}
         targets |= {n.targets[0].target if isinstance(n, cst.Assign) else n.target for n in total.rebinds}  # type: ignore[union-attr]
-        targets |= {aug.target for aug in steps}
+        for step in steps:  # the name bound by each step, and its own read in ``total = total + v``
+            if isinstance(step, cst.AugAssign):
+                targets.add(step.target)
+            else:
+                assert isinstance(step.value, cst.BinaryOperation)
+                targets |= {step.targets[0].target, step.value.left, step.value.right}
         for node in ctx.nodes(cst.Name):
             assert isinstance(node, cst.Name)
             if node.value != name or node in targets:
@@ -559,21 +777,87 @@ class DeviceAccumulation(Rule):
             total.problem = flow.problem
             return None
 
-        def line(node: cst.CSTNode) -> int:
-            return ctx.position(node)[0]
-
-        for aug, _, _ in total.steps:
-            if OTHER in flow.at.get(aug, ()):
-                total.problem = f"`{total.name}` may hold another value when line {line(aug)} adds to it"
-                return None
-        for node in [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]:
-            seen = flow.at.get(node, set())
-            if ACC in seen and OTHER in seen:
-                total.problem = f"`{total.name}` may be the running total or another value where line {line(node)} reads it"
-                return None
+        total.problem = self._mixed(ctx, total, flow)
+        if total.problem:
+            return None
+        read = self._read_every_step(ctx, total, flow)
+        if read is not None:
+            total.problem = (
+                f"`{total.name}` is read every step (line {ctx.position(read)[0]}), and each read of an "
+                "on-device total is a host sync, so none would be saved"
+            )
+            return None
         return flow
 
-    def _report(self, ctx: FileContext, total: _Total, flow: _Flow | None) -> Report:
+    @staticmethod
+    def _mixed(ctx: FileContext, total: _Total, flow: _Flow) -> str:
+        """Why a step or a read may see the running total or another value, or ``""``."""
+        for aug, _, _ in total.steps:
+            if OTHER in flow.at.get(aug, ()):
+                return f"`{total.name}` may hold another value when line {ctx.position(aug)[0]} adds to it"
+        for node in _readers(total):
+            seen = flow.at.get(node, set())
+            if ACC in seen and OTHER in seen:
+                return f"`{total.name}` may be the running total or another value where line {ctx.position(node)[0]} reads it"
+        return ""
+
+    def _read_once(self, ctx: FileContext, total: _Total, flow: _Flow) -> tuple[_Flow, dict[cst.CSTNode, cst.BaseStatement]]:
+        """Where a loop that adds is followed by more than one read, ``total = total.value()``
+        right after the loop reads the device once and the later reads stay as they were.
+
+        Returns the flow with those reads and {the statement after the loop: the loop (or the
+        ``with`` it ends)}."""
+        loops: list[cst.For | cst.While] = []
+        for step, _, _ in total.steps:
+            for a in ctx.ancestors(step):
+                if a is total.scope.node:
+                    break
+                if isinstance(a, (cst.For, cst.While)) and a not in loops:
+                    loops.append(a)
+        loops.sort(key=lambda loop: -len(list(ctx.ancestors(loop))))  # the innermost first
+        inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+        owner = total.scope.node
+        for loop in loops:
+            place = _following(ctx, loop, total.name)
+            if place is None:
+                continue
+            end, after = place
+            trial = _Flow(total, flow.anchors, {**flow.kinds, end: "finish"})
+            trial.block(owner.body, frozenset({UNBOUND}))  # type: ignore[attr-defined]
+            if trial.problem or trial.at.get(end) != {ACC} or self._mixed(ctx, total, trial):
+                continue
+            weight, always = 0, False
+            for node in _readers(total):
+                if flow.at.get(node, set()) - {UNBOUND} == {ACC} and trial.at.get(node, set()) - {UNBOUND} == {OTHER}:
+                    every, looped = _read_after(ctx, node, end)
+                    weight += 2 if looped else 1
+                    always = always or every or looped
+            if weight >= 2 and always:
+                flow, inserts[after] = trial, end
+        return flow, inserts
+
+    @staticmethod
+    def _read_every_step(ctx: FileContext, total: _Total, flow: _Flow) -> cst.Name | None:
+        """A read of the running total that every iteration of a loop that adds to it makes
+        (``print(total / (i + 1))`` beside ``total += loss.item()``)."""
+        loops: list[cst.For | cst.While] = []
+        for step, _, _ in total.steps:
+            loop = next((a for a in ctx.ancestors(step) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
+                                                                           cst.ClassDef, cst.Lambda))), None)
+            if isinstance(loop, (cst.For, cst.While)) and loop not in loops:
+                loops.append(loop)
+        for loop in loops:
+            for load in total.loads:
+                if ACC not in flow.at.get(load, ()) or not _inside(load, loop):
+                    continue
+                child = _unconditional_child(ctx, load, loop)
+                if child is loop.body or (isinstance(loop, cst.While) and child is loop.test):
+                    return load
+        return None
+
+    def _report(
+        self, ctx: FileContext, total: _Total, flow: _Flow | None, inserts: dict[cst.CSTNode, cst.BaseStatement]
+    ) -> Report:
         first = total.steps[0][0]
         message = f"`{ctx.code(first)}` reads a tensor value every step to sum it on the host"
         sites = [site for _, _, site in total.steps]
@@ -584,21 +868,26 @@ class DeviceAccumulation(Rule):
         for _, start, _ in total.inits:
             replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
         unsafe = ""
-        for aug, value, site in total.steps:
+        for statement, value, site in total.steps:
             detached = method_call(site.value, "detach")
+            new: cst.BaseExpression
             if value is site.node:
-                replacements[value] = method_call(detached, "double") if site.kind == "float" and int_start else detached
-                continue
-            assert isinstance(value, cst.BinaryOperation)
-            double = method_call(detached, "double")
-            if value.left is site.node:
-                replacements[value] = value.with_changes(left=double)
-                other = value.right
+                new = method_call(detached, "double") if site.kind == "float" and int_start else detached
             else:
-                replacements[value] = value.with_changes(right=double)
-                other = value.left
-            if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
-                unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
+                assert isinstance(value, cst.BinaryOperation)
+                double = method_call(detached, "double")
+                if value.left is site.node:
+                    new = value.with_changes(left=double)
+                    other = value.right
+                else:
+                    new = value.with_changes(right=double)
+                    other = value.left
+                if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
+                    unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
+            if isinstance(statement, cst.AugAssign):
+                replacements[value] = new
+            else:
+                replacements[statement] = self._in_place(statement, new)
         values: dict[cst.CSTNode, cst.CSTNode] = {}
         for load in total.loads:
             if flow.at.get(load, set()) - {UNBOUND} == {ACC}:
@@ -607,6 +896,10 @@ class DeviceAccumulation(Rule):
         for node in total.rebinds:
             if isinstance(node, cst.AugAssign) and flow.at.get(node, set()) - {UNBOUND} == {ACC}:
                 replacements[node] = self._finish(node, values)
+        for after in inserts:  # ``total = total.value()`` before the statement that follows the loop
+            inner = {node: replacements.pop(node) for node in list(replacements) if _inside(node, after)}
+            read = cst.Assign(targets=[cst.AssignTarget(cst.Name(total.name))], value=method_call(cst.Name(total.name), "value"))
+            replacements[after] = cst.FlattenSentinel([cst.SimpleStatementLine([read]), after.visit(_Substitute(inner))])
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
             unsafe = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
@@ -615,6 +908,21 @@ class DeviceAccumulation(Rule):
         else:
             fix = Fix(replacements, Safety.SAFE, "", imports=ctx.runtime_imports())
         return Report(first, message, fix=fix, sites=sites)
+
+    @staticmethod
+    def _in_place(assign: cst.Assign, added: cst.BaseExpression) -> cst.AugAssign:
+        """``total = total + v`` -> ``total += v`` (``total - v``: ``-=``): the accumulator adds
+        in place, where ``total + v`` would read it. On Python numbers the two are the same,
+        and ``v + total`` is ``total + v``."""
+        target = assign.targets[0]
+        assert isinstance(assign.value, cst.BinaryOperation)
+        operator = cst.SubtractAssign if isinstance(assign.value.operator, cst.Subtract) else cst.AddAssign
+        return cst.AugAssign(
+            target=target.target,
+            operator=operator(whitespace_before=target.whitespace_before_equal, whitespace_after=target.whitespace_after_equal),
+            value=added,
+            semicolon=assign.semicolon,
+        )
 
     @staticmethod
     def _finish(aug: cst.AugAssign, values: dict[cst.CSTNode, cst.CSTNode]) -> cst.Assign:
