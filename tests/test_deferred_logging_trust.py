@@ -324,3 +324,22 @@ def test_formats_that_take_the_value_stay_safe(call):
         f"    {call}\n"
     )
     assert [f.fix for f in _fx201(code)] == ["safe"]
+
+
+def test_a_class_name_passed_to_a_deferred_call_is_a_string():
+    """Hugging Face's `logger.warning_once(... self.__class__.__name__ ...)` in `forward`
+    stays a safe fix: a name cannot change before the replay."""
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = (
+        "import torch\nfrom torch import nn\nimport logging\n\nlogger = logging.getLogger(__name__)\n\n"
+        "class Block(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        logger.info('%s: %.3f', self.__class__.__name__, x.mean().item())\n"
+        "        return x\n"
+    )
+    [finding] = [f for f in process(Path("a.py"), code, all_rules()).findings if f.rule == "FX201"]
+    assert finding.fix == "safe", finding.note

@@ -351,3 +351,23 @@ def test_two_totals_read_after_the_same_loop_are_read_in_order():
     assert "        b += (model(x) > 0).sum().detach()\n    a = a.value()\n    b = b.value()\n    print(a, b)\n" in fixed
     before, after = _results(code, fixed, lambda x: x * 2, [torch_values(), torch_values()[:2]], 0)
     assert before == after and [type(v) for v in after] == [float, int, float]
+
+
+def test_the_accumulator_uses_the_runtime_alias_when_deferred_is_taken(tmp_path):
+    """A file that has its own `deferred` gets the runtime under another name, in FX202 too."""
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = (
+        "import torch\n\n"
+        "def evaluate(model: torch.nn.Module, batches, deferred):\n"
+        "    total = 0.0\n"
+        "    for x in batches:\n"
+        "        total += model(x).sum().item()\n"
+        "    return total, deferred\n"
+    )
+    new = process(Path("a.py"), code, all_rules(), fix=True).new_text
+    assert new is not None and "fixitem_deferred.Accumulator(0.0)" in new
+    assert "from fixitem import runtime as fixitem_deferred" in new

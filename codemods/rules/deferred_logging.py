@@ -408,6 +408,7 @@ def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CST
     """Does ``expr`` give a value that cannot change before the replay?
 
     A number; a tensor's or an array's metadata (``x.shape``, ``x.dtype``, ``x.shape[0]``);
+    a name (``self.__class__.__name__``);
     a value formatted as a number (``:.4f``, ``%d``): an array of more than one
     element cannot be, so it is a number (an array of one element formatted with
     ``%`` is the exception, which numpy deprecates).
@@ -420,8 +421,10 @@ def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CST
         if code in (_NUMERIC_FORMAT if style == "format" else _NUMERIC_PERCENT):
             return True
     if isinstance(expr, cst.Attribute):
-        base = ctx.kind(expr.value)
         attr = expr.attr.value
+        if attr in _NAME_ATTRIBUTES:
+            return True  # ``self.__class__.__name__``: a string
+        base = ctx.kind(expr.value)
         return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
         return expr.value.attr.value == "shape" and _immutable(ctx, expr.value, {})
@@ -447,6 +450,8 @@ def _hyperparameter(expr: cst.BaseExpression) -> bool:
 _TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
                               "names", "nbytes", "itemsize"})
 _NUMPY_METADATA = frozenset({"shape", "dtype", "ndim", "size", "nbytes", "itemsize"})
+# Attributes that name things: strings.
+_NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 
 def _float_read(ctx: FileContext, node: cst.CSTNode, reads: dict[cst.CSTNode, SyncSite]) -> SyncSite | None:

@@ -866,7 +866,7 @@ class DeviceAccumulation(Rule):
         int_start = any(_number_literal(start) == "int" for _, start, _ in total.inits)
         replacements: dict[cst.CSTNode, cst.CSTNode] = {}
         for _, start, _ in total.inits:
-            replacements[start] = cst.parse_expression(f"deferred.Accumulator({ctx.code(start)})")
+            replacements[start] = cst.parse_expression(f"{ctx.runtime_alias()}.Accumulator({ctx.code(start)})")
         unsafe = ""
         for statement, value, site in total.steps:
             detached = method_call(site.value, "detach")
