@@ -254,3 +254,30 @@ def test_which_tensors_certainly_share_a_dtype():
     assert not same_dtype(ctx, names["both"], x_read)  # `torch.max(x, y)` promotes the two
     assert not same_dtype(ctx, names["moved"], x_read)  # `y.to("cuda")` keeps y's dtype, not x's
     assert not same_dtype(ctx, names["a"], names["z"])  # int64 and float32
+
+
+def test_fx101_selecting_numbers_against_a_possibly_0_dim_tensor_is_unsafe():
+    """`scale = 2.0` or `1.0` under a tensor test becomes `torch.where(..., 2.0, 1.0)`, a 0-dim
+    float32 tensor: against a 0-dim float16 `s`, `s * scale` would be float32."""
+    import torch
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+    from pathlib import Path
+
+    code = (
+        "import torch\n\n"
+        "def scale_half(s: torch.Tensor, y: torch.Tensor):\n"
+        "    if y.max().item() < 0.5:\n"
+        "        scale = 2.0\n"
+        "    else:\n"
+        "        scale = 1.0\n"
+        "    return s * scale\n"
+    )
+    result = process(Path("a.py"), code, all_rules(), fix=True)
+    assert result.new_text is None
+    [finding] = result.findings
+    assert finding.fix == "unsafe" and "two 0-dim tensors promote" in finding.note
+    s = torch.tensor(3.0, dtype=torch.float16)
+    assert (s * 2.0).dtype == torch.float16
+    assert (s * torch.where(torch.tensor(True), 2.0, 1.0)).dtype == torch.float32  # what the fix would give

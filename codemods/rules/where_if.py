@@ -10,6 +10,7 @@ from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
+from ..dtypes import tensors_met, zero_dim_dtype_problem
 from ..provenance import Kind
 from ..tree import walk
 from ..tensor_values import (
@@ -491,7 +492,8 @@ class WhereIf(Rule):
                         f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
                         f"needed: {flow.blocking}. Keep the `if` (the number must reach the host), or decide "
                         "it from Python values, such as the data pipeline's, to avoid the read"))
-                flows[assignment.name] = flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+                flows[assignment.name] = (flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+                                          or _selected_dtype_problem(ctx, values))
         selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
         selected += [a.value for a in orelse or [] if a.augmented is None]
         test = condition.expr if stored else zero_dim_condition(ctx, condition.expr, test_sites, selected)
@@ -608,6 +610,21 @@ class WhereIf(Rule):
         reason = "; ".join(dict.fromkeys(reasons))
         replacement = cst.FlattenSentinel(statements)
         return Fix({node: replacement}, safety, reason)
+
+
+def _selected_dtype_problem(ctx: FileContext, values: list[cst.BaseExpression]) -> str:
+    """Why the 0-dim tensor ``torch.where`` makes of selected Python numbers may give what
+    it meets another dtype than the number did ("" when it cannot): ``torch.where(c, 2.0,
+    1.0)`` is float32, and against a 0-dim float16 ``s`` promotes ``s * scale`` to float32."""
+    for value in values:
+        if ctx.kind(value) is not Kind.NUMBER:
+            continue
+        kind = "integer" if isinstance(value, cst.Integer) else "default_float" if isinstance(value, cst.Float) else None
+        for tensor in tensors_met(ctx, value):
+            problem = zero_dim_dtype_problem(ctx, ctx.code(value), tensor, kind=kind)
+            if problem:
+                return problem
+    return ""
 
 
 def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, other: Assignment | None) -> str:
