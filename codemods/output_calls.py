@@ -3,7 +3,8 @@
 An *output call* writes something the user reads or collects, and does
 nothing else a program depends on:
 
-* ``print(...)``, ``tqdm.write(...)``, ``sys.stdout.write(...)`` (:attr:`OutputKind.PRINT`);
+* ``print(...)``, ``tqdm.write(...)``, ``sys.stdout.write(...)``, Accelerate's
+  ``accelerator.print(...)`` (:attr:`OutputKind.PRINT`);
 * ``logging.info(...)`` and the other functions of ``logging`` (or absl's) (:attr:`OutputKind.LOGGING`);
 * logger methods: ``logger.info(...)``, ``self.log.warning(...)``,
   ``logging.getLogger(__name__).debug(...)``, and Hugging Face's
@@ -50,7 +51,9 @@ LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-_OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write"}
+_OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write", "print"}
+# Hugging Face Accelerate's ``Accelerator``: its ``print`` is ``print`` on the main process.
+ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 # Calls whose replay at another moment is not the same call: they read the live
 # exception or the caller's stack.
 LIVE_METHODS = frozenset({"exception"})
@@ -335,11 +338,30 @@ def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
         return OutputKind.LOGGER if _is_logger(ctx, func.value) else None
     if method == "write":
         return OutputKind.PRINT if qualified in WRITE_FUNCTIONS else None
+    if method == "print":
+        return OutputKind.PRINT if _is_accelerator(ctx, func.value) else None
     if method in METRIC_METHODS:
         return OutputKind.METRICS
     if method in PROGRESS_METHODS:
         return OutputKind.PROGRESS
     return None
+
+
+def _is_accelerator(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+    """``accelerator`` (or ``self.accelerator``) made only by ``Accelerator(...)``."""
+    provenance = ctx.provenance
+    if isinstance(receiver, cst.Name):
+        scope = provenance.scope_of(receiver).lookup(receiver.value)
+        values = scope.bindings.get(receiver.value, []) if scope is not None else []
+        values = [node if how == "value" else None for how, node in values]
+    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        cls = provenance.enclosing_class(receiver)
+        values = provenance.class_attrs.get(cls, {}).get(receiver.attr.value, []) if cls is not None else []
+    else:
+        return False
+    return bool(values) and all(
+        isinstance(v, cst.Call) and provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values
+    )
 
 
 def is_output_call(ctx: FileContext, call: cst.Call) -> bool:

@@ -343,3 +343,24 @@ def test_a_class_name_passed_to_a_deferred_call_is_a_string():
     )
     [finding] = [f for f in process(Path("a.py"), code, all_rules()).findings if f.rule == "FX201"]
     assert finding.fix == "safe", finding.note
+
+
+def test_accelerate_print_is_an_output_call_and_another_print_method_is_not():
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = (
+        "import torch\nfrom accelerate import Accelerator\n\n"
+        "accelerator = Accelerator()\n"
+        "w = torch.ones(3, requires_grad=True)\n"
+        "for step in range(3):\n"
+        "    loss = (w * step).sum()\n"
+        "    accelerator.print(f'step {step} loss {loss.item():.3f}')\n"
+    )
+    result = process(Path("a.py"), code, all_rules(), fix=True)
+    assert [(f.rule, f.fix) for f in result.applied] == [("FX201", "safe")]
+    assert "accelerator.print(f'step {step} loss {loss:.3f}')" in result.new_text
+    other = code.replace("from accelerate import Accelerator", "from mytools import Accelerator")
+    assert [f.rule for f in process(Path("a.py"), other, all_rules()).findings] == ["FX001"]
