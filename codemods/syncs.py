@@ -41,7 +41,8 @@ SYNCHRONIZE_CALLS = frozenset(
 class SyncSite:
     node: cst.CSTNode  # the expression that syncs
     # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
-    # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "synchronize" (``torch.cuda.synchronize()``)
+    # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "metric" (a tensor given to
+    # ``writer.add_scalar``), "synchronize" (``torch.cuda.synchronize()``)
     kind: str
     value: cst.BaseExpression  # the tensor expression that is read
     certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
@@ -129,10 +130,15 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         if is_synchronize(ctx, call):
             add(call, "synchronize", call)
         found = output_call(ctx, call)
-        if found is not None and found.kind.formats_text:
+        if found is not None:
+            # A metric writer reads a tensor it is given itself (TensorBoard's ``make_np`` copies it
+            # to the host); text output formats it.
+            kind = "format" if found.kind.formats_text else "metric"
             for arg in call.args:
-                if ctx.is_tensor(arg.value) and not is_item_call(arg.value):
-                    add(arg.value, "format", arg.value)
+                if (ctx.is_tensor(arg.value) if kind == "format" else ctx.certainly_tensor(arg.value)) and (
+                    not is_item_call(arg.value)
+                ):
+                    add(arg.value, kind, arg.value)
 
     for node in ctx.nodes(cst.FormattedStringExpression):
         assert isinstance(node, cst.FormattedStringExpression)

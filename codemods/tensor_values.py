@@ -381,10 +381,11 @@ def _call_problem(ctx: FileContext, call: cst.Call) -> str:
 
 def sites_within(ctx: FileContext, sites, root: cst.CSTNode) -> list:
     """The sync sites at or below ``root`` that a rewrite may turn into tensor code
-    (``all(t)`` / ``any(t)``, which read element by element, are only reported)."""
+    (``all(t)`` / ``any(t)``, which read element by element, and a tensor a metric writer
+    reads itself, are only reported)."""
     found = []
     for site in sites:
-        if site.kind == "elements":
+        if site.kind in ("elements", "metric"):
             continue
         if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
             found.append(site)

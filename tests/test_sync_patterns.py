@@ -227,3 +227,25 @@ def test_all_and_any_of_a_tensor_read_its_elements_one_by_one():
     assert [(f.rule, f.line, f.fix) for f in findings] == [("FX004", 5, "none"), ("FX004", 7, "none")]
     assert "`to_drop.all()` decides on the device" in findings[0].note
     assert "reads the elements of a tensor one by one" in findings[1].message
+
+
+def test_a_tensor_given_to_a_metric_writer_is_read_by_it():
+    """cleanrl's `writer.add_scalar("losses/td_loss", loss, global_step)`: TensorBoard copies the
+    tensor to the host at once. Reported, not rewritten; with `.item()` the call is deferred."""
+    from pathlib import Path
+
+    from fixitem.codemods.engine import process
+    from fixitem.codemods.registry import all_rules
+
+    code = (
+        "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n\n"
+        "def train(writer: SummaryWriter, w: torch.Tensor):\n"
+        "    for step in range(3):\n"
+        "        loss = (w ** 2).sum()\n"
+        "        writer.add_scalar('loss', loss, step)\n"
+        "        writer.add_scalar('loss/item', loss.item(), step)\n"
+    )
+    metric, deferred = process(Path("a.py"), code, all_rules()).findings
+    assert (metric.rule, metric.line, metric.fix) == ("FX005", 7, "none") and "metric writer" in metric.message
+    assert (deferred.rule, deferred.line, deferred.fix) == ("FX201", 8, "safe")
+    assert [f.line for f in process(Path("a.py"), code, all_rules(), fix=True).applied] == [8]

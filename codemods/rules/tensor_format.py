@@ -13,7 +13,8 @@ class TensorFormat(SiteRule):
     """## What it does
     Reports tensors printed, logged or formatted into strings
     (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`, `"%.3f" % t`,
-    `"{:.3f}".format(t)`).
+    `"{:.3f}".format(t)`), and tensors given to a metric writer, which reads
+    them itself (`writer.add_scalar("loss", loss, step)`).
 
     ## Why is this bad?
     Formatting reads every element (a **host sync**) and, in compiled code,
@@ -27,7 +28,8 @@ class TensorFormat(SiteRule):
 
     ## Use instead
     Log every N steps, or defer the call into an on-device buffer that is
-    flushed every N steps.
+    flushed every N steps: `fixitem apply` defers a call that is given
+    `t.item()` of a one-element tensor.
 
     ## Fix safety
     No automatic fix.
@@ -36,7 +38,7 @@ class TensorFormat(SiteRule):
     code = "FX005"
     name = "tensor-format"
     summary = "tensor formatted into text"
-    kinds = ("format",)
+    kinds = ("format", "metric")
     examples = [
         Invalid(
             dedent(
@@ -67,7 +69,15 @@ class TensorFormat(SiteRule):
     ]
 
     def message(self, ctx: FileContext, site: SyncSite) -> str:
+        if site.kind == "metric":
+            return f"tensor `{ctx.code(site.node)}` is read by the metric writer it is given to"
         return f"tensor `{ctx.code(site.node)}` is formatted into text"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
+        if site.kind == "metric":
+            return (
+                "the writer copies it to the host at once (TensorBoard's `add_scalar`, wandb). Pass "
+                f"`{ctx.code(site.node)}.item()` of a one-element tensor instead: `fixitem apply` defers such "
+                "calls into an on-device buffer"
+            )
         return ADVICE["output_tensor"]
