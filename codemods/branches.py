@@ -354,8 +354,7 @@ def _may_hold_parameters(ctx: FileContext, func: cst.BaseExpression) -> bool:
     if kind in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY):
         return False
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = ctx.provenance.enclosing_class(func)
-        values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, []) if cls is not None else []
+        values = ctx.provenance.assigned_values(func)
         if values and all(isinstance(v, cst.Name) and v.value == "__buffer__" for v in values):
             return False  # a buffer: no gradient
         classes = set()

@@ -143,7 +143,7 @@ def _dtype(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> str | None
         annotated = _annotated_dtype(ctx, expr)
         if annotated:
             return annotated
-        kinds = {_dtype(ctx, value, depth + 1) for value in assigned_values(ctx, expr)}
+        kinds = {_dtype(ctx, value, depth + 1) for value in ctx.provenance.assigned_values(expr)}
         return kinds.pop() if len(kinds) == 1 else None
     return None
 
@@ -194,23 +194,9 @@ def _sort_like(expr: cst.BaseExpression) -> bool:
     return name in ("max", "min", "median") and bool(expr.args)
 
 
-def assigned_values(ctx: FileContext, name: cst.Name) -> list[cst.BaseExpression]:
-    """The values a name is assigned in its scope; empty when it is also bound another way."""
-    scope = ctx.provenance.scope_of(name).lookup(name.value)
-    bindings = scope.bindings.get(name.value, []) if scope is not None else []
-    values = [node for how, node in bindings if how == "value" and isinstance(node, cst.BaseExpression)]
-    return values if len(values) == len(bindings) else []
-
-
 def _loss_module(ctx: FileContext, func: cst.BaseExpression) -> bool:
     """``criterion`` in ``criterion(out, y)``, built from an ``nn.*Loss`` class."""
-    if isinstance(func, cst.Name):
-        values = assigned_values(ctx, func)
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = ctx.provenance.enclosing_class(func)
-        values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, []) if cls is not None else []
-    else:
-        return False
+    values = ctx.provenance.assigned_values(func)
 
     def is_loss(value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Call):
@@ -298,8 +284,7 @@ def _floating(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, s
         if expr.attr.value in ("T", "mT", "H", "mH", "data", "grad"):
             return _floating(ctx, expr.value, seen)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = ctx.provenance.enclosing_class(expr)
-            values = ctx.provenance.class_attrs.get(cls, {}).get(expr.attr.value, []) if cls is not None else []
+            values = ctx.provenance.assigned_values(expr)
             return bool(values) and all(_floating_attribute_value(ctx, v, seen) for v in values)
         return False
     if isinstance(expr, cst.IfExp):

@@ -190,8 +190,7 @@ def _known_logger(ctx: FileContext, receiver: cst.BaseExpression, depth: int = 0
                 return False
         return True
     if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-        cls = provenance.enclosing_class(receiver)
-        values = provenance.class_attrs.get(cls, {}).get(receiver.attr.value) if cls is not None else None
+        values = provenance.assigned_values(receiver)
         return bool(values) and all(_logger_value(ctx, v, depth) for v in values)
     return False
 
@@ -349,18 +348,9 @@ def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
 
 def _is_accelerator(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     """``accelerator`` (or ``self.accelerator``) made only by ``Accelerator(...)``."""
-    provenance = ctx.provenance
-    if isinstance(receiver, cst.Name):
-        scope = provenance.scope_of(receiver).lookup(receiver.value)
-        values = scope.bindings.get(receiver.value, []) if scope is not None else []
-        values = [node if how == "value" else None for how, node in values]
-    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-        cls = provenance.enclosing_class(receiver)
-        values = provenance.class_attrs.get(cls, {}).get(receiver.attr.value, []) if cls is not None else []
-    else:
-        return False
+    values = ctx.provenance.assigned_values(receiver)
     return bool(values) and all(
-        isinstance(v, cst.Call) and provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values
+        isinstance(v, cst.Call) and ctx.provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values
     )
 
 

@@ -1181,6 +1181,20 @@ class Provenance:
             self._param_kind(scope, param) is Kind.TENSOR
         )
 
+    def assigned_values(self, expr: cst.CSTNode) -> list[cst.BaseExpression]:
+        """What ``expr`` is assigned: for a name, the values of its assignments in its scope
+        (none when it is also bound another way: a parameter, a loop, an import); for
+        ``self.attr`` in a method, every ``self.attr = ...`` of the class."""
+        if isinstance(expr, cst.Name):
+            scope = self.scope_of(expr).lookup(expr.value)
+            bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+            values = [node for how, node in bindings if how == "value" and isinstance(node, cst.BaseExpression)]
+            return values if len(values) == len(bindings) else []
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.enclosing_class(expr)
+            return list(self.class_attrs.get(cls, {}).get(expr.attr.value, [])) if cls is not None else []
+        return []
+
     def tensor_pair(self, call: cst.Call) -> bool:
         """``t.max(1)``, ``t.sort()``, ``t.topk(k)``: a (values, indices) pair of tensors."""
         func = call.func

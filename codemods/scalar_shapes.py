@@ -173,8 +173,7 @@ def _dimensioned(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int
         if expr.attr.value in ("data", "mT", "grad"):
             return _dimensioned(ctx, expr.value, seen, depth + 1)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = ctx.provenance.enclosing_class(expr)
-            values = ctx.provenance.class_attrs.get(cls, {}).get(expr.attr.value, []) if cls is not None else []
+            values = ctx.provenance.assigned_values(expr)
             return bool(values) and all(_dimensioned_attribute(ctx, v, seen, depth) for v in values)
         return False
     if isinstance(expr, cst.Name):
@@ -199,17 +198,7 @@ def _dimensioned_attribute(ctx: FileContext, value: cst.BaseExpression, seen: se
 
 def _dimensioned_module(ctx: FileContext, func: cst.BaseExpression) -> bool:
     """``self.fc`` / ``fc`` in ``fc(x)``, built from a module class with dimensioned output."""
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = ctx.provenance.enclosing_class(func)
-        values = ctx.provenance.class_attrs.get(cls, {}).get(func.attr.value, []) if cls is not None else []
-    elif isinstance(func, cst.Name):
-        scope = ctx.provenance.scope_of(func).lookup(func.value)
-        bindings = scope.bindings.get(func.value, []) if scope is not None else []
-        values = [node for how, node in bindings if how == "value"]
-        if len(values) != len(bindings):
-            return False
-    else:
-        return False
+    values = ctx.provenance.assigned_values(func)
 
     def dimensioned_class(value: cst.CSTNode | None) -> bool:
         if not isinstance(value, cst.Call):
