@@ -536,8 +536,8 @@ class Recorder:
         if not callable(fn):
             raise TypeError(f"fixitem.runtime.record: fn must be callable, got {fn!r}")
         rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs), _caller_origin())
-        if not _sinks.hooked:
-            _sinks.hook()
+        if not _Sinks.hooked:
+            _Sinks.hook()
         now = time.monotonic()
         with _IN_RUNTIME:
             with _LOCK:
@@ -854,7 +854,7 @@ class _Sinks:
     does, so that the sink sees the calls in the original order (wandb numbers
     ``log`` calls for its implicit step), and closing or flushing a sink replays
     them while it is still open. Hooked when their module is loaded: looked at on
-    each ``record``, until all are hooked."""
+    each ``record`` that comes after more modules were loaded, until all are hooked."""
 
     # (module, object in it or "", function)
     KNOWN = (
@@ -871,9 +871,14 @@ class _Sinks:
     )
     hooked = False  # every known sink is hooked
     done: set[tuple[str, str, str]] = set()
+    modules_seen = -1  # len(sys.modules) when last looked: no new module, nothing new to hook
 
     @classmethod
     def hook(cls) -> None:
+        loaded = len(sys.modules)
+        if loaded == cls.modules_seen:
+            return
+        cls.modules_seen = loaded
         for sink in cls.KNOWN:
             module = sys.modules.get(sink[0])
             if sink in cls.done or module is None:
@@ -884,8 +889,6 @@ class _Sinks:
             cls.done.add(sink)
         cls.hooked = len(cls.done) == len(cls.KNOWN)
 
-
-_sinks = _Sinks
 
 
 def _install_logging_hooks() -> None:

@@ -30,6 +30,7 @@ def fresh_sinks(monkeypatch):
     """Sinks hooked from scratch (fake modules stand in for wandb and TensorBoard)."""
     monkeypatch.setattr(runtime._Sinks, "done", set())
     monkeypatch.setattr(runtime._Sinks, "hooked", False)
+    monkeypatch.setattr(runtime._Sinks, "modules_seen", -1)
 
 
 def _fake_module(monkeypatch, name: str, **attrs) -> types.ModuleType:
