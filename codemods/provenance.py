@@ -106,6 +106,9 @@ CREATION_FUNCTIONS = frozenset(
 # that always build on the host.
 DEVICE_OF_INPUT = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 ALWAYS_ON_HOST = frozenset({"from_numpy", "from_file", "frombuffer"})
+# How far a read's kind follows the values that reach it before it takes its name's
+# scope-wide kind (each step is a few frames of recursion).
+MAX_REACHING_DEPTH = 40
 # Tensor methods that give a (values, indices) pair (``max``/``min``/... with a dim).
 PAIR_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "median", "mode"})
 # nn.Module methods that return the module itself.
@@ -774,7 +777,7 @@ class Provenance:
     def _name_kind(self, name: cst.Name) -> Kind:
         value = self.reaching(name)
         if value is not None:
-            kind = self._reaching_kind(name, value)
+            kind = self._deeper(lambda: self._reaching_kind(name, value))
             if kind not in (Kind.UNKNOWN, Kind.PENDING):
                 return kind
         return self.name_kind_at(name.value, name)
@@ -784,11 +787,20 @@ class Provenance:
             return self._param_kind(self.scope_of(name), value)
         return self.kind(value)
 
+    def _deeper(self, compute):
+        """``compute()``, one step further along a chain of reaching values (``x = x + 1``
+        repeated): past :data:`MAX_REACHING_DEPTH` steps, reads keep their scope-wide kind."""
+        self._reaching_depth += 1
+        try:
+            return compute()
+        finally:
+            self._reaching_depth -= 1
+
     def reaching(self, name: cst.Name) -> cst.BaseExpression | cst.Param | None:
         """The value of the assignment this read of ``name`` certainly sees, in straight-line
         code of its own scope (see :mod:`.reaching`); None where there is no such one (and
         while names are being solved: a name has one kind for its scope there)."""
-        if self._solving or self._reaching_depth > 40:
+        if self._solving or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         key = id(name)
         if key in self._reaching:
@@ -800,13 +812,9 @@ class Provenance:
             len(scope.bindings.get(name.value, ())) > 1 and scope.lookup(name.value) is scope
             and name.value not in self._declared_elsewhere()
         ):
-            self._reaching_depth += 1
-            try:
-                if self._bindings is None:
-                    self._bindings = Bindings(self.module)
-                found = reaching_value(name, scope.node, self.parents, self._bindings)
-            finally:
-                self._reaching_depth -= 1
+            if self._bindings is None:
+                self._bindings = Bindings(self.module)
+            found = reaching_value(name, scope.node, self.parents, self._bindings)
         self._reaching[key] = found
         return found
 
@@ -953,10 +961,10 @@ class Provenance:
     def _certain_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
         if isinstance(expr, cst.Name):
             value = self.reaching(expr)
-            if value is not None and self._reaching_kind(expr, value) is Kind.TENSOR:
+            if value is not None and self._deeper(lambda: self._reaching_kind(expr, value)) is Kind.TENSOR:
                 if isinstance(value, cst.Param):
                     return self._param_certain(self.scope_of(expr), value)
-                return self._certain(value, seen)
+                return self._deeper(lambda: self._certain(value, seen))
             scope = self.scope_of(expr).lookup(expr.value)
             if scope is None:
                 return True

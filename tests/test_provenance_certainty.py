@@ -440,3 +440,13 @@ def test_jax_arrays_are_not_tensors():
     assert certainty(code, "loss", 1) is Certainty.NOT_TENSOR
     assert certainty(code, "key", 0) is Certainty.NOT_TENSOR
     assert scan(code) == []
+
+
+def test_a_long_chain_of_rebindings_is_followed_without_recursing_too_deep():
+    """`x = x + 1` four hundred times: each read follows the one before only so far, then
+    takes the name's scope-wide kind; no RecursionError."""
+    code = "import torch\n\ndef f(t: torch.Tensor):\n    x = t.sum()\n" + "    x = x + 1\n" * 400
+    code += "    print(f'{x}')\n    return x.item()\n"
+    result = process(Path("facts.py"), code, all_rules())
+    assert result.error is None
+    assert [(f.rule, f.line) for f in result.findings] == [("FX005", 405), ("FX001", 406)]
