@@ -107,10 +107,10 @@ def _element_value(target: cst.BaseExpression, value: cst.BaseExpression, name: 
         and len(target.elements) == len(value.elements)
         and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
     ):
-        found = [v for t, v in zip(target.elements, value.elements) if name in _target_names(t.value)]
-        if len(found) == 1:
-            element = next(t for t in target.elements if name in _target_names(t.value))
-            return _element_value(element.value, found[0].value, name)
+        pairs = [(t, v) for t, v in zip(target.elements, value.elements) if name in _target_names(t.value)]
+        if len(pairs) == 1:
+            (element, element_value), = pairs
+            return _element_value(element.value, element_value.value, name)
     return None
 
 
