@@ -17,12 +17,13 @@ float only when ``loss`` is floating.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 
 from .context import FileContext
 from .provenance import Kind, Scope, is_module_class
+from .tree import walk
 
 # torch.nn.functional losses not named ``*_loss``.
 FLOATING_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
@@ -321,7 +322,7 @@ def _floating_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str]])
                 return any(ctx.kind(a.value) is Kind.TENSOR and _floating(ctx, a.value, seen) for a in operands)
             return _floating(ctx, first, seen)
         if short in ("tensor", "as_tensor", "full", "arange"):
-            return any(isinstance(node, cst.Float) for arg in call.args for node in _walk_expr(arg.value))
+            return any(isinstance(node, cst.Float) for arg in call.args for node in walk(arg.value))
         return False
     if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
         method = func.attr.value
@@ -342,14 +343,6 @@ def _floating_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str]])
         if method in SAME_DTYPE:
             return _floating(ctx, func.value, seen)
     return False
-
-
-def _walk_expr(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _floating_name(ctx: FileContext, name: cst.Name, seen: set[tuple[int, str]]) -> bool:
