@@ -246,6 +246,16 @@ def one_file_samples(tree: Path) -> list[tuple[str, Path]]:
     return [(f"{kind}, {lines} lines", Path(path)) for kind, (lines, path) in picks]
 
 
+def find_ruff() -> str | None:
+    """The ``ruff`` of this environment (the dev extras install it beside this Python,
+    which need not be on PATH when the venv is not activated), else the one on PATH."""
+    try:
+        from ruff.__main__ import find_ruff_bin
+        return str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("ruff")
+
+
 def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | None,
             apply: bool, ruff: str | None) -> list[Run]:
     """Every command of the table on ``tree`` (a folder below ``tmp``)."""
@@ -307,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--copies: counts must be >= 1")
 
     jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
-    ruff = shutil.which("ruff")
+    ruff = find_ruff()
     runs: list[Run] = []
     sizes: dict[str, tuple[int, int]] = {}
     growth: list[tuple[int, int, int, Run]] = []

@@ -497,16 +497,19 @@ class Recorder:
     a record blocks on the oldest one. ``flush_after``: seconds a record may wait:
     one that comes that long after the previous record (a sparse log) is emitted
     at once, and pending records are emitted once the oldest is that old.
+    ``clock``: the monotonic clock those seconds are read from (tests pass their own).
     """
 
     def __init__(self, flush_every: int = DEFAULT_FLUSH_EVERY, max_outstanding: int = 4,
-                 flush_after: float = DEFAULT_FLUSH_AFTER_S) -> None:
+                 flush_after: float = DEFAULT_FLUSH_AFTER_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._pending: list[_Record] = []
         self._batches: collections.deque[_Batch] = collections.deque()
         if not flush_after > 0:
             raise ValueError(f"flush_after must be a positive number of seconds, got {flush_after!r}")
         self.flush_after = float(flush_after)
-        self._last = time.monotonic()  # when the previous record came (or the recorder was made)
+        self.clock = clock
+        self._last = clock()  # when the previous record came (or the recorder was made)
         self._oldest = self._last  # when the oldest pending record came
         self.flush_every = DEFAULT_FLUSH_EVERY
         self.set_flush_every(flush_every)
@@ -538,7 +541,7 @@ class Recorder:
         rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs), _caller_origin())
         if not _Sinks.hooked:
             _Sinks.hook()
-        now = time.monotonic()
+        now = self.clock()
         with _IN_RUNTIME:
             with _LOCK:
                 if _COMPILED_INBOX:
@@ -891,6 +894,14 @@ class _Sinks:
 
 
 
+# Loggers whose records never reach the program's output, so they need not wait for what
+# is pending. ``torch.__trace`` is torch's structured compile trace: it never propagates,
+# and its own handler writes only to a ``TORCH_TRACE`` file (or removes itself). Every
+# compile logs to it, and a test runner that captures non-propagating loggers (pytest 9.2)
+# keeps it active: replaying there would read pending values at each compile.
+_SILENT_LOGGERS = frozenset({"torch.__trace"})
+
+
 def _install_logging_hooks() -> None:
     original = logging.Logger.callHandlers
     if getattr(original, "_fixitem_ordered", False):
@@ -899,7 +910,8 @@ def _install_logging_hooks() -> None:
     @functools.wraps(original)
     def callHandlers(self, record):  # noqa: N802  (logging's name)
         tls = _tls
-        if _order.dirty and not tls.in_logging:  # a handler logging: flushed by the outer call
+        # A handler logging is flushed by the outer call.
+        if _order.dirty and not tls.in_logging and record.name not in _SILENT_LOGGERS:
             _before_output(_WRITE_WAIT_S)
         if tls.origin is not None and record.funcName == "<lambda>":
             # A replayed ``lambda ...: logger.info(...)``: the function and line that recorded it.

@@ -62,9 +62,10 @@ def clean_default_recorder():
     from fixitem import runtime
 
     runtime.flush()
-    saved = runtime._default.flush_every, runtime._default.flush_after
+    saved = runtime._default.flush_every, runtime._default.flush_after, runtime._default.clock
     runtime._default.flush_after = 1e9  # time never flushes here, however slow the machine
     yield
     runtime.flush()
     runtime._default.set_flush_every(saved[0])
     runtime._default.flush_after = saved[1]
+    runtime._default.clock = saved[2]
