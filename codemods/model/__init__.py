@@ -1,0 +1,1 @@
+"""The semantic model: what fixitem knows about values, calls and devices (see README.md)."""
