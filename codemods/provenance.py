@@ -36,6 +36,7 @@ import libcst as cst
 
 from . import shortcuts
 from .effects import REDUCTIONS
+from .model import torch_stubs
 from .reaching import Bindings, reaching_value
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
@@ -59,20 +60,20 @@ class Kind(enum.Enum):
     PENDING = "pending"
 
 
-# torch.* callables that do not return a tensor.
+# torch.* names that are not functions returning a tensor, where the stubs say nothing
+# (what ``torch.numel`` or ``torch.is_tensor`` return, the stubs say): classes and
+# submodules, and functions of torch's Python code without an annotated return.
 NON_TENSOR_TORCH = frozenset(
     {
-        "is_tensor", "is_floating_point", "is_complex", "is_grad_enabled", "numel",
-        "device", "dtype", "Size", "Generator", "get_default_dtype", "set_default_dtype",
-        "manual_seed", "seed", "initial_seed", "compile", "no_grad", "enable_grad",
+        "device", "dtype", "Size", "Generator", "set_default_dtype",
+        "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad",
         "inference_mode", "set_grad_enabled", "autocast", "save", "load", "jit", "cuda",
-        "backends", "distributed", "set_printoptions", "use_deterministic_algorithms",
-        "get_num_threads", "set_num_threads", "finfo", "iinfo", "typename", "is_nonzero",
-        "equal", "allclose", "cond", "_assert", "_assert_async", "_check", "set_float32_matmul_precision",
+        "backends", "distributed", "set_printoptions", "finfo", "iinfo",
+        "cond", "_assert", "_check",
         "utils", "compiler", "profiler", "optim", "autograd", "testing", "hub", "library", "fx",
         "overrides", "Tensor", "nn", "_dynamo", "_inductor", "export", "onnx", "multiprocessing",
-        "promote_types", "result_type", "can_cast", "typename", "get_device_module", "xpu", "mps", "npu",
-        "accelerator", "amp", "random", "version", "hub", "package", "sparse", "quantization", "ao",
+        "get_device_module", "xpu", "mps", "npu",
+        "accelerator", "amp", "random", "version", "package", "sparse", "quantization", "ao",
         "deterministic_algorithms_warn_only", "vmap", "func", "futures", "masked", "nested", "signal",
         "storage",
     }
@@ -128,22 +129,29 @@ DTYPES = frozenset(
 # set_default_device, use_deterministic_algorithms, has_lapack, can_cast ...
 NON_TENSOR_PREFIXES = ("is_", "are_", "get_", "set_", "use_", "has_", "can_", "enable_", "disable_")
 
-# Tensor methods and attributes that do not give a tensor.
+# What tensor methods, tensor attributes and torch functions return comes from the
+# installed torch's own type stubs (:mod:`fixitem.codemods.model.torch_stubs`:
+# ``def storage_offset(self) -> _int | SymInt``, ``def size(self, dim: _int) -> _int``).
+# The facts below are kept only where the stubs say nothing.
 NON_TENSOR_METHODS = {
-    "item": Kind.NUMBER, "tolist": Kind.OTHER, "numpy": Kind.NUMPY, "size": Kind.OTHER,
-    "dim": Kind.NUMBER, "ndimension": Kind.NUMBER, "numel": Kind.NUMBER, "nelement": Kind.NUMBER,
-    "element_size": Kind.NUMBER, "is_contiguous": Kind.NUMBER, "is_floating_point": Kind.NUMBER,
-    "stride": Kind.OTHER, "data_ptr": Kind.NUMBER, "get_device": Kind.NUMBER,
-    "backward": Kind.OTHER, "register_hook": Kind.OTHER, "storage": Kind.OTHER,
-    "untyped_storage": Kind.OTHER, "type": Kind.OTHER, "split": Kind.OTHER, "chunk": Kind.OTHER,
-    "unbind": Kind.OTHER, "tensor_split": Kind.OTHER, "equal": Kind.NUMBER, "allclose": Kind.NUMBER,
-    "is_nonzero": Kind.NUMBER, "__len__": Kind.NUMBER,
-    # Metadata queries: answered from the tensor's header, no read of its values.
-    "is_complex": Kind.NUMBER, "is_signed": Kind.NUMBER, "is_pinned": Kind.NUMBER, "is_shared": Kind.NUMBER,
-    "is_inference": Kind.NUMBER, "is_conj": Kind.NUMBER, "is_neg": Kind.NUMBER, "is_set_to": Kind.NUMBER,
-    "has_names": Kind.NUMBER, "dim_order": Kind.OTHER, "nbytes": Kind.NUMBER,
-    "state_dict": Kind.OTHER,
+    # Python-level methods of torch/_tensor.py without a return annotation:
+    "backward": Kind.OTHER, "register_hook": Kind.OTHER, "storage": Kind.OTHER, "is_shared": Kind.NUMBER,
+    "dim_order": Kind.OTHER, "__len__": Kind.NUMBER,
+    # Overloads that give a tensor or not by their arguments (``type()`` is a string,
+    # ``type(torch.float16)`` a tensor): where the call's arguments do not choose one.
+    "type": Kind.OTHER,
 }
+# The method names that only tensors' metadata queries and reads carry: using one on a
+# ``forward`` parameter shows it is a tensor (what each returns: the stubs).
+TENSOR_QUERY_METHODS = frozenset(
+    {
+        "item", "tolist", "numpy", "size", "dim", "ndimension", "numel", "nelement", "element_size",
+        "is_contiguous", "is_floating_point", "stride", "data_ptr", "get_device", "backward", "register_hook",
+        "storage", "untyped_storage", "type", "split", "chunk", "unbind", "tensor_split", "equal", "allclose",
+        "is_nonzero", "__len__", "is_complex", "is_signed", "is_pinned", "is_shared", "is_inference", "is_conj",
+        "is_neg", "is_set_to", "has_names", "dim_order", "nbytes", "state_dict",
+    }
+)
 # Methods whose result is never a tensor, whatever the receiver (a module's
 # ``state_dict()`` is a dict of tensors, ``parameters()`` an iterator).
 NON_TENSOR_ANY_METHODS = {
@@ -153,14 +161,16 @@ NON_TENSOR_ANY_METHODS = {
     "named_children": Kind.OTHER, "register_buffer": Kind.OTHER, "register_parameter": Kind.OTHER,
     "register_forward_hook": Kind.OTHER, "register_forward_pre_hook": Kind.OTHER,
 }
-NON_TENSOR_ATTRIBUTES = {
-    "shape": Kind.OTHER, "dtype": Kind.OTHER, "device": Kind.OTHER, "ndim": Kind.NUMBER,
-    "requires_grad": Kind.NUMBER, "is_cuda": Kind.NUMBER, "is_leaf": Kind.NUMBER,
-    "grad_fn": Kind.OTHER, "layout": Kind.OTHER, "names": Kind.OTHER,
-    "is_sparse": Kind.NUMBER, "is_quantized": Kind.NUMBER, "is_meta": Kind.NUMBER, "is_mps": Kind.NUMBER,
-    "is_xpu": Kind.NUMBER, "is_cpu": Kind.NUMBER, "is_nested": Kind.NUMBER, "is_mkldnn": Kind.NUMBER,
-    "is_complex": Kind.NUMBER, "nbytes": Kind.NUMBER, "itemsize": Kind.NUMBER,
-}
+# Tensor attributes the stubs do not declare (the others: ``TensorBase``'s annotations).
+NON_TENSOR_ATTRIBUTES = {"names": Kind.OTHER, "is_complex": Kind.NUMBER}
+# Attributes whose use on a ``forward`` parameter shows it is a tensor.
+TENSOR_QUERY_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "grad_fn", "layout", "names",
+        "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xpu", "is_cpu", "is_nested", "is_mkldnn",
+        "is_complex", "nbytes", "itemsize",
+    }
+)
 # Attributes of a numpy value that are not numpy values.
 NUMPY_METADATA = {
     "shape": Kind.OTHER, "dtype": Kind.OTHER, "ndim": Kind.NUMBER, "size": Kind.NUMBER,
@@ -179,7 +189,7 @@ TENSOR_ONLY_NAMES = frozenset(
 )
 # Attributes and methods whose use on a ``forward`` parameter shows it is a
 # tensor (numpy arrays have some of them too, but do not reach ``forward``).
-TENSOR_USES = TENSOR_ONLY_NAMES | frozenset(NON_TENSOR_METHODS) | frozenset(NON_TENSOR_ATTRIBUTES) | REDUCTIONS | frozenset(
+TENSOR_USES = TENSOR_ONLY_NAMES | TENSOR_QUERY_METHODS | TENSOR_QUERY_ATTRIBUTES | REDUCTIONS | frozenset(
     {"to", "float", "half", "double", "bfloat16", "int", "bool", "abs", "cpu", "cuda", "reshape", "transpose",
      "flatten", "squeeze", "exp", "log", "pow", "sqrt", "matmul", "T", "mT", "masked_fill", "clone", "repeat", "size"}
 )
@@ -283,9 +293,13 @@ def _walk_statements(module: cst.Module) -> list[cst.CSTNode]:
 
 
 def is_torch_function(qualified: str | None) -> bool:
-    """Is ``qualified`` a torch function that returns a tensor?"""
+    """Is ``qualified`` a torch function that returns a tensor? The stubs say, where they
+    know it; else the rules below do."""
     if not qualified or not qualified.startswith("torch."):
         return False
+    stub = torch_function_kind(qualified)
+    if stub is not None:
+        return stub is Kind.TENSOR
     parts = qualified.split(".")
     if parts[1] == "nn":
         return len(parts) >= 4 and parts[2] == "functional"
@@ -297,6 +311,62 @@ def is_torch_function(qualified: str | None) -> bool:
     if name in NON_TENSOR_TORCH or name.startswith(("_", *NON_TENSOR_PREFIXES)) or name[0].isupper():
         return False
     return True
+
+
+_STUB_KINDS = {
+    torch_stubs.TENSOR: Kind.TENSOR, torch_stubs.INT: Kind.NUMBER, torch_stubs.FLOAT: Kind.NUMBER,
+    torch_stubs.BOOL: Kind.NUMBER, torch_stubs.NUMBER: Kind.NUMBER, torch_stubs.NUMPY: Kind.NUMPY,
+    torch_stubs.LIST: Kind.OTHER, torch_stubs.TENSORS: Kind.OTHER, torch_stubs.NONE: Kind.OTHER,
+    torch_stubs.OTHER: Kind.OTHER,
+}
+
+
+def stub_kind(kind: str | None) -> Kind | None:
+    """The provenance kind of a return kind the stubs give; None where they leave it open:
+    not listed, ``Any``, or overloads that give a tensor for some arguments and something
+    else for others (``torch.max(x, 1)`` is a pair, ``torch.max(x, y)`` a tensor)."""
+    if kind is None or kind == torch_stubs.UNKNOWN:
+        return None
+    parts = set(kind.split("|"))
+    if parts == {torch_stubs.TENSOR, torch_stubs.NONE}:
+        return Kind.TENSOR  # ``t.grad``: a tensor where there is one
+    kinds = {_STUB_KINDS[p] for p in parts if p in _STUB_KINDS}
+    if len(kinds) == 1 and len(parts) == len([p for p in parts if p in _STUB_KINDS]):
+        return kinds.pop()
+    if Kind.TENSOR in kinds or Kind.NUMPY in kinds:
+        return None
+    return Kind.OTHER
+
+
+def call_shape(call: cst.Call) -> tuple[int | None, frozenset[str]]:
+    """How many positional arguments ``call`` passes and its keywords, to choose among a
+    stub's overloads; None when that cannot be told (``*args``, ``**kwargs``) or when an
+    argument is a literal ``None`` (an overload whose parameter is typed ``None`` takes it)."""
+    positional = 0
+    keywords: set[str] = set()
+    for arg in call.args:
+        if arg.star:
+            return None, frozenset()
+        if arg.keyword is not None:
+            keywords.add(arg.keyword.value)
+        else:
+            if isinstance(arg.value, cst.Name) and arg.value.value == "None":
+                return None, frozenset()
+            positional += 1
+    return positional, frozenset(keywords)
+
+
+def torch_function_kind(qualified: str, call: cst.Call | None = None) -> Kind | None:
+    """What the stubs say the torch function ``qualified`` returns (None where they are silent)."""
+    positional, keywords = call_shape(call) if call is not None else (None, frozenset())
+    return stub_kind(torch_stubs.table().function_kind(qualified, positional, keywords))
+
+
+def tensor_method_kind(call: cst.Call) -> Kind | None:
+    """What the stubs say the tensor method called by ``call`` returns (None where silent)."""
+    assert isinstance(call.func, cst.Attribute)
+    positional, keywords = call_shape(call)
+    return stub_kind(torch_stubs.table().method_kind(call.func.attr.value, positional, keywords))
 
 
 def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
@@ -1227,6 +1297,9 @@ class Provenance:
             if cls is not None and attr in self.class_attrs.get(cls, {}):
                 return self._lookup((id(cls), "self." + attr))
         if base_kind is Kind.TENSOR:
+            stub = stub_kind(torch_stubs.table().attribute_kind(attr))
+            if stub is not None:
+                return stub
             if attr in NON_TENSOR_ATTRIBUTES:
                 return NON_TENSOR_ATTRIBUTES[attr]
             if attr in ("T", "mT", "H", "mH", "data", "grad", "real", "imag"):
@@ -1272,7 +1345,10 @@ class Provenance:
                 return Kind.OTHER
             if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.tensor", "torch.as_tensor", "torch.from_numpy"):
                 return Kind.TENSOR
-            if is_torch_function(q):
+            stub = torch_function_kind(q, call) if q.startswith("torch.") else None
+            if stub is not None:
+                return stub
+            if is_torch_function(q):  # where the stubs are silent (or say "a tensor or a pair")
                 return Kind.TENSOR
             if is_module_class(q, self.module_classes):
                 return Kind.MODULE
@@ -1299,12 +1375,15 @@ class Provenance:
             if method == "format" and receiver is Kind.OTHER:
                 return Kind.OTHER  # ``"{}".format(t)``: a string
             if receiver is Kind.TENSOR:
-                if method == "size" and call.args:
-                    return Kind.NUMBER  # ``t.size(0)``
+                stub = tensor_method_kind(call)
+                if stub is not None:
+                    return stub
                 if method in NON_TENSOR_METHODS:
                     return NON_TENSOR_METHODS[method]
                 if method in PAIR_METHODS and self.tensor_pair(call):
                     return Kind.OTHER  # ``t.max(dim)``: a (values, indices) pair
+                # Not in the stubs (a method of a tensor subclass, or one torch has since
+                # added), or "a tensor or a pair" by the argument's type: a tensor, as most are.
                 return Kind.TENSOR
             if receiver is Kind.NUMPY:
                 return Kind.NUMBER if method == "item" else Kind.NUMPY if method != "tolist" else Kind.OTHER
@@ -1314,7 +1393,9 @@ class Provenance:
                 if method in MODULE_SELF_METHODS:
                     return Kind.MODULE  # ``model = model.to(device)``
                 return Kind.UNKNOWN
-            if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS:
+            if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS and (
+                tensor_method_kind(call) in (None, Kind.TENSOR)  # ``x.numel()`` is a number
+            ):
                 if not self._is_imported_name(func.value):  # ``math.isfinite(x)`` is a function
                     return Kind.TENSOR
             return Kind.UNKNOWN
