@@ -36,7 +36,7 @@ import libcst as cst
 
 from . import shortcuts
 from .effects import REDUCTIONS
-from .model import torch_stubs
+from .model import devices, torch_stubs
 from .reaching import Bindings, reaching_value
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop
 
@@ -1126,6 +1126,10 @@ class Provenance:
         return self._cpu(expr, frozenset())
 
     def _default_device_changed(self) -> bool:
+        """Does this file, or another file of the run (:mod:`~fixitem.codemods.model.devices`),
+        set torch's default device? Then a tensor made without ``device=`` may be anywhere."""
+        if devices.project_sets_default_device():
+            return True
         if self._default_device is None:
             self._default_device = False
             for call in nodes_within(self.module, cst.Call):
@@ -1206,15 +1210,16 @@ class Provenance:
                 return bool(positional) and self._cpu_or_not_tensor(positional[0], seen) and self.kind(positional[0]) is Kind.TENSOR
             if name in ("tensor", "as_tensor", "asarray"):
                 # ``torch.tensor([...])`` of Python values or numpy builds on the host (unless the
-                # file changes the default device); of a tensor it keeps that tensor's device.
+                # program changes the default device); of a tensor it keeps that tensor's device.
                 if self._default_device_changed() or not positional:
                     return False
                 return self.kind(positional[0]) in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY) or (
                     self.kind(positional[0]) is Kind.TENSOR and self._cpu(positional[0], seen)
                 )
             if name in CREATION_FUNCTIONS:
-                # ``torch.zeros(n)`` follows the default device, which code elsewhere may set.
-                return False
+                # ``torch.zeros(n)``, ``torch.randint(0, 9, (4,))``, ``torch.randperm(n)`` build on
+                # the default device: the CPU unless a file of the run sets another one.
+                return not self._default_device_changed()
             # ``torch.dot(a, b)`` of host tensors; an argument of unknown kind may be a device tensor.
             tensors = [a.value for a in call.args if self.kind(a.value) is Kind.TENSOR]
             return bool(tensors) and all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)

@@ -75,14 +75,16 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     sites: list[SyncSite] = []
     seen: set[cst.CSTNode] = set()
 
-    def add(node: cst.CSTNode, kind: str, value: cst.BaseExpression, certain: bool | None = None) -> None:
+    def add(node: cst.CSTNode, kind: str, value: cst.BaseExpression, certain: bool | None = None,
+            host: bool = False) -> None:
+        """``host``: the read works only on a tensor in host memory (``.numpy()``)."""
         if node in seen:
             return
         seen.add(node)
         certainty = Certainty.TENSOR if kind == "synchronize" else ctx.certainty(value)
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
-        on_host = kind != "synchronize" and ctx.on_cpu(value)
+        on_host = kind != "synchronize" and (host or ctx.on_cpu(value))
         if on_host and not ctx.in_traced_code(node):
             return  # a host tensor read outside traced code costs nothing
         sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
@@ -105,10 +107,16 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 # ``x.detach().cpu().numpy()`` is one copy, of ``x``.
                 inner = receiver
                 chain = []
-                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in ("cpu", "detach"):
+                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and (
+                    inner.func.attr.value in ("cpu", "detach") or (inner.func.attr.value == "to" and _moves_to_cpu(inner))
+                ):
                     chain.append(inner)
                     inner = inner.func.value
-                add(call, "numpy", inner if chain and ctx.certainty(inner) is not Certainty.NOT_TENSOR else receiver)
+                # ``.numpy()`` works only on a tensor in host memory (it raises for a device
+                # tensor): without a ``.cpu()`` before it, it copies nothing from a device.
+                copies = any(c.func.attr.value in ("cpu", "to") for c in chain)  # type: ignore[attr-defined]
+                add(call, "numpy", inner if chain and ctx.certainty(inner) is not Certainty.NOT_TENSOR else receiver,
+                    host=not copies)
                 seen.update(chain)
             elif method == "cpu" and not call.args and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
                 add(call, "cpu", receiver)

@@ -33,6 +33,7 @@ from typing import Any, Literal, Union
 from fixitem.codemods import shortcuts
 from fixitem.codemods.discovery import PathNotFound, discover
 from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process
+from fixitem.codemods.model import devices
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.one_fix import fix_one
@@ -108,6 +109,7 @@ class _Job:
     write: bool
     flush_every: int | None = None  # for the deferred-logging rewrite
     cache_dir: str | None = None  # where results are kept between runs; None: not kept
+    default_device: bool = False  # a file of the run sets torch's default device
 
 
 @dataclass
@@ -119,6 +121,7 @@ class _Plan:
     flush_every: int | None
     config: Config
     cache_dir: str | None = None
+    default_device: bool = False  # a file of the run sets torch's default device
 
 
 CacheOption = Union[bool, Path, str, None]
@@ -209,7 +212,7 @@ def _plan(
         codes[file] = by_ignores[extra]
     flush = flush_every if flush_every is not None else cfg.flush_every
     unsafe = bool(unsafe if unsafe is not None else cfg.unsafe)
-    return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg))
+    return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg), devices.any_sets_default_device(files))
 
 
 # --------------------------------------------------------------------------- one file
@@ -280,7 +283,7 @@ def _run_notebook(job: _Job) -> FileResult:
 
 def _run_job(job: _Job) -> FileResult:
     """Process one file (in a worker or in-process); never raises for the user's file."""
-    with shortcuts.collection_paused():
+    with shortcuts.collection_paused(), devices.project(job.default_device):
         return _run_file_job(job)
 
 
@@ -292,7 +295,7 @@ def _run_file_job(job: _Job) -> FileResult:
         return FileResult(job.path, error=error)
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
-    key = kept.key(display, source.text, job.codes, job.flush_every) if kept else ""
+    key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device) if kept else ""
     outcome: FileResult | None = None
     if kept:
         hit = kept.get(key)
@@ -546,7 +549,8 @@ def scan(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=False,
         flush_every=flush_every, config=config, isolated=isolated, cache=cache,
     )
-    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every, plan.cache_dir) for f in plan.files]
+    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every, plan.cache_dir, plan.default_device)
+            for f in plan.files]
     return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
 
 
@@ -577,13 +581,15 @@ def apply(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=unsafe,
         flush_every=flush_every, config=config, isolated=isolated, cache=cache,
     )
-    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every, plan.cache_dir) for f in plan.files]
+    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every, plan.cache_dir, plan.default_device)
+            for f in plan.files]
     if confirm is None:
         return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
     state = {"all": False, "quit": False}
     results = []
     for job in work:
-        results.append(_interactive_file(job, confirm, state))
+        with devices.project(job.default_device):
+            results.append(_interactive_file(job, confirm, state))
         if progress:
             progress(job.path)
         if state["quit"]:

@@ -43,7 +43,10 @@ def code_fingerprint() -> str:
         import fixitem
         import fixitem.codemods
 
-        digest = hashlib.sha256(f"{fixitem.__version__}\0{FORMAT}".encode())
+        from fixitem.codemods.model import torch_stubs
+
+        # Findings also depend on what the installed torch's stubs say its APIs return.
+        digest = hashlib.sha256(f"{fixitem.__version__}\0{FORMAT}\0{torch_stubs.fingerprint()}".encode())
         folder = Path(fixitem.codemods.__file__).parent
         for path in sorted(folder.rglob("*.py")):
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
@@ -69,9 +72,12 @@ class ResultCache:
     def __init__(self, folder: Path | str) -> None:
         self.folder = Path(folder)
 
-    def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None) -> str:
+    def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
+            default_device: bool = False) -> str:
+        """``default_device``: another file of the run sets torch's default device (then
+        no tensor made without ``device=`` is taken for a CPU tensor)."""
         digest = hashlib.sha256(code_fingerprint().encode())
-        for part in (display_path, ",".join(codes), str(flush_every)):
+        for part in (display_path, ",".join(codes), str(flush_every)) + (("default-device",) if default_device else ()):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()

@@ -391,6 +391,13 @@ def _store(path: Path, data: dict) -> None:
         pass
 
 
+def fingerprint() -> str:
+    """What the table read depends on (torch's folder, version and stub files): results
+    computed with the table are kept under it."""
+    folder = torch_folder()
+    return _key(folder) if folder is not None else ""
+
+
 _table: StubTable | None = None
 
 

@@ -1,0 +1,63 @@
+"""Where tensors are made: does the project change torch's default device?
+
+A factory called without ``device=`` (``torch.zeros(n)``, ``torch.randint(0, 9, (4,))``,
+``torch.randperm(n)``, ``torch.tensor([...])``) builds its tensor on the default
+device, which is the CPU unless the program sets another one with
+``torch.set_default_device(...)`` (or the older ``torch.set_default_tensor_type``)
+or enters ``with torch.device(...):``. Reading such a CPU tensor waits for no
+device.
+
+The program is what fixitem is given: the files of one run. When any of them
+sets a default device, no factory is taken for a CPU one, in any file of the run.
+The limit: code outside the files analysed (an entry script left out of the
+run, a library, ``PYTORCH_DEFAULT_DEVICE``-style launch wrappers) may set it
+too; a run on one file sees only that file (and what the file itself does).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# ``torch.set_default_device("cuda")``, ``set_default_tensor_type(torch.cuda.FloatTensor)``,
+# ``with torch.device("cuda"):`` (not ``with torch.cuda.device(0):``, which picks the current
+# CUDA device and leaves the default device alone).
+_SETS_DEFAULT = re.compile(r"\bset_default_device\b|\bset_default_tensor_type\b|\bwith\s+(?:torch\s*\.\s*)?device\s*\(")
+
+_project_sets_default = False
+
+
+def sets_default_device(text: str) -> bool:
+    """Does this source text (possibly) set torch's default device? A textual test: a
+    mention in a comment or string counts too, which only makes fixitem more careful."""
+    return _SETS_DEFAULT.search(text) is not None
+
+
+def any_sets_default_device(paths: Iterable[Path]) -> bool:
+    """Does one of ``paths`` set the default device? Files that cannot be read do not."""
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if sets_default_device(text):
+            return True
+    return False
+
+
+def project_sets_default_device() -> bool:
+    """Does a file of the run being analysed set the default device?"""
+    return _project_sets_default
+
+
+@contextmanager
+def project(sets_default: bool) -> Iterator[None]:
+    """Analyse files of a run in which a file sets the default device (or none does)."""
+    global _project_sets_default
+    before, _project_sets_default = _project_sets_default, sets_default
+    try:
+        yield
+    finally:
+        _project_sets_default = before
