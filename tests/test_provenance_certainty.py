@@ -234,6 +234,9 @@ def test_an_uncertain_read_says_so_in_its_report():
         "torch.tensor(np.zeros(3))",
         "torch.zeros(3, device='cpu')",
         "torch.tensor([0.0, 0.0, 0.0]).uniform_(path, path)",  # in place: where the tensor lives, whatever the bounds
+        # Factories without ``device=`` build on the default device: the CPU, as nothing here sets another.
+        "torch.zeros(3)", "torch.randint(0, 10, (4,))", "torch.randperm(8)", "torch.empty(4)", "torch.ones(4)",
+        "torch.full((4,), 2)", "torch.arange(4)", "torch.multinomial(torch.ones(5), 3)",
     ],
 )
 def test_host_tensors_cost_a_graph_break_in_traced_code_but_no_sync(source):
@@ -264,7 +267,8 @@ def test_the_copy_to_the_host_syncs_but_reading_the_copy_does_not():
 @pytest.mark.parametrize(
     "source",
     [
-        "torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3)", "x.cuda()", "x.float()",
+        "torch.tensor([0, 0, 0], device='cuda')", "torch.tensor(x)", "torch.zeros(3, device=x.device)",
+        "x.cuda()", "x.float()", "torch.multinomial(x, 3)", "torch.randint(0, 10, (4,), device=x.device)",
         "torch.tensor([0, 0, 0]).add(x)", "torch.tensor([0, 0, 0]).copy_(x)",
         "torch.tensor([1, 2]).to(x.device)", "torch.stack([torch.tensor([1.0]), unknown])",
         "torch.add(torch.tensor([1.0]), self_weights)",
@@ -277,7 +281,9 @@ def test_tensors_that_may_live_on_a_device_still_sync(source):
     assert [f.costs for f in scan(code)] == [("host-sync",)]
 
 
-@pytest.mark.parametrize("source", ["torch.tensor([1, 2, 3])", "torch.tensor([1, 2, 3]).mul_(2)"])
+@pytest.mark.parametrize(
+    "source", ["torch.tensor([1, 2, 3])", "torch.tensor([1, 2, 3]).mul_(2)", "torch.zeros(3)", "torch.randperm(3)"]
+)
 def test_a_changed_default_device_means_no_host_tensor(source):
     code = (
         "import torch\n\ntorch.set_default_device('cuda')\n\n"
@@ -450,3 +456,27 @@ def test_a_long_chain_of_rebindings_is_followed_without_recursing_too_deep():
     result = process(Path("facts.py"), code, all_rules())
     assert result.error is None
     assert [(f.rule, f.line) for f in result.findings] == [("FX005", 405), ("FX001", 406)]
+
+
+@pytest.mark.parametrize("setting", ["torch.set_default_device('cuda')", "with torch.device('cuda'):\n    pass"])
+def test_a_default_device_set_in_another_file_of_the_run_means_no_host_tensor(tmp_path, setting):
+    from fixitem.api import scan as scan_files
+
+    (tmp_path / "sample.py").write_text(
+        "import torch\n\ndef f():\n    idx = torch.randint(0, 10, (4,))\n    return int(idx[0])\n"
+    )
+    alone = scan_files([tmp_path / "sample.py"], cache=False, jobs=1)
+    assert [f.rule for r in alone.files for f in r.findings] == []  # a CPU tensor: no sync
+    (tmp_path / "main.py").write_text(f"import torch\n\n{setting}\n")
+    together = scan_files([tmp_path], cache=False, jobs=1)
+    assert [(r.path.name, f.costs) for r in together.files for f in r.findings] == [("sample.py", ("host-sync",))]
+
+
+def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
+    # ``.numpy()`` raises for a device tensor: a tensor it reads is in host memory already.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "def f(x: torch.Tensor):\n    return x.detach().numpy(), x.cpu().numpy()\n\n"
+        "class M(nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
+    )
+    assert [(f.line, f.costs) for f in scan(code)] == [(5, ("host-sync",)), (9, ("graph-break",))]

@@ -227,7 +227,8 @@ def test_python_flags_set_under_a_tensor_condition_are_left_alone():
         "import torch\n\n"
         "def f(x: torch.Tensor, layerdrop: float):\n"
         "    to_drop = False\n"
-        "    dropout_probability = torch.rand([])\n"
+        # (on the device: ``torch.rand([])`` alone is a CPU tensor, whose read syncs nothing)
+        "    dropout_probability = torch.rand([], device=x.device)\n"
         "    if dropout_probability < layerdrop:\n"
         "        to_drop = True\n"
         "    return x if to_drop else x * 2\n"
