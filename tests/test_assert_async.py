@@ -137,7 +137,8 @@ def test_if_raise_and_assert_forms_keep_their_meaning():
             "inside `try`",
         ),
         # A test's assertion.
-        ("def test_f():\n    x = torch.ones(3)\n    assert (x > 0).all()\n", "in a test"),
+        # (on a device: ``torch.ones(3)`` alone is a CPU tensor, whose read syncs nothing)
+        ("def test_f():\n    x = torch.ones(3, device='cuda')\n    assert (x > 0).all()\n", "in a test"),
     ],
 )
 def test_no_fix_cases_say_what_to_do(code, note):

@@ -147,7 +147,7 @@ def test_a_module_level_counter_that_decides_control_flow_is_not_rewritten():
 def test_a_module_level_name_used_only_in_tensor_code_is_an_unsafe_fix():
     code = (
         "import torch\n\n"
-        "x = torch.randn(4)\n"
+        "x = torch.randn(4, device='cuda')\n"  # without device=, a CPU tensor: no sync to remove
         "scale = 1.0\n"
         "if x.abs().max().item() > 2.0:\n"
         "    scale = 0.5\n"

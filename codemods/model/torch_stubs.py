@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT = "1"  # bump when the table's shape or the reading rules change
+FORMAT = "2"  # bump when the table's shape or the reading rules change
 
 # What a call returns.
 TENSOR = "tensor"
@@ -271,8 +271,11 @@ class StubTable:
 
     def to_json(self) -> dict:
         def overloads(table: dict[str, list[Overload]]) -> dict:
+            # Where the overloads agree, the kind alone (most names): a small file, read fast.
             return {
-                name: [[o.kind, o.required, o.most, sorted(o.keywords)] for o in items] for name, items in sorted(table.items())
+                name: items[0].kind if len({o.kind for o in items}) == 1 else
+                [[o.kind, o.required, o.most, sorted(o.keywords)] for o in items]
+                for name, items in sorted(table.items())
             }
 
         return {"version": self.version, "functions": overloads(self.functions), "methods": overloads(self.methods),
@@ -281,7 +284,11 @@ class StubTable:
     @classmethod
     def from_json(cls, data: dict) -> StubTable:
         def overloads(table: dict) -> dict[str, list[Overload]]:
-            return {name: [Overload(k, r, m, frozenset(w)) for k, r, m, w in items] for name, items in table.items()}
+            return {
+                name: [Overload(items, 0, None, frozenset({"**"}))] if isinstance(items, str) else
+                [Overload(k, r, m, frozenset(w)) for k, r, m, w in items]
+                for name, items in table.items()
+            }
 
         return cls(data["version"], overloads(data["functions"]), overloads(data["methods"]), dict(data["attributes"]))
 

@@ -136,15 +136,15 @@ class OneToList(Rule):
             dedent(
                 """
                 import torch
-                def rates(rate: float, depth: int):
-                    return [x.item() for x in torch.linspace(0, rate, depth)]
+                def rates(rate: float, depth: int, device: torch.device):
+                    return [x.item() for x in torch.linspace(0, rate, depth, device=device)]
                 """
             ),
             fixed=dedent(
                 """
                 import torch
-                def rates(rate: float, depth: int):
-                    return torch.linspace(0, rate, depth).tolist()
+                def rates(rate: float, depth: int, device: torch.device):
+                    return torch.linspace(0, rate, depth, device=device).tolist()
                 """
             ),
         ),

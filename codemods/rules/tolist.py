@@ -39,8 +39,10 @@ class ToList(SiteRule):
     graph_breaks = ("GB0109", "GB0033")
     kinds = ("tolist",)
     examples = [
-        Invalid("import torch\nvalues = torch.arange(4).tolist()\n"),
+        Invalid("import torch\nvalues = torch.arange(4, device='cuda').tolist()\n"),
         Valid("import numpy as np\nvalues = np.arange(4).tolist()\n"),
+        # Made without ``device=``, on the default device (the CPU): reading it waits for no device.
+        Valid("import torch\nvalues = torch.arange(4).tolist()\n"),
     ]
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
