@@ -16,6 +16,11 @@ from fixitem.codemods.engine import process
 from fixitem.codemods.registry import all_rules
 
 
+# Scripts that run here make their tensors on the device there is: a tensor made without
+# ``device=`` is a CPU tensor, whose reads sync nothing (and are not deferred).
+DEVICE = "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+
+
 def _fixed(code: str, unsafe: bool = False) -> str | None:
     return process(Path("example.py"), code, all_rules(), fix=True, unsafe=unsafe).new_text
 
@@ -129,9 +134,10 @@ def test_a_reset_in_place_would_change_the_text(tmp_path):
     path = tmp_path / "returns.py"
     path.write_text(
         "import numpy as np\nimport torch\n"
+        f"{DEVICE}"
         "stats = {'r': np.zeros(2)}\n"
         "for step in range(3):\n"
-        "    loss = torch.ones(2).sum() * step\n"
+        "    loss = torch.ones(2, device=device).sum() * step\n"
         "    stats['r'] += 1.0\n"
         "    print(f\"returns={stats['r']} loss={loss.item():.3f}\")\n"
         "    stats['r'][:] = 0\n"
@@ -274,9 +280,10 @@ def test_a_file_with_its_own_deferred_gets_another_alias(tmp_path, header, call)
     path = tmp_path / "own_deferred.py"
     path.write_text(
         "import torch\n"
+        + DEVICE
         + header
         + "    for step in range(2):\n"
-        "        loss = torch.ones(2).sum() / (step + 1)\n"
+        "        loss = torch.ones(2, device=device).sum() / (step + 1)\n"
         "        print(f'step {step} loss {loss.item():.4f}')\n"
         "        deferred.append(step)\n"
         "    return deferred\n"
@@ -354,7 +361,7 @@ def test_accelerate_print_is_an_output_call_and_another_print_method_is_not():
     code = (
         "import torch\nfrom accelerate import Accelerator\n\n"
         "accelerator = Accelerator()\n"
-        "w = torch.ones(3, requires_grad=True)\n"
+        "w = torch.ones(3, requires_grad=True, device='cuda')\n"
         "for step in range(3):\n"
         "    loss = (w * step).sum()\n"
         "    accelerator.print(f'step {step} loss {loss.item():.3f}')\n"

@@ -71,7 +71,7 @@ def test_a_name_bound_in_an_earlier_cell_is_known_as_a_tensor(tmp_path):
     nb = tmp_path / "cross.ipynb"
     nb.write_text(_notebook(
         ("code", "import torch"),
-        ("code", "t = torch.ones(3)"),
+        ("code", "t = torch.ones(3, device='cuda')"),
         ("markdown", "Some prose with t.item() in it."),
         ("code", "if t.sum().item() > 0:\n    t = t * 2"),
     ), encoding="utf-8")
@@ -204,7 +204,9 @@ def test_a_notebook_in_another_layout_keeps_it(tmp_path):
     after = nb.read_text(encoding="utf-8")
     assert _without_sources(after, {1, 2}) == _without_sources(before, {1, 2})
     cells = json.loads(after)["cells"]
-    assert cells[0]["source"] == "import torch\nfrom fixitem import runtime as deferred\nscore = torch.randn(3)  # Schätzwert\n"
+    assert cells[0]["source"] == (
+        'import torch\nfrom fixitem import runtime as deferred\nscore = torch.randn(3, device="cuda")  # Schätzwert\n'
+    )
     assert cells[1]["source"] == (
         "!nvidia-smi\ndeferred.record(lambda value: print(value), score.sum())\ndeferred.flush()"
     )
@@ -213,7 +215,7 @@ def test_a_notebook_in_another_layout_keeps_it(tmp_path):
 
 def test_a_layout_that_cannot_be_reproduced_is_refused(tmp_path):
     nb = tmp_path / "odd.ipynb"
-    text = _notebook(("code", "import torch\nt = torch.ones(2)\nprint(t.sum().item())\n"))
+    text = _notebook(("code", "import torch\nt = torch.ones(2, device='cuda')\nprint(t.sum().item())\n"))
     text = text.replace('"import torch\\n",\n    ', '"import torch\\n",   ')  # hand-edited spacing
     nb.write_text(text, encoding="utf-8")
     result = fixitem.apply([nb], isolated=True, cache=False)
@@ -292,8 +294,10 @@ def test_a_file_cut_into_cells_is_fixed_as_the_file_is(tmp_path, fixture):
 # --------------------------------------------------------------------------- cells in, results per cell out
 
 
+# The notebooks below are analysed, never run: their tensors are made on a device, where
+# reading them syncs (a tensor made without ``device=`` is a CPU tensor, whose reads do not).
 CELLS = [
-    "import torch\n\nt = torch.ones(3)",
+    "import torch\n\nt = torch.ones(3, device='cuda')",
     None,  # a markdown cell
     "%time print(t.sum().item())\nif t.sum().item() > 0:\n    t = t * 2\nprint(t.max().item())",
     "%%capture\nprint(t.item())",
@@ -371,9 +375,9 @@ def test_analyse_cells_reports_what_cannot_be_analysed():
 
 
 LEFT_AFTER_FIXES = [
-    "import torch\na = torch.ones(()) * 2",
+    "import torch\na = torch.ones((), device='cuda') * 2",
     "for step in range(2):\n    print(f\"step {step} a {a.item():.3f} and a long tail of text that is wrapped\")\nv = a.tolist()",
-    "x = torch.randn(3)\nvals = x.tolist()",
+    "x = torch.randn(3, device='cuda')\nvals = x.tolist()",
     "y = 1\ny = 2\ny = 3",
 ]
 

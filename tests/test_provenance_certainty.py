@@ -480,3 +480,19 @@ def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
         "class M(nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
     )
     assert [(f.line, f.costs) for f in scan(code)] == [(5, ("host-sync",)), (9, ("graph-break",))]
+
+
+@pytest.mark.parametrize(
+    "text, sets",
+    [
+        ("torch.set_default_device('cuda')", True), ("from torch import set_default_device", True),
+        ("torch.set_default_tensor_type(torch.cuda.FloatTensor)", True), ("with torch.device('cuda'):", True),
+        ("with device('meta'):", True),
+        ("with torch.cuda.device(0):", False),  # the current CUDA device, not the default device
+        ("x = torch.zeros(3, device='cuda')", False),
+    ],
+)
+def test_what_sets_a_default_device(text, sets):
+    from fixitem.codemods.model.devices import sets_default_device
+
+    assert sets_default_device(f"import torch\n{text}\n") is sets

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT = "2"  # bump when the table's shape or the reading rules change
+FORMAT = "3"  # bump when the table's shape or the reading rules change
 
 # What a call returns.
 TENSOR = "tensor"
@@ -47,6 +47,7 @@ FUNCTION_FILES = (
     ("__init__.py", "torch"),  # torch.is_tensor, torch.set_default_device...: Python, annotated
     ("functional.py", "torch"),  # torch.split, torch.norm, torch.einsum...: Python, annotated
     ("nn/functional.pyi", "torch.nn.functional"),
+    ("_C/_nn.pyi", "torch._C._nn"),  # what torch.nn.functional re-exports (``pad``, ``gelu``, ``linear``)
 )
 TENSOR_FILES = ("_C/__init__.pyi", "_tensor.py")  # TensorBase, then the Python-level Tensor over it
 TENSOR_CLASSES = frozenset({"TensorBase", "Tensor"})
@@ -170,12 +171,19 @@ def _is_property(function: ast.FunctionDef) -> bool:
     return any(_short(d) in ("property", "_property") for d in function.decorator_list)
 
 
-def _read_functions(tree: ast.Module, into: dict[str, list[Overload]], prefix: str, public: set[str] | None) -> None:
+def _read_functions(tree: ast.Module, into: dict[str, list[Overload]], prefix: str, public: set[str] | None,
+                    aliases: dict[str, str]) -> None:
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if public is not None and statement.name not in public:
                 continue
             into.setdefault(f"{prefix}.{statement.name}", []).append(_overload(statement, method=False))
+        elif isinstance(statement, ast.ImportFrom) and statement.module and statement.module.startswith("torch") and (
+            prefix.endswith(".functional") and statement.level == 0
+        ):
+            # ``from torch._C._nn import log_sigmoid as logsigmoid`` in a stub: a re-export.
+            for alias in statement.names:
+                aliases[f"{prefix}.{alias.asname or alias.name}"] = f"{statement.module}.{alias.name}"
 
 
 def _all_names(tree: ast.Module) -> set[str] | None:
@@ -317,6 +325,7 @@ def build(folder: Path) -> StubTable:
     methods: dict[str, list[Overload]] = {}
     attributes: dict[str, str] = {}
     python_level: dict[str, list[Overload]] = {}
+    aliases: dict[str, str] = {}
     for relative, prefix in FUNCTION_FILES:
         tree = _parse(folder / relative)
         if tree is None:
@@ -324,13 +333,18 @@ def build(folder: Path) -> StubTable:
         if relative.endswith(".py"):
             # Python functions that replace the C++ ones of the same name (``torch.split``);
             # an unannotated one keeps what the C++ stub says.
-            _read_functions(tree, python_level, prefix, _all_names(tree))
+            _read_functions(tree, python_level, prefix, _all_names(tree), aliases)
         else:
-            _read_functions(tree, functions, prefix, None)
+            _read_functions(tree, functions, prefix, None, aliases)
     for name, overloads in python_level.items():
         if all(o.kind == UNKNOWN for o in overloads) and name in functions:
             continue
         functions[name] = overloads
+    for name, target in aliases.items():
+        if name not in functions and target in functions:
+            functions[name] = functions[target]
+    for name in [n for n in functions if n.startswith("torch._C.")]:
+        del functions[name]  # read only for the re-exports
     for relative in TENSOR_FILES:
         tree = _parse(folder / relative)
         if tree is None:
