@@ -42,7 +42,6 @@ def code_fingerprint() -> str:
     if _fingerprint is None:
         import fixitem
         import fixitem.codemods
-
         from fixitem.codemods.model import torch_stubs
 
         # Findings also depend on what the installed torch's stubs say its APIs return.

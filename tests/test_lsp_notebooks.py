@@ -23,7 +23,8 @@ session = test_lsp.session
 
 CAPABILITIES = {"workspace": {"configuration": True}, "notebookDocument": {"synchronization": {}}}
 
-IMPORTS = "import torch\n\nx = torch.ones(3)"
+# Analysed, never run: a device tensor (one made without ``device=`` is a CPU tensor, whose reads sync nothing).
+IMPORTS = "import torch\n\nx = torch.ones(3, device='cuda')"
 # If this line were read as Python, its `.item()` would be reported.
 MAGIC = "%time print(x.sum().item())"
 GATE = "y = x + 1\nif x.sum().item() > 0:\n    x = x * 2\nprint('done')\n"
@@ -148,7 +149,7 @@ def test_cells_added_changed_and_removed(project: Path, tmp_path: Path) -> None:
     try:
         client.initialize(project, capabilities=CAPABILITIES)
         notebook = project / "grow.ipynb"
-        uris = open_notebook(client, notebook, [("code", "import torch\nt = torch.ones(3)"), ("markdown", "text")])
+        uris = open_notebook(client, notebook, [("code", "import torch\nt = torch.ones(3, device='cuda')"), ("markdown", "text")])
         assert all(p["diagnostics"] == [] for p in published(client, uris).values())
 
         # A cell added at the end: its `t` is the tensor of cell 1.

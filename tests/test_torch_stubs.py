@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from fixitem.codemods.context import FileContext
 from fixitem.codemods.engine import process
 from fixitem.codemods.model import torch_stubs
@@ -89,7 +88,6 @@ def test_reading_a_stub(tmp_path):
 
 
 def test_the_table_is_cached_per_stub_files(tmp_path, monkeypatch):
-    monkeypatch.delenv("FIXITEM_NO_CACHE", raising=False)
     folder = fake_torch(tmp_path / "torch")
     cache = tmp_path / "cache"
     first = torch_stubs.load(folder, cache)
@@ -103,7 +101,6 @@ def test_the_table_is_cached_per_stub_files(tmp_path, monkeypatch):
     assert torch_stubs.load(folder, cache).to_json() == first.to_json()
     # Another torch (the stub changed): built again.
     monkeypatch.undo()
-    monkeypatch.delenv("FIXITEM_NO_CACHE", raising=False)
     stub = folder / "_C" / "__init__.pyi"
     stub.write_text(STUB.replace("def item(self) -> Number", "def item(self) -> _float"))
     os.utime(stub, ns=(1, 1))
@@ -111,7 +108,6 @@ def test_the_table_is_cached_per_stub_files(tmp_path, monkeypatch):
 
 
 def test_a_cache_folder_that_cannot_be_written_only_costs_a_rebuild(tmp_path, monkeypatch):
-    monkeypatch.delenv("FIXITEM_NO_CACHE", raising=False)
     folder = fake_torch(tmp_path / "torch")
     blocked = tmp_path / "a-file"
     blocked.write_text("")

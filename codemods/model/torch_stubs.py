@@ -17,6 +17,7 @@ torch is never imported: its files are found with ``importlib.util.find_spec``.
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import json
 import os
@@ -187,11 +188,18 @@ def _read_functions(tree: ast.Module, into: dict[str, list[Overload]], prefix: s
 
 
 def _all_names(tree: ast.Module) -> set[str] | None:
+    """The names of ``__all__ = [...]`` and ``__all__ += [...]`` (None without them)."""
+    found: set[str] | None = None
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets):
-            if isinstance(statement.value, (ast.List, ast.Tuple)):
-                return {e.value for e in statement.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-    return None
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AugAssign) else []
+        )
+        value = getattr(statement, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(value, (ast.List, ast.Tuple)):
+            found = (found or set()) | {
+                e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            }
+    return found
 
 
 def _read_tensor_class(cls: ast.ClassDef, methods: dict[str, list[Overload]], attributes: dict[str, str]) -> None:
@@ -377,19 +385,20 @@ def load(folder: Path | None = None, cache: Path | None = None) -> StubTable:
     folder = folder if folder is not None else torch_folder()
     if folder is None:
         return StubTable("", {}, {}, {})
+    # Not turned off with the per-file results (``FIXITEM_NO_CACHE``): the table is a function
+    # of the stub files alone, and its key names them exactly.
     key = _key(folder)
-    use_cache = os.environ.get("FIXITEM_NO_CACHE", "").strip().lower() in ("", "0", "false", "no")
-    path = (cache if cache is not None else cache_folder()) / f"torch-stubs-{FORMAT}.json"
-    if use_cache:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("key") == key:
-                return StubTable.from_json(data["table"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    # One file per torch installation: environments with different torch builds share the folder.
+    name = f"torch-stubs-{_version(folder)}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    path = (cache if cache is not None else cache_folder()) / name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return StubTable.from_json(data["table"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     table = build(folder)
-    if use_cache:
-        _store(path, {"key": key, "table": table.to_json()})
+    _store(path, {"key": key, "table": table.to_json()})
     return table
 
 
