@@ -199,3 +199,13 @@ def test_keys_differ_by_text_path_rules_and_settings():
     assert base != kept.key("a.py", "x = 1\n", ("FX002",), None)
     assert base != kept.key("a.py", "x = 1\n", ("FX001",), 50)
     assert base == kept.key("a.py", "x = 1\n", ("FX001",), None)
+
+
+def test_a_default_device_set_elsewhere_in_the_run_is_part_of_the_key(tmp_path):
+    # Alone, ``torch.randint`` makes a CPU tensor (no finding); once another file of the run
+    # sets a default device, the answer kept for the unchanged file must not be reused.
+    (tmp_path / "sample.py").write_text("import torch\n\ndef f():\n    idx = torch.randint(0, 10, (4,))\n    return int(idx[0])\n")
+    kept = tmp_path / "kept"
+    assert api.scan([tmp_path / "sample.py"], cache=kept, jobs=1).findings == []
+    (tmp_path / "main.py").write_text("import torch\n\ntorch.set_default_device('cuda')\n")
+    assert [f.rule for f in api.scan([tmp_path / "sample.py", tmp_path / "main.py"], cache=kept, jobs=1).findings] == ["FX001"]
