@@ -806,6 +806,10 @@ class Provenance:
             return self._call_kind(expr)
         if t is cst.Subscript:
             base = self.kind(expr.value)
+            if base is Kind.OTHER and self.tensor_sequence(expr.value) and all(
+                type(e.slice) is cst.Index for e in expr.slice
+            ):
+                return Kind.TENSOR  # ``torch.where(mask)[0]``, ``x.split(2)[-1]``
             return base if base in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
         if t is cst.UnaryOperation:
             if isinstance(expr.operator, cst.Not):
@@ -934,8 +938,8 @@ class Provenance:
         if how == "iter" and isinstance(node, cst.BaseExpression):
             node = self._progress_bar_items(node)
             it = self.kind(node)
-            if it is Kind.TENSOR:
-                return Kind.TENSOR
+            if it is Kind.TENSOR or self.tensor_sequence(node):
+                return Kind.TENSOR  # rows of a tensor, or ``for part in x.split(2)``
             if it is Kind.NUMPY:
                 return Kind.NUMPY
             if isinstance(node, cst.Call) and dotted_name(node.func) in ("range", "enumerate"):
@@ -949,7 +953,9 @@ class Provenance:
             return Kind.NUMBER
         if how == "unpack" and isinstance(node, cst.BaseExpression):
             # ``a, b = t`` and ``_, predicted = outputs.max(1)``: tensors.
-            tensors = self.kind(node) is Kind.TENSOR or (isinstance(node, cst.Call) and self.tensor_pair(node))
+            tensors = self.kind(node) is Kind.TENSOR or (isinstance(node, cst.Call) and self.tensor_pair(node)) or (
+                self.tensor_sequence(node)  # ``a, b = torch.chunk(x, 2)``
+            )
             return Kind.TENSOR if tensors else Kind.UNKNOWN
         if how == "import":
             # A module, or a value imported from one (``from config import LIMIT``).
@@ -1277,6 +1283,20 @@ class Provenance:
             cls = self.enclosing_class(expr)
             return list(self.class_attrs.get(cls, {}).get(expr.attr.value, [])) if cls is not None else []
         return []
+
+    def tensor_sequence(self, expr: cst.CSTNode) -> bool:
+        """Is ``expr`` a call that the stubs say gives a tuple or list of tensors
+        (``torch.split(x, 2)``, ``x.unbind(0)``, ``torch.where(mask)``)?"""
+        if type(expr) is not cst.Call:
+            return False
+        func = expr.func
+        positional, keywords = call_shape(expr)
+        q = self.imports.qualify(func)
+        if q is not None and q.startswith("torch."):
+            return torch_stubs.table().function_kind(q, positional, keywords) == torch_stubs.TENSORS
+        if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
+            return torch_stubs.table().method_kind(func.attr.value, positional, keywords) == torch_stubs.TENSORS
+        return False
 
     def tensor_pair(self, call: cst.Call) -> bool:
         """``t.max(1)``, ``t.sort()``, ``t.topk(k)``: a (values, indices) pair of tensors."""
