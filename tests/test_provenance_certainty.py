@@ -490,6 +490,7 @@ def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
         ("with device('meta'):", True),
         ("with torch.cuda.device(0):", False),  # the current CUDA device, not the default device
         ("x = torch.zeros(3, device='cuda')", False),
+        ("#     torch.set_default_tensor_type(ttype)", False),  # commented out
     ],
 )
 def test_what_sets_a_default_device(text, sets):

@@ -31,8 +31,13 @@ _project_sets_default = False
 
 def sets_default_device(text: str) -> bool:
     """Does this source text (possibly) set torch's default device? A textual test: a
-    mention in a comment or string counts too, which only makes fixitem more careful."""
-    return _SETS_DEFAULT.search(text) is not None
+    mention in a comment is left out (``# torch.set_default_tensor_type(ttype)``), one in a
+    string counts, which only makes fixitem more careful."""
+    for found in _SETS_DEFAULT.finditer(text):
+        line_start = text.rfind("\n", 0, found.start()) + 1
+        if "#" not in text[line_start:found.start()]:
+            return True
+    return False
 
 
 def any_sets_default_device(paths: Iterable[Path]) -> bool:
