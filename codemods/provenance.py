@@ -110,7 +110,9 @@ ALWAYS_ON_HOST = frozenset({"from_numpy", "from_file", "frombuffer"})
 # How far a read's kind follows the values that reach it before it takes its name's
 # scope-wide kind (each step is a few frames of recursion).
 MAX_REACHING_DEPTH = 40
-# Tensor methods that give a (values, indices) pair (``max``/``min``/... with a dim).
+# Tensor methods that give a (values, indices) pair (``max``/``min``/... with a dim). The
+# stubs say "a tensor or a pair" for most of them: ``t.max(1)`` and ``t.max(other)`` differ
+# only by the argument's type, which :meth:`Provenance.tensor_pair` looks at.
 PAIR_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "median", "mode"})
 # nn.Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(

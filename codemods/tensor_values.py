@@ -187,7 +187,7 @@ def _plain_number(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     return not any(_read_of(ctx, sub) is not None for sub in walk(expr))
 
 
-# Calls whose result is a boolean tensor.
+# Calls whose result is a boolean tensor (the stubs say "a tensor", not its dtype).
 BOOLEAN_CALLS = frozenset(
     {
         "any", "all", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal", "isclose",
