@@ -113,6 +113,7 @@ def apply_verified(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     masks: Sequence[str] = (),
+    default_masks: bool = True,
     log: Callable[[str], None] | None = None,
     **apply_options,
 ) -> VerifiedResult:
@@ -120,6 +121,8 @@ def apply_verified(
 
     ``apply_options`` are those of :func:`fixitem.api.apply` (``unsafe``,
     ``select``, ``config``...). ``log`` is called with one line per step.
+    ``default_masks=False``: compare the text as printed, masking only ``masks``.
+    A command that fails on the unchanged code judges no fix.
     """
     compile_masks(masks)  # a bad pattern is a usage error before anything runs
     cwd = Path(cwd).resolve()
@@ -130,7 +133,13 @@ def apply_verified(
         result.reference = reference = run_command(command, cwd, "before", env, timeout)
         again = run_command(command, cwd, "before", env, timeout)
         result.runs += 2
-        stable = compare_runs(command, reference, again, masks)
+        if reference.failed:
+            result.gave_up = f"the command fails on the unchanged code, so it cannot judge a fix ({reference.failure()})"
+            if len(reference.stderr_tail()) > 1:
+                result.gave_up += "; its stderr ends with:\n" + "\n".join(f"    {line}" for line in reference.stderr_tail())
+            say(result.gave_up)
+            return None
+        stable = compare_runs(command, reference, again, masks, default_masks=default_masks)
         if not stable.passed:
             result.gave_up = (
                 "the command does not behave the same in two runs of the unchanged code ("
@@ -143,7 +152,7 @@ def apply_verified(
         def check() -> Outcome:
             after = run_command(command, cwd, "after", env, timeout)
             result.runs += 1
-            return compare_runs(command, reference, after, masks)
+            return compare_runs(command, reference, after, masks, default_masks=default_masks)
 
         return check
 
