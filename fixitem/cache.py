@@ -69,9 +69,11 @@ class ResultCache:
     def __init__(self, folder: Path | str) -> None:
         self.folder = Path(folder)
 
-    def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None) -> str:
+    def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
+            runtime: bool = True) -> str:
+        """``runtime=False``: fixes that import ``fixitem.runtime`` are report-only (``no-runtime``)."""
         digest = hashlib.sha256(code_fingerprint().encode())
-        for part in (display_path, ",".join(codes), str(flush_every)):
+        for part in (display_path, ",".join(codes), str(flush_every), *(() if runtime else ("no-runtime",))):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()

@@ -285,6 +285,8 @@ def apply(
         for finding in result.findings:
             report.print(f"{left} {output.finding_text(finding)}", markup=False)
         report.print(output.apply_summary(result, written=not diff), markup=False)
+        if result.runtime is not None:  # once: the files that now need fixitem.runtime where they run
+            report.print(result.runtime.text(written=not diff), markup=False)
     _report_errors(result)
     if result.errors:
         raise typer.Exit(2)
