@@ -323,6 +323,8 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **
     if not quiet:
         out.print(f"{len(result.kept)} fix(es) kept, verified by `{result.command}`; {len(result.reverted)} "
                   f"reverted; {result.runs} run(s) of the check.", markup=False)
+        if result.runtime is not None:  # once: the files that now need fixitem.runtime where they run
+            out.print(result.runtime.text(), markup=False)
     for message in result.errors:
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(2 if result.errors else 0)

@@ -13,6 +13,7 @@ upwards to the top of the project (the folder holding ``.git``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -54,6 +55,17 @@ def newly_imports_runtime(diff: str) -> bool:
         elif line[:1] == "-" and _IMPORT.match(line[1:]):
             removed = True
     return added and not removed
+
+
+def imports_runtime(text: str, notebook: bool = False) -> bool:
+    """Whether a file's text (a notebook's JSON when ``notebook``) imports ``fixitem.runtime``."""
+    if notebook:
+        try:
+            cells = json.loads(text).get("cells", [])
+            text = "\n".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "code")
+        except (ValueError, AttributeError, TypeError):
+            return False
+    return any(_IMPORT.match(line) for line in text.splitlines())
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ from typing import Union
 
 from fixitem import api
 from fixitem.codemods.engine import Finding
+from fixitem.codemods.notebooks import is_notebook
 from fixitem.codemods.source import write_atomically
+from fixitem.deploy import RuntimeNeed, imports_runtime, runtime_need
 from fixitem.verify.run import CommandRun, RunComparison, compare_runs, compile_masks, run_command
 
 MAX_ROUNDS = 3
@@ -69,6 +71,8 @@ class VerifiedResult:
     errors: list[str] = field(default_factory=list)
     #: The changed files and their original bytes, for the model check.
     model_state: dict = field(default_factory=dict, repr=False)
+    #: The files that the kept fixes made import ``fixitem.runtime``, and where to declare it.
+    runtime: RuntimeNeed | None = None
 
     @property
     def changed(self) -> bool:
@@ -311,6 +315,7 @@ def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> 
                 say(f"{result.gave_up}: every fix reverted")
         else:
             result.kept = [(path, f) for path in changed for key, f in fixes[path] if key in universe[path]]
+            result.runtime = runtime_need([path for path in changed if _newly_imports_runtime(path, originals[path])])
     except BaseException:
         for path in changed:  # never leave a half-applied tree behind
             write_atomically(path, originals[path])
@@ -320,6 +325,13 @@ def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> 
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     return result
+
+
+def _newly_imports_runtime(path: Path, original: bytes) -> bool:
+    notebook = is_notebook(path)
+    before = original.decode("utf-8", "replace")
+    after = path.read_bytes().decode("utf-8", "replace")
+    return imports_runtime(after, notebook) and not imports_runtime(before, notebook)
 
 
 def _bisect_files(universe: dict[Path, set[FixKey]], failed: RunComparison, run_with,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,9 @@ from typer.testing import CliRunner
 import fixitem
 from fixitem.cli import app
 from fixitem.config import ConfigError, load_config
-from fixitem.deploy import REQUIREMENT, newly_imports_runtime
+from fixitem.deploy import REQUIREMENT, imports_runtime, newly_imports_runtime
 from fixitem.lsp import settings_for
+from fixitem.verified import apply_verified
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "deploy"
 RUNTIME_IMPORT = "from fixitem import runtime as deferred"
@@ -136,3 +138,20 @@ def test_the_language_server_offers_no_deferral_in_no_runtime_files(tmp_path):
     root = _project(tmp_path, "library")
     assert settings_for(root / "src" / "tinylib" / "layers.py", None).runtime is False
     assert settings_for(root / "examples" / "train.py", None).runtime is True
+
+
+def test_imports_runtime_reads_python_files_and_notebook_cells():
+    assert imports_runtime("import torch\nfrom fixitem import runtime as deferred\n")
+    assert not imports_runtime('x = "from fixitem import runtime"\n')
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["import torch\n", RUNTIME_IMPORT + "\n"]}
+    notebook = json.dumps({"cells": [cell], "nbformat": 4, "nbformat_minor": 5, "metadata": {}})
+    assert imports_runtime(notebook, notebook=True) and not imports_runtime(notebook)
+
+
+@pytest.mark.slow
+def test_apply_verify_run_names_the_files_its_kept_fixes_made_import_the_runtime(tmp_path):
+    root = _project(tmp_path, "scripts")
+    result = apply_verified([root / "train.py"], f"{sys.executable} train.py", cwd=root, isolated=True)
+    assert result.final is not None and result.final.passed, result.gave_up
+    assert result.runtime is not None and result.runtime.files == [root / "train.py"]
+    assert [m.path.name for m in result.runtime.manifests] == ["requirements.txt"]
