@@ -111,3 +111,22 @@ def test_raw_durations_pass_by_default_and_fail_without_the_default_masks():
     assert cli.exit_code == 1 and "stdout differs" in cli.stdout
     cli = _verify("--run", command, "--before", str(before), "--cwd", str(after))
     assert cli.exit_code == 0, cli.stdout
+
+
+@pytest.mark.slow
+def test_apply_verify_run_masks_durations_by_default_and_can_be_told_not_to(tmp_path, monkeypatch):
+    script = tmp_path / "timed_train.py"
+    shutil.copy(DURATIONS / "timed_train.py", script)
+    command = f"{sys.executable} timed_train.py"
+    result = apply_verified([script], command, cwd=tmp_path, isolated=True)
+    assert result.final is not None and result.final.passed, result.gave_up
+    assert [f.rule for _, f in result.kept] == ["FX201"]
+    shutil.copy(DURATIONS / "timed_train.py", script)
+    original = script.read_bytes()
+    plain = apply_verified([script], command, cwd=tmp_path, isolated=True, default_masks=False)
+    assert not plain.kept and "two runs of the unchanged code" in plain.gave_up
+    assert script.read_bytes() == original
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner().invoke(app, ["apply", "--isolated", "--verify-run", command, "--verify-no-default-masks",
+                                   "timed_train.py"])
+    assert cli.exit_code == 0 and "no fix kept" in cli.stdout and script.read_bytes() == original
