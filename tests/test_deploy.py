@@ -155,3 +155,16 @@ def test_apply_verify_run_names_the_files_its_kept_fixes_made_import_the_runtime
     assert result.final is not None and result.final.passed, result.gave_up
     assert result.runtime is not None and result.runtime.files == [root / "train.py"]
     assert [m.path.name for m in result.runtime.manifests] == ["requirements.txt"]
+
+
+def test_the_cache_keeps_results_with_and_without_the_runtime_apart(tmp_path):
+    root = _project(tmp_path, "library")
+    layers = root / "src" / "tinylib" / "layers.py"
+    cache = tmp_path / "cache"
+
+    def deferral(**options):
+        return next(f.fix for f in fixitem.scan([layers], cache=cache, **options).findings if f.rule == "FX201")
+
+    assert deferral(no_runtime=[]) == "safe"
+    assert deferral() == "none"
+    assert deferral(no_runtime=[]) == "safe"
