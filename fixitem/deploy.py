@@ -112,8 +112,8 @@ class RuntimeNeed:
         if n > SHOWN_FILES:
             shown += f" and {n - SHOWN_FILES} more"
         verb = ("now imports" if n == 1 else "now import") if written else "would import"
-        lines = [f"{n} file{'s' if n != 1 else ''} {verb} fixitem.runtime: {shown}. Install {DISTRIBUTION} "
-                 f"(its only dependency is torch) wherever {'it runs' if n == 1 else 'they run'}:"]
+        lines = [(f"{n} file{'s' if n != 1 else ''} {verb} fixitem.runtime: {shown}. Install {DISTRIBUTION} "
+                  f"(its only dependency is torch) wherever {'it runs' if n == 1 else 'they run'}:")]
         for manifest in self.manifests:
             if manifest.listed:
                 lines.append(f"  {_shown(manifest.path)} already lists it.")

@@ -112,13 +112,17 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
 def render_profile(profile: RunProfile, console: Console | None = None) -> None:
     console = console or Console()
     run = profile.run
-    roots = [run.cwd]
     console.print(f"fixitem verify --run: exit status {_status(run)}, {run.wall_s:.2f} s, "
                   f"host syncs {_syncs_cell(run)}, graph breaks {len(run.breaks)}", highlight=False)
-    if run.failed:
+    _profile_lines(profile, console)
+    if run.failed:  # what it measured is what ran before it failed
         _stderr_tail(run, console)
         console.print(Text.assemble(("FAILED", "bold red"), f": {profile.failures[0]}"))
-        return
+
+
+def _profile_lines(profile: RunProfile, console: Console) -> None:
+    run = profile.run
+    roots = [run.cwd]
     if not profile.user_lines:
         where = "" if run.probed else " (the command never imported torch)"
         console.print(f"No host syncs in the files under {run.cwd}{where}.", highlight=False)
