@@ -195,6 +195,8 @@ def _plan(
     _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
     if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
         raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")
+    if isinstance(no_runtime, str):
+        raise UsageError(f"no_runtime must be a list of globs, not {no_runtime!r}")
     if not paths:
         raise UsageError("no path given")
     for raw in paths:
@@ -221,8 +223,6 @@ def _plan(
         codes[file] = by_ignores[extra]
     flush = flush_every if flush_every is not None else cfg.flush_every
     unsafe = bool(unsafe if unsafe is not None else cfg.unsafe)
-    if isinstance(no_runtime, str):
-        raise UsageError(f"no_runtime must be a list of globs, not {no_runtime!r}")
     if no_runtime is not None:  # globs relative to the current folder, as --exclude's
         globs, cwd = list(no_runtime), Path.cwd().resolve()
         without = {f for f in files if any(glob_matches(f, pattern, cwd) for pattern in globs)}
