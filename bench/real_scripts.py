@@ -28,10 +28,12 @@ their code is never part of this repository. For each script:
    runtime's default flushing).
 4. **Compare** exit status and the text of stdout+stderr (followed by the text
    files the run wrote: ``.txt``, ``.csv``, ``.log``, ``.json``, ...), exactly, after the
-   masks of :data:`MASKS`, which hide only what differs between two runs of one
-   program: elapsed times and rates, clock times and dates, memory addresses and
-   the folder a copy runs in, trailing spaces, and the line numbers that warnings and
-   tracebacks show (a rewritten file has an added import line).
+   masks that ``fixitem verify --run`` applies by default
+   (:data:`fixitem.verify.masks.DEFAULT_MASKS`), which hide only what differs
+   between two runs of one program: elapsed times and rates, clock times and
+   dates, memory addresses, trailing spaces, and the line numbers that warnings
+   and tracebacks show (a rewritten file has an added import line); and the folder
+   a copy runs in.
 
 The runner gives scripts fake data, never anything else: ``torchvision``'s
 compiled operators do not load beside the environment's torch, so the runner
@@ -162,29 +164,14 @@ SCRIPTS = [
            {"FIXITEM_BENCH_FAKE_TRAIN": "128", "FIXITEM_BENCH_FAKE_TEST": "64"}),
 ]
 
-# What legitimately differs between two runs of one program, masked before comparing.
-# Order matters: dates before clock times before durations.
-MASKS: list[tuple[str, str]] = [
-    (r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?", "<datetime>"),  # timestamps
-    (r"\b\d\d/\d\d/\d{4}\b", "<date>"),  # logging's %x dates
-    (r"\b\d+:\d\d(?::\d\d)?(?:\.\d+)?\b", "<clock>"),  # tqdm's elapsed/remaining, H:MM:SS
-    (r" *(?:\b\d+(?:\.\d+)?(?:e[-+]?\d+)?|\?)\s?(?:it/s|s/it|samples/s|img/s)", " <rate>"),  # progress rates
-    (r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\s?(?:ms|s|sec|secs|seconds)\b", "<duration>"),  # elapsed times
-    # A number labelled as a time ("Elapsed Time: 1.2", "'time_per_epoch': [2.8, 3.1]").
-    (r"(?i)((?:time|elapsed)\w*['\"]?\s*[:=]?\s*)(\[[\d.,\s]*\]|\d+(?:\.\d+)?)", r"\1<duration>"),
-    (r"\b0x[0-9a-fA-F]{4,}\b", "<address>"),  # object reprs
-    (r"[ \t]+(?=\r|\n|$)", ""),  # trailing spaces: a progress bar pads to the previous line's width
-    # Line numbers in warnings and tracebacks: a rewrite adds an import line.
-    (r"(\.py):\d+:", r"\1:<line>:"),
-    (r'(File "[^"]*", line )\d+', r"\1<line>"),
-]
-
-
 def mask(text: str, folder: Path) -> str:
-    """The text with :data:`MASKS` applied and the run's folder replaced by ``<dir>``."""
+    """The text with ``fixitem verify --run``'s default masks applied and the run's folder replaced by ``<dir>``."""
+    # Imported here: the runner below imports nothing of fixitem.
+    from fixitem.verify.masks import DEFAULT_MASKS
+
     text = text.replace(str(folder), "<dir>")
-    for pattern, replacement in MASKS:
-        text = re.sub(pattern, replacement, text)
+    for one in DEFAULT_MASKS:
+        text = re.sub(one.pattern, one.substitute, text)
     return text
 
 
@@ -639,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     import fixitem
     import torch
 
+    from fixitem.verify.masks import DEFAULT_MASKS
+
     print(table(rows))
     for row in rows:
         if "error" in row:
@@ -659,7 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.json:
         opts.json.write_text(json.dumps({
             "fixitem": fixitem.__version__, "torch": torch.__version__, "python": platform.python_version(),
-            "cpus": os.cpu_count(), "seconds": round(total, 1), "masks": MASKS, "scripts": rows,
+            "cpus": os.cpu_count(), "seconds": round(total, 1),
+            "masks": [[one.pattern, one.substitute] for one in DEFAULT_MASKS], "scripts": rows,
         }, indent=2) + "\n")
     if any("error" in r for r in rows):
         return 2

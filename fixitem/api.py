@@ -39,8 +39,10 @@ from fixitem.codemods.registry import UnknownRule, select_rules
 from fixitem.codemods.one_fix import fix_one
 from fixitem.codemods.rule import Rule
 from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
+from fixitem.codemods.without_runtime import WithoutRuntime
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
+from fixitem.deploy import RuntimeNeed, newly_imports_runtime, runtime_need
 from fixitem.errors import UsageError
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
@@ -57,6 +59,9 @@ class RunResult:
     rules: list[str] = field(default_factory=list)  # codes of the rules that ran (before per-file-ignores)
     config: Path | None = None  # the configuration file used, if any
     stopped: bool = False  # interactive apply: the user quit (later fixes and files left as they were)
+    #: apply: the files its fixes made import ``fixitem.runtime`` and where the project declares
+    #: its dependencies (see :mod:`fixitem.deploy`); None when no file now needs the runtime.
+    runtime: RuntimeNeed | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -110,6 +115,7 @@ class _Job:
     flush_every: int | None = None  # for the deferred-logging rewrite
     cache_dir: str | None = None  # where results are kept between runs; None: not kept
     default_device: bool = False  # a file of the run sets torch's default device
+    runtime: bool = True  # False: fixes that import fixitem.runtime are report-only (``no-runtime``)
 
 
 @dataclass
@@ -122,6 +128,12 @@ class _Plan:
     config: Config
     cache_dir: str | None = None
     default_device: bool = False  # a file of the run sets torch's default device
+    without_runtime: set[Path] = field(default_factory=set)  # files that ``no-runtime`` keeps the runtime out of
+
+    def jobs(self, fix: bool, unsafe: bool, write: bool) -> list[_Job]:
+        return [_Job(f, self.codes[f], fix, unsafe, write, self.flush_every, self.cache_dir,
+                     default_device=self.default_device, runtime=f not in self.without_runtime)
+                for f in self.files]
 
 
 CacheOption = Union[bool, Path, str, None]
@@ -178,6 +190,7 @@ def _plan(
     config: Config | Path | str | None,
     isolated: bool,
     cache: CacheOption = False,
+    no_runtime: Iterable[str] | None = None,
 ) -> _Plan:
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -186,6 +199,8 @@ def _plan(
     _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
     if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
         raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")
+    if isinstance(no_runtime, str):
+        raise UsageError(f"no_runtime must be a list of globs, not {no_runtime!r}")
     if not paths:
         raise UsageError("no path given")
     for raw in paths:
@@ -212,19 +227,28 @@ def _plan(
         codes[file] = by_ignores[extra]
     flush = flush_every if flush_every is not None else cfg.flush_every
     unsafe = bool(unsafe if unsafe is not None else cfg.unsafe)
-    return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg), devices.any_sets_default_device(files))
+    if no_runtime is not None:  # globs relative to the current folder, as --exclude's
+        globs, cwd = list(no_runtime), Path.cwd().resolve()
+        without = {f for f in files if any(glob_matches(f, pattern, cwd) for pattern in globs)}
+    else:
+        without = {f for f in files if cfg.runtime_kept_out(f)} if cfg.no_runtime else set()
+    return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg),
+                 devices.any_sets_default_device(files), without)
 
 
 # --------------------------------------------------------------------------- one file
 
-_RULES: dict[tuple[str, ...], list[Rule]] = {}
+_RULES: dict[tuple[tuple[str, ...], bool], list[Rule]] = {}
 
 
-def rules_for(codes: Sequence[str]) -> list[Rule]:
-    """Rule instances for exact ``codes``, in run order (made once per process)."""
-    key = tuple(codes)
+def rules_for(codes: Sequence[str], runtime: bool = True) -> list[Rule]:
+    """Rule instances for exact ``codes``, in run order (made once per process).
+
+    ``runtime=False``: their fixes that import ``fixitem.runtime`` are report-only."""
+    key = (tuple(codes), runtime)
     if key not in _RULES:
-        _RULES[key] = select_rules(list(key)) if key else []
+        rules = select_rules(list(key[0])) if key[0] else []
+        _RULES[key] = rules if runtime else [WithoutRuntime(rule) for rule in rules]
     return _RULES[key]
 
 
@@ -269,7 +293,7 @@ def _write(result: FileResult, source: SourceFile, text: str) -> None:
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
     result = process_notebook(
-        job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe,
+        job.path, _display(job.path), rules_for(job.codes, job.runtime), fix=job.fix, unsafe=job.unsafe,
         as_it_was=job.fix and not job.write, **_engine_options(job),
     )
     if result.new_text is not None and job.write:
@@ -295,7 +319,7 @@ def _run_file_job(job: _Job) -> FileResult:
         return FileResult(job.path, error=error)
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
-    key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device) if kept else ""
+    key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime) if kept else ""
     outcome: FileResult | None = None
     if kept:
         hit = kept.get(key)
@@ -305,7 +329,7 @@ def _run_file_job(job: _Job) -> FileResult:
         if hit is not None and job.fix:  # scan's in-memory rewrite of this very text
             outcome = hit.rewrite(Path(display), job.unsafe)
     if outcome is None:
-        rules = rules_for(job.codes)
+        rules = rules_for(job.codes, job.runtime)
         analyses = Analyses() if shortcuts.ENABLED else None
         outcome = process(
             Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
@@ -470,7 +494,7 @@ def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -
     source, error = _read(job.path)
     if source is None:
         return FileResult(job.path, error=error)
-    rules = rules_for(job.codes)
+    rules = rules_for(job.codes, job.runtime)
     display = Path(_display(job.path))
     if state["all"]:
         return _run_job(job)
@@ -529,6 +553,7 @@ def scan(
     jobs: int | None = None,
     progress: ProgressHook | None = None,
     cache: CacheOption = None,
+    no_runtime: Iterable[str] | None = None,
 ) -> RunResult:
     """Find every host-sync site below ``paths``.
 
@@ -544,13 +569,15 @@ def scan(
     ``jobs``: worker processes (``None`` or 0: one per CPU; 1: in-process).
     ``cache``: keep per-file results between runs (see :mod:`fixitem.cache`):
     ``None`` on unless ``FIXITEM_NO_CACHE`` is set, ``False`` off, or a folder.
+    ``no_runtime``: globs of files that must not import ``fixitem.runtime``
+    (there deferred logging and on-device sums are report-only); replaces
+    the configured ``no-runtime``.
     """
     plan = _plan(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=False,
-        flush_every=flush_every, config=config, isolated=isolated, cache=cache,
+        flush_every=flush_every, config=config, isolated=isolated, cache=cache, no_runtime=no_runtime,
     )
-    work = [_Job(f, plan.codes[f], False, False, False, plan.flush_every, plan.cache_dir, plan.default_device)
-            for f in plan.files]
+    work = plan.jobs(fix=False, unsafe=False, write=False)
     return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
 
 
@@ -569,22 +596,24 @@ def apply(
     progress: ProgressHook | None = None,
     cache: CacheOption = None,
     confirm: ConfirmHook | None = None,
+    no_runtime: Iterable[str] | None = None,
 ) -> RunResult:
     """Rewrite the files below ``paths`` (or, with ``write=False``, only compute the diff).
 
     ``unsafe``: also apply unsafe fixes (``None``: as configured, else no).
     ``confirm``: ask before each fix (see :data:`ConfirmHook`); files are then
     processed one at a time, in order, in-process. Other arguments as for
-    :func:`scan`.
+    :func:`scan`. The result's ``runtime`` names the files whose fixes made
+    them import ``fixitem.runtime`` (written, or with ``write=False`` to be
+    written) and where the project declares its dependencies.
     """
     plan = _plan(
         paths, select=select, ignore=ignore, exclude=exclude, unsafe=unsafe,
-        flush_every=flush_every, config=config, isolated=isolated, cache=cache,
+        flush_every=flush_every, config=config, isolated=isolated, cache=cache, no_runtime=no_runtime,
     )
-    work = [_Job(f, plan.codes[f], True, plan.unsafe, write, plan.flush_every, plan.cache_dir, plan.default_device)
-            for f in plan.files]
+    work = plan.jobs(fix=True, unsafe=plan.unsafe, write=write)
     if confirm is None:
-        return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
+        return _with_runtime_need(RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path), write)
     state = {"all": False, "quit": False}
     results = []
     for job in work:
@@ -594,4 +623,12 @@ def apply(
             progress(job.path)
         if state["quit"]:
             break
-    return RunResult(results, plan.rules, plan.config.path, stopped=state["quit"])
+    return _with_runtime_need(RunResult(results, plan.rules, plan.config.path, stopped=state["quit"]), write)
+
+
+def _with_runtime_need(result: RunResult, write: bool) -> RunResult:
+    """Fill ``result.runtime``: the files apply made import ``fixitem.runtime`` (written ones, when it writes)."""
+    files = [r.path for r in result.files
+             if r.diff and (r.written or not write) and newly_imports_runtime(r.diff)]
+    result.runtime = runtime_need(files)
+    return result

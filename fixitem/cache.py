@@ -72,11 +72,13 @@ class ResultCache:
         self.folder = Path(folder)
 
     def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
-            default_device: bool = False) -> str:
+            default_device: bool = False, runtime: bool = True) -> str:
         """``default_device``: another file of the run sets torch's default device (then
-        no tensor made without ``device=`` is taken for a CPU tensor)."""
+        no tensor made without ``device=`` is taken for a CPU tensor). ``runtime=False``:
+        fixes that import ``fixitem.runtime`` are report-only (``no-runtime``)."""
         digest = hashlib.sha256(code_fingerprint().encode())
-        for part in (display_path, ",".join(codes), str(flush_every)) + (("default-device",) if default_device else ()):
+        for part in (display_path, ",".join(codes), str(flush_every),
+                     *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",))):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()

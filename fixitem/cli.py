@@ -253,6 +253,10 @@ def apply(
         None, "--verify-mask", show_default=False,
         help="With --verify-run: a regular expression for text that may differ between runs (repeatable).",
     ),
+    verify_no_default_masks: bool = typer.Option(
+        False, "--verify-no-default-masks",
+        help="With --verify-run: compare the text as printed, masking only what --verify-mask names.",
+    ),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
     if verify_run is not None or verify_factory is not None:
@@ -263,7 +267,7 @@ def apply(
             raise _usage_error("give either --verify-run or --verify-factory, not both")
         _apply_verified(
             paths, verify_run, verify_factory, verify_cwd, verify_env or [], verify_timeout, verify_mask or [], quiet,
-            unsafe=unsafe, select=_split(select), ignore=_split(ignore), exclude=exclude, config=config,
+            default_masks=not verify_no_default_masks, unsafe=unsafe, select=_split(select), ignore=_split(ignore), exclude=exclude, config=config,
             isolated=isolated, flush_every=flush_every,
         )
     result = _run(
@@ -285,13 +289,15 @@ def apply(
         for finding in result.findings:
             report.print(f"{left} {output.finding_text(finding)}", markup=False)
         report.print(output.apply_summary(result, written=not diff), markup=False)
+        if result.runtime is not None:  # once: the files that now need fixitem.runtime where they run
+            report.print(result.runtime.text(written=not diff), markup=False)
     _report_errors(result)
     if result.errors:
         raise typer.Exit(2)
     raise typer.Exit(1 if diff and result.changed else 0)
 
 
-def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **options) -> None:
+def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, default_masks=True, **options) -> None:
     """``apply --verify-run`` / ``--verify-factory``: keep the fixes that verify; always exits."""
     from fixitem.verified import apply_verified, apply_verified_model
     from fixitem.verify.run import parse_env
@@ -305,7 +311,7 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **
             result = apply_verified_model(paths, factory, cwd=cwd, log=log, **options)
         else:
             result = apply_verified(paths, command, cwd=cwd, env=parse_env(env), timeout=timeout, masks=masks,
-                                    log=log, **options)
+                                    default_masks=default_masks, log=log, **options)
     except api.UsageError as exc:
         raise _usage_error(str(exc))
     out = Console(highlight=False, soft_wrap=True)
@@ -321,6 +327,8 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, **
     if not quiet:
         out.print(f"{len(result.kept)} fix(es) kept, verified by `{result.command}`; {len(result.reverted)} "
                   f"reverted; {result.runs} run(s) of the check.", markup=False)
+        if result.runtime is not None:  # once: the files that now need fixitem.runtime where they run
+            out.print(result.runtime.text(), markup=False)
     for message in result.errors:
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(2 if result.errors else 0)

@@ -7,6 +7,7 @@ ignore = ["FX005"]
 exclude = ["legacy/*", "*_pb2.py"]
 unsafe = false
 flush-every = 50
+no-runtime = ["src/"]            # files that must not import fixitem.runtime
 
 [tool.fixitem.per-file-ignores]
 "tests/*" = ["FX001", "FX004"]
@@ -16,7 +17,9 @@ The file is found from the first path given, upwards: the first
 ``pyproject.toml`` with a ``[tool.fixitem]`` table wins; the search stops at a
 folder holding ``.git``. ``exclude`` and ``per-file-ignores`` globs are matched
 against paths relative to the folder of the configuration file (and against
-the file name alone). A key that fixitem does not know, or a value of the
+the file name alone), and so are ``no-runtime`` globs: files there keep the
+findings of deferred logging and on-device sums (the fixes that import
+``fixitem.runtime``) as report-only, and get every other fix. A key that fixitem does not know, or a value of the
 wrong type, is an error naming the key and the file (:class:`ConfigError`).
 
 An explicit file (``--config PATH``) may be a ``pyproject.toml`` or any other
@@ -40,7 +43,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 from fixitem.codemods.registry import UnknownRule, select_rules
 
-KEYS = ("select", "ignore", "exclude", "per-file-ignores", "flush-every", "unsafe")
+KEYS = ("select", "ignore", "exclude", "per-file-ignores", "flush-every", "unsafe", "no-runtime")
 
 
 class ConfigError(ValueError):
@@ -55,6 +58,7 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     flush_every: int | None = None
     unsafe: bool | None = None
+    no_runtime: list[str] | None = None  # globs of files that must not import fixitem.runtime
     path: Path | None = None  # the file it was read from; None: built in code
 
     @property
@@ -64,6 +68,10 @@ class Config:
 
     def excluded(self, file: Path) -> bool:
         return any(glob_matches(file, pattern, self.root) for pattern in self.exclude or ())
+
+    def runtime_kept_out(self, file: Path) -> bool:
+        """Whether ``no-runtime`` keeps fixes that import ``fixitem.runtime`` out of ``file``."""
+        return any(glob_matches(file, pattern, self.root) for pattern in self.no_runtime or ())
 
     def ignored_for(self, file: Path) -> list[str]:
         """The codes that ``per-file-ignores`` turns off for ``file``."""
@@ -156,6 +164,8 @@ def parse(table: dict[str, Any], path: Path) -> Config:
             setattr(config, key, codes)
         elif key == "exclude":
             config.exclude = _strings(path, key, value)
+        elif key == "no-runtime":
+            config.no_runtime = _strings(path, key, value)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: [tool.fixitem] per-file-ignores must be a table of glob = [codes]")

@@ -94,6 +94,7 @@ class Settings:
     codes: tuple[str, ...]  # the rules to run, in run order; () for an excluded file
     flush_every: int | None
     unsafe: bool  # whether unsafe fixes are offered
+    runtime: bool = True  # False: ``no-runtime`` keeps fixes that import fixitem.runtime out of the file
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def settings_for(path: Path, client_unsafe: bool | None) -> Settings:
         codes = tuple(rule.code for rule in select_rules(cfg.select, ignore))
     except UnknownRule as exc:  # checked when the file was read; kept for a Config built in code
         raise ConfigError(f"{cfg.path}: {exc}") from None
-    return Settings(path, codes, cfg.flush_every, unsafe)
+    return Settings(path, codes, cfg.flush_every, unsafe, not cfg.runtime_kept_out(path))
 
 
 class Analyser:
@@ -140,24 +141,25 @@ class Analyser:
 
     def analyse(self, settings: Settings, text: str) -> Analysis:
         text = normalise(text)
-        key = (settings.path, settings.codes, settings.flush_every, text)
+        key = (settings.path, settings.codes, settings.flush_every, settings.runtime, text)
         if key in self._analyses:
             self._analyses.move_to_end(key)
             return self._analyses[key]
         if not settings.codes:
             return self._remember(self._analyses, key, Analysis(text, (), None))
         self.runs += 1
-        outcome = process(settings.path, text, rules_for(settings.codes), fix=False, flush_every=settings.flush_every)
+        outcome = process(settings.path, text, rules_for(settings.codes, settings.runtime), fix=False,
+                          flush_every=settings.flush_every)
         return self._remember(self._analyses, key, Analysis(text, tuple(outcome.findings), outcome.error))
 
     def fixed(self, settings: Settings, text: str, finding: Finding | None) -> str | None:
         """The text after the fix of ``finding`` (None: after all safe fixes); None when nothing changes."""
         text = normalise(text)
-        key = (settings.path, settings.codes, settings.flush_every, text, finding)
+        key = (settings.path, settings.codes, settings.flush_every, settings.runtime, text, finding)
         if key in self._fixes:
             self._fixes.move_to_end(key)
             return self._fixes[key]
-        rules = rules_for(settings.codes)
+        rules = rules_for(settings.codes, settings.runtime)
         self.runs += 1
         if finding is None:
             outcome = process(settings.path, text, rules, fix=True, unsafe=False, flush_every=settings.flush_every)
@@ -170,7 +172,7 @@ class Analyser:
     def analyse_notebook(self, settings: Settings, cells: Sequence[str | None]) -> tuple[Analysis, ...]:
         """One :class:`Analysis` for each cell (None: not a Python code cell), the cells read as one module."""
         cells = tuple(None if text is None else normalise(text) for text in cells)
-        key = ("notebook", settings.path, settings.codes, settings.flush_every, cells)
+        key = ("notebook", settings.path, settings.codes, settings.flush_every, settings.runtime, cells)
         if key in self._analyses:
             self._analyses.move_to_end(key)
             return self._analyses[key]
@@ -180,7 +182,8 @@ class Analyser:
             self.runs += 1
             try:
                 results = analyse_cells(
-                    cells, rules_for(settings.codes), name=str(settings.path), flush_every=settings.flush_every
+                    cells, rules_for(settings.codes, settings.runtime), name=str(settings.path),
+                    flush_every=settings.flush_every,
                 )
                 findings = [tuple(result.findings) for result in results]
             except NotebookError as exc:
@@ -194,14 +197,14 @@ class Analyser:
         """Each cell's text after the fix of ``finding`` (None: after all safe fixes), None for a cell the fix
         leaves as it is; None when nothing changes."""
         cells = tuple(None if text is None else normalise(text) for text in cells)
-        key = ("notebook", settings.path, settings.codes, settings.flush_every, cells, finding)
+        key = ("notebook", settings.path, settings.codes, settings.flush_every, settings.runtime, cells, finding)
         if key in self._fixes:
             self._fixes.move_to_end(key)
             return self._fixes[key]
         self.runs += 1
         try:
             results = analyse_cells(
-                cells, rules_for(settings.codes), name=str(settings.path), fix=True,
+                cells, rules_for(settings.codes, settings.runtime), name=str(settings.path), fix=True,
                 unsafe=finding is not None and finding.fix == "unsafe", flush_every=settings.flush_every,
                 only=finding,
             )

@@ -79,6 +79,8 @@ def apply_json(result: RunResult) -> str:
             "remaining": [f.to_dict() for f in result.findings],
             "changed_files": [str(r.path) for r in result.changed],
             "errors": result.errors,
+            # The files that now import fixitem.runtime and where to declare it; null for none.
+            "runtime": result.runtime.to_dict() if result.runtime is not None else None,
         },
         indent=2,
     )

@@ -38,7 +38,9 @@ from typing import Union
 
 from fixitem import api
 from fixitem.codemods.engine import Finding
+from fixitem.codemods.notebooks import is_notebook
 from fixitem.codemods.source import write_atomically
+from fixitem.deploy import RuntimeNeed, imports_runtime, runtime_need
 from fixitem.verify.run import CommandRun, RunComparison, compare_runs, compile_masks, run_command
 
 MAX_ROUNDS = 3
@@ -69,6 +71,8 @@ class VerifiedResult:
     errors: list[str] = field(default_factory=list)
     #: The changed files and their original bytes, for the model check.
     model_state: dict = field(default_factory=dict, repr=False)
+    #: The files that the kept fixes made import ``fixitem.runtime``, and where to declare it.
+    runtime: RuntimeNeed | None = None
 
     @property
     def changed(self) -> bool:
@@ -113,6 +117,7 @@ def apply_verified(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     masks: Sequence[str] = (),
+    default_masks: bool = True,
     log: Callable[[str], None] | None = None,
     **apply_options,
 ) -> VerifiedResult:
@@ -120,6 +125,8 @@ def apply_verified(
 
     ``apply_options`` are those of :func:`fixitem.api.apply` (``unsafe``,
     ``select``, ``config``...). ``log`` is called with one line per step.
+    ``default_masks=False``: compare the text as printed, masking only ``masks``.
+    A command that fails on the unchanged code judges no fix.
     """
     compile_masks(masks)  # a bad pattern is a usage error before anything runs
     cwd = Path(cwd).resolve()
@@ -130,7 +137,13 @@ def apply_verified(
         result.reference = reference = run_command(command, cwd, "before", env, timeout)
         again = run_command(command, cwd, "before", env, timeout)
         result.runs += 2
-        stable = compare_runs(command, reference, again, masks)
+        if reference.failed:
+            result.gave_up = f"the command fails on the unchanged code, so it cannot judge a fix ({reference.failure()})"
+            if len(reference.stderr_tail()) > 1:
+                result.gave_up += "; its stderr ends with:\n" + "\n".join(f"    {line}" for line in reference.stderr_tail())
+            say(result.gave_up)
+            return None
+        stable = compare_runs(command, reference, again, masks, default_masks=default_masks)
         if not stable.passed:
             result.gave_up = (
                 "the command does not behave the same in two runs of the unchanged code ("
@@ -143,7 +156,7 @@ def apply_verified(
         def check() -> Outcome:
             after = run_command(command, cwd, "after", env, timeout)
             result.runs += 1
-            return compare_runs(command, reference, after, masks)
+            return compare_runs(command, reference, after, masks, default_masks=default_masks)
 
         return check
 
@@ -302,6 +315,7 @@ def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> 
                 say(f"{result.gave_up}: every fix reverted")
         else:
             result.kept = [(path, f) for path in changed for key, f in fixes[path] if key in universe[path]]
+            result.runtime = runtime_need([path for path in changed if _newly_imports_runtime(path, originals[path])])
     except BaseException:
         for path in changed:  # never leave a half-applied tree behind
             write_atomically(path, originals[path])
@@ -311,6 +325,13 @@ def _keep_verified(paths, result: VerifiedResult, start, log, apply_options) -> 
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     return result
+
+
+def _newly_imports_runtime(path: Path, original: bytes) -> bool:
+    notebook = is_notebook(path)
+    before = original.decode("utf-8", "replace")
+    after = path.read_bytes().decode("utf-8", "replace")
+    return imports_runtime(after, notebook) and not imports_runtime(before, notebook)
 
 
 def _bisect_files(universe: dict[Path, set[FixKey]], failed: RunComparison, run_with,

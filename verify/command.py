@@ -1,7 +1,7 @@
 """The ``fixitem verify`` command (registered by the CLI: ``app.command("verify")(verify_command)``).
 
 Exit status: 0 when every check passed, 1 when a check failed (each named in
-the output), 2 on usage or input errors (missing file or factory, the user's
+the output; with ``--run``, also when the command itself failed), 2 on usage or input errors (missing file or factory, the user's
 module failed to import, unknown --device/--backend/--format, git problems).
 """
 
@@ -77,9 +77,15 @@ def verify_command(
     mask: Annotated[
         Optional[list[str]],
         typer.Option("--mask", help="With --run: a regular expression for text that may differ between runs "
-                                    "(repeatable), besides the defaults: timestamps, clock times, addresses, "
-                                    "rates, durations.", show_default=False),
+                                    "(repeatable), besides the defaults: timestamps, dates, clock times, "
+                                    "elapsed times, rates, durations, addresses, trailing spaces, line numbers "
+                                    "in warnings and tracebacks.", show_default=False),
     ] = None,
+    no_default_masks: Annotated[
+        bool,
+        typer.Option("--no-default-masks", help="With --run: compare the text as printed, masking only what --mask "
+                                                "names."),
+    ] = False,
 ) -> None:
     """Prove a rewrite: graph breaks, host syncs and numerics, before | after."""
     from .api import run_verify
@@ -88,7 +94,8 @@ def verify_command(
     if output_format not in FORMATS:
         raise _usage_error(f"--format must be one of {', '.join(FORMATS)}; got {output_format!r}")
     if run is not None:
-        _verify_run(run, after, before, before_ref, cwd, env or [], timeout, mask or [], output_format)
+        _verify_run(run, after, before, before_ref, cwd, env or [], timeout, mask or [], output_format,
+                    not no_default_masks)
     if after is None:
         raise _usage_error("missing the after file (or give --run CMD)")
     if before is not None and before_ref is not None:
@@ -116,7 +123,8 @@ def verify_command(
 
 
 def _verify_run(command: str, after: Path | None, before: Path | None, before_ref: str | None, cwd: Path,
-                env: list[str], timeout: float | None, masks: list[str], output_format: str) -> None:
+                env: list[str], timeout: float | None, masks: list[str], output_format: str,
+                default_masks: bool = True) -> None:
     """``verify --run``: compare the before and after runs, or profile one run; always exits."""
     from .run import parse_env, profile_command, verify_command_run
     from .run_report import render_comparison, render_profile
@@ -133,9 +141,9 @@ def _verify_run(command: str, after: Path | None, before: Path | None, before_re
                 sys.stdout.write(profile.to_json() + "\n")
             else:
                 render_profile(profile, Console(highlight=False))
-            raise typer.Exit(code=0)
+            raise typer.Exit(code=0 if profile.passed else 1)
         result = verify_command_run(command, cwd, before_ref=before_ref, before_dir=before, env=variables,
-                                    timeout=timeout, masks=masks)
+                                    timeout=timeout, masks=masks, default_masks=default_masks)
     except UsageError as exc:
         raise _usage_error(exc.message, exc.details) from None
     if output_format == "json":

@@ -11,8 +11,11 @@ the outside (exit status, stdout, stderr, wall time).
 
 The runs agree when the exit status is the same, stdout and stderr are the
 same text after masking what legitimately differs between two runs
-(:data:`DEFAULT_MASKS` plus ``--mask``), and the after run makes no more host
-syncs than the before run. Without a before version, :func:`profile_command`
+(:data:`fixitem.verify.masks.DEFAULT_MASKS`, unless ``default_masks=False``
+/ ``--no-default-masks``, plus ``--mask``), the after run makes no more host
+syncs than the before run, and the command succeeded: a run that exits with a
+non-zero status (a command not found, a crash) fails the check, whatever the
+other run did. Without a before version, :func:`profile_command`
 runs the command once and lists the lines that read tensor values, most
 frequent first.
 """
@@ -35,19 +38,12 @@ from pathlib import Path
 
 from .errors import UsageError
 from .git import materialise_ref, repo_root
+from .masks import DEFAULT_MASKS
 
-#: What differs between two runs of the same program: (name, pattern), replaced by ``<name>``.
-DEFAULT_MASKS: tuple[tuple[str, str], ...] = (
-    ("timestamp", r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
-    ("clock", r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"),
-    ("address", r"\b0x[0-9a-fA-F]{6,}\b"),
-    ("rate", r"\d+(?:\.\d+)?\s*(?:it/s|s/it|samples/s|tokens/s|tok/s|img/s|steps/s)"),
-    ("duration", r"\d+(?:\.\d+)?(?:e[+-]?\d+)?\s*(?:ms|us|µs|ns|s|sec|secs|seconds|min|mins|minutes)\b(?:/step|/it|/batch)?"),
-    ("elapsed", r"\[\d+:\d{2}(?::\d{2})?<[\d:?]+"),  # tqdm's [00:01<00:02
-)
-MASK_HELP = ", ".join(name for name, _ in DEFAULT_MASKS)
 PROBE_ENV = "FIXITEM_PROBE_OUT"
 DIFF_LINES = 40
+#: The last lines of a failed run's stderr that reports show.
+STDERR_TAIL = 15
 
 
 @dataclass
@@ -88,6 +84,33 @@ class CommandRun:
     def sync_count(self) -> int:
         return sum(s.count for s in self.syncs)
 
+    @property
+    def failed(self) -> bool:
+        """The command did not succeed: a non-zero exit status, a signal, or a timeout."""
+        return self.timed_out or self.returncode != 0
+
+    def failure(self) -> str:
+        """How the run failed, in one line ending with the last line of its stderr ("" when it did not)."""
+        if not self.failed:
+            return ""
+        if self.timed_out:
+            how = "did not finish (timeout)"
+        elif self.returncode is not None and self.returncode < 0:
+            how = f"was killed by signal {-self.returncode}"
+        else:
+            how = f"failed (exit status {self.returncode})"
+        tail = self.stderr_tail(1)
+        return f"{self.who} {how}" + (f": {tail[0]}" if tail else ", with nothing on stderr")
+
+    @property
+    def who(self) -> str:
+        """``the before run``, ``the after run``; ``the command`` for a profile's one run."""
+        return "the command" if self.label == "run" else f"the {self.label} run"
+
+    def stderr_tail(self, lines: int = STDERR_TAIL) -> list[str]:
+        """The last ``lines`` non-empty lines of stderr."""
+        return [line for line in self.stderr.splitlines() if line.strip()][-lines:]
+
     def syncs_by_kind(self) -> dict[str, int]:
         out: collections.Counter[str] = collections.Counter()
         for s in self.syncs:
@@ -99,6 +122,7 @@ class CommandRun:
             "label": self.label, "cwd": self.cwd, "returncode": self.returncode, "timed_out": self.timed_out,
             "wall_s": round(self.wall_s, 3), "stdout_lines": len(self.stdout.splitlines()),
             "stderr_lines": len(self.stderr.splitlines()), "probed": self.probed,
+            "failed": self.failed, "stderr_tail": self.stderr_tail() if self.failed else [],
             "host_syncs": self.sync_count, "host_syncs_by_kind": self.syncs_by_kind(),
             "sync_lines": [s.to_json() for s in self.syncs],
             "graph_breaks": len(self.breaks), "breaks": [b.to_json() for b in self.breaks],
@@ -218,23 +242,28 @@ def _read_probe(run: CommandRun, files: Sequence[Path]) -> None:
 # Comparing
 
 
-def compile_masks(extra: Iterable[str]) -> list[tuple[str, re.Pattern[str]]]:
-    masks = [(name, re.compile(pattern)) for name, pattern in DEFAULT_MASKS]
+Masks = list[tuple[str, re.Pattern[str], str]]
+
+
+def compile_masks(extra: Iterable[str], default_masks: bool = True) -> Masks:
+    """``(name, pattern, replacement)``: the default masks (unless ``default_masks`` is false), then
+    ``extra`` (``--mask``), each match of those written ``<maskN>``."""
+    masks = [(m.name, re.compile(m.pattern), m.substitute) for m in DEFAULT_MASKS] if default_masks else []
     for i, pattern in enumerate(extra, 1):
         try:
-            masks.append((f"mask{i}", re.compile(pattern)))
+            masks.append((f"mask{i}", re.compile(pattern), f"<mask{i}>"))
         except re.error as exc:
             raise UsageError(f"--mask {pattern!r} is not a regular expression: {exc}") from None
     return masks
 
 
-def masked(text: str, masks: Sequence[tuple[str, re.Pattern[str]]], roots: Sequence[str] = ()) -> str:
-    """``text`` with the run's own folders written ``<root>`` and every mask match ``<name>``."""
+def masked(text: str, masks: Masks, roots: Sequence[str] = ()) -> str:
+    """``text`` with the run's own folders written ``<root>`` and every mask match replaced (``<name>``)."""
     for root in sorted(roots, key=len, reverse=True):
         if root:
             text = text.replace(root, "<root>")
-    for name, pattern in masks:
-        text = pattern.sub(f"<{name}>", text)
+    for _name, pattern, replacement in masks:
+        text = pattern.sub(replacement, text)
     return text
 
 
@@ -248,13 +277,15 @@ def first_difference(before: str, after: str, name: str) -> str:
 
 
 def compare_runs(command: str, before: CommandRun, after: CommandRun, extra_masks: Sequence[str] = (),
-                 before_root: str = "", after_root: str = "") -> RunComparison:
-    masks = compile_masks(extra_masks)
-    result = RunComparison(command, before, after, [p.pattern for _, p in masks])
+                 before_root: str = "", after_root: str = "", default_masks: bool = True) -> RunComparison:
+    masks = compile_masks(extra_masks, default_masks)
+    result = RunComparison(command, before, after, [p.pattern for _, p, _ in masks])
     for run in (before, after):
         if run.timed_out:
             result.failures.append(f"timeout: the {run.label} run did not finish")
-    if before.returncode != after.returncode:
+        elif run.failed:  # a command that fails proves nothing, even when it fails the same way twice
+            result.failures.append(run.failure())
+    if before.returncode != after.returncode and not (before.timed_out or after.timed_out):
         result.failures.append(f"exit status: {before.returncode} before, {after.returncode} after")
     roots_before = [before_root, before.cwd]
     roots_after = [after_root, after.cwd]
@@ -281,7 +312,8 @@ def _first_differing_line(a: str, b: str) -> int:
 
 def verify_command_run(command: str, cwd: Path | str = ".", before_ref: str | None = None,
                        before_dir: Path | str | None = None, env: Mapping[str, str] | None = None,
-                       timeout: float | None = None, masks: Sequence[str] = ()) -> RunComparison:
+                       timeout: float | None = None, masks: Sequence[str] = (),
+                       default_masks: bool = True) -> RunComparison:
     """Run ``command`` on the before and after trees and compare (see the module docstring)."""
     if (before_ref is None) == (before_dir is None):
         raise UsageError("give exactly one of --before DIR or --before-ref REV with --run")
@@ -301,7 +333,7 @@ def verify_command_run(command: str, cwd: Path | str = ".", before_ref: str | No
             before_root, after_root = str(before_cwd), str(cwd)
         before = run_command(command, before_cwd, "before", env, timeout)
         after = run_command(command, cwd, "after", env, timeout)
-        return compare_runs(command, before, after, masks, before_root, after_root)
+        return compare_runs(command, before, after, masks, before_root, after_root, default_masks)
 
 
 # --------------------------------------------------------------------------
@@ -314,8 +346,18 @@ class RunProfile:
     #: Sync lines in the user's files (under the folder the command ran in).
     user_lines: list[SyncLine]
 
+    @property
+    def failures(self) -> list[str]:
+        """The command failed: nothing else the profile says can be trusted."""
+        return [self.run.failure()] if self.run.failed else []
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
     def to_dict(self) -> dict:
-        return {"command_run": self.run.to_json(), "user_lines": [s.to_json() for s in self.user_lines],
+        return {"passed": self.passed, "failures": self.failures,
+                "command_run": self.run.to_json(), "user_lines": [s.to_json() for s in self.user_lines],
                 "fixable_syncs": sum(s.count for s in self.user_lines if s.fixable)}
 
     def to_json(self) -> str:

@@ -63,6 +63,16 @@ def _sync_table(title: str, lines: Sequence[SyncLine], roots: Sequence[str], fix
     return table
 
 
+def _stderr_tail(run: CommandRun, console: Console) -> None:
+    """What a failed run wrote last on stderr: why it failed, most of the time."""
+    tail = run.stderr_tail()
+    if not tail:
+        return
+    console.print(Text(f"{run.who}'s stderr ends with:", style="bold"))
+    for line in tail:
+        console.print(f"    {line}", markup=False, highlight=False)
+
+
 def render_comparison(result: RunComparison, console: Console | None = None) -> None:
     console = console or Console()
     b, a = result.before, result.after
@@ -87,6 +97,10 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
     for stream, diff in result.differences:
         console.print(Text(f"first differences in {stream} (masked):", style="bold"))
         console.print(diff, markup=False, highlight=False)
+    if not any(stream == "stderr" for stream, _ in result.differences):  # else the diff shows it
+        for run in (b, a):
+            if run.failed and not (run is a and b.failed and a.stderr_tail() == b.stderr_tail()):
+                _stderr_tail(run, console)
     if result.passed:
         console.print("[bold green]PASSED[/]: same exit status and output, no more host syncs than before.")
     else:
@@ -98,9 +112,17 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
 def render_profile(profile: RunProfile, console: Console | None = None) -> None:
     console = console or Console()
     run = profile.run
-    roots = [run.cwd]
     console.print(f"fixitem verify --run: exit status {_status(run)}, {run.wall_s:.2f} s, "
                   f"host syncs {_syncs_cell(run)}, graph breaks {len(run.breaks)}", highlight=False)
+    _profile_lines(profile, console)
+    if run.failed:  # what it measured is what ran before it failed
+        _stderr_tail(run, console)
+        console.print(Text.assemble(("FAILED", "bold red"), f": {profile.failures[0]}"))
+
+
+def _profile_lines(profile: RunProfile, console: Console) -> None:
+    run = profile.run
+    roots = [run.cwd]
     if not profile.user_lines:
         where = "" if run.probed else " (the command never imported torch)"
         console.print(f"No host syncs in the files under {run.cwd}{where}.", highlight=False)
