@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from fixitem.codemods import shortcuts
-from fixitem.codemods.discovery import PathNotFound, discover
+from fixitem.codemods.discovery import PathNotFound, discover, missing
 from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
@@ -159,9 +159,9 @@ def _files(paths: Sequence[Path | str], excluded: Callable[[Path], bool]) -> lis
     if not paths:
         raise UsageError("no path given")
     try:
-        return [f for f in discover(paths, excluded) if not excluded(f)]
+        return discover(paths, excluded, exclude_named=True)
     except PathNotFound as exc:
-        raise UsageError(f"path does not exist: {exc}") from None
+        raise UsageError(str(exc)) from None
 
 
 def _plan(
@@ -186,8 +186,9 @@ def _plan(
     if not paths:
         raise UsageError("no path given")
     for raw in paths:
-        if not Path(raw).exists():
-            raise UsageError(f"path does not exist: {raw}")
+        problem = missing(raw)
+        if problem is not None:
+            raise UsageError(problem)
     cfg = _config(paths, config, isolated)
     # An argument given replaces the configuration's value for that key.
     select = select if select is not None else cfg.select
@@ -255,26 +256,35 @@ def _read(path: Path) -> tuple[SourceFile | None, str | None]:
         return None, str(exc)
 
 
-def _write(result: FileResult, source: SourceFile, text: str) -> None:
+def _write(result: FileResult, source: SourceFile, text: str, as_it_is: Callable[[], list[Finding]]) -> None:
+    """Write the rewrite; if that fails, the file is as it was: nothing was fixed in it,
+    and what it holds, ``as_it_is()`` (the fixes not written too), is what is left."""
     try:
         write_atomically(result.path, source.encode(text))
         result.written = True
     except (SourceError, UnicodeEncodeError) as exc:
         result.error = str(exc)
+        result.applied = []
+        result.diff = ""
+        result.findings = as_it_is()
 
 
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
-    result = process_notebook(
-        job.path, _display(job.path), rules_for(job.codes), fix=job.fix, unsafe=job.unsafe,
-        as_it_was=job.fix and not job.write, **_engine_options(job),
-    )
+
+    def run(fix: bool) -> FileResult:
+        return process_notebook(
+            job.path, _display(job.path), rules_for(job.codes), fix=fix, unsafe=job.unsafe,
+            as_it_was=fix and not job.write, **_engine_options(job),
+        )
+
+    result = run(job.fix)
     if result.new_text is not None and job.write:
         try:
             write_atomically(job.path, result.new_text.encode("utf-8"))
             result.written = True
-        except SourceError as exc:
-            result.error = str(exc)
+        except SourceError as exc:  # the notebook is as it was: nothing fixed, all it holds is left
+            result = replace(run(False), error=str(exc))
     return result
 
 
@@ -294,6 +304,7 @@ def _run_file_job(job: _Job) -> FileResult:
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every) if kept else ""
     outcome: FileResult | None = None
+    analyses: Analyses | None = None
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
@@ -319,7 +330,9 @@ def _run_file_job(job: _Job) -> FileResult:
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
-            _write(result, source, outcome.new_text)
+            _write(result, source, outcome.new_text, lambda: process(
+                Path(display), source.text, rules_for(job.codes), analyses=analyses, **_engine_options(job),
+            ).findings)
         else:  # nothing is written: say where what is left stands in the file as it is
             result.findings = in_original(result.findings, source.text, outcome.new_text)
     return result
@@ -507,7 +520,7 @@ def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -
     if text != source.text:
         result.diff = unified_diff(job.path, source.text, text)
         if job.write:
-            _write(result, source, text)
+            _write(result, source, text, lambda: process(display, source.text, rules, **_engine_options(job)).findings)
     return result
 
 

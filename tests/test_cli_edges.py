@@ -1,0 +1,146 @@
+"""The command line at its edges: links, files that cannot be written, a killed run,
+the usual flags, and what it says when there is nothing to say."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES
+from fixitem import api
+from fixitem.cli import app
+from fixitem.codemods import source
+
+runner = CliRunner()
+needs_links = pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="symbolic links")
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+# --------------------------------------------------------------------------- symbolic links
+
+
+@needs_links
+def test_apply_through_a_link_rewrites_its_target_and_keeps_the_link(copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    link = target.parent / "link.py"
+    link.symlink_to(target.name)
+    before = target.read_text()
+    result = run("apply", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == target.name
+    assert target.read_text() != before and "torch.where(" in target.read_text()
+    assert result.stdout.count("fixed:") == 1
+    assert not list(target.parent.glob(".*.fixitem")), "no temporary file left behind"
+
+
+@needs_links
+def test_a_link_to_a_file_elsewhere_keeps_the_temporary_file_beside_the_target(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "model.py").write_bytes((FIXTURES / "threshold" / "scale_if.py").read_bytes())
+    (real / "model.py").chmod(0o640)
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "model.py").symlink_to(real / "model.py")
+    result = api.apply([links / "model.py"], isolated=True, cache=False)
+    assert not result.errors and len(result.applied) == 1
+    assert (links / "model.py").is_symlink()
+    assert "torch.where(" in (real / "model.py").read_text()
+    assert stat.S_IMODE((real / "model.py").stat().st_mode) == 0o640
+    assert sorted(p.name for p in links.iterdir()) == ["model.py"]
+
+
+@needs_links
+def test_a_folder_holding_a_file_and_a_link_to_it_reports_each_finding_once(copy_fixture):
+    folder = copy_fixture("threshold")
+    (folder / "zz_link.py").symlink_to("scale_if.py")
+    (folder / "aa_link.py").symlink_to("scale_if.py")
+    found = api.scan([folder], isolated=True, cache=False)
+    resolved = [os.path.realpath(r.path) for r in found.files]
+    assert len(resolved) == len(set(resolved)) == len(list(folder.glob("[!az]*.py")))
+    keys = [(f.path, f.line, f.col, f.rule) for f in found.findings]
+    assert len(keys) == len(set(keys))
+    # Named twice on the command line, by its name and through the link: once too.
+    twice = api.scan([folder / "scale_if.py", folder / "zz_link.py"], isolated=True, cache=False)
+    assert len(twice.files) == 1
+    applied = api.apply([folder], isolated=True, cache=False)
+    assert sum(f.path.endswith("scale_if.py") for f in applied.applied) == 1
+    assert (folder / "zz_link.py").is_symlink() and (folder / "aa_link.py").is_symlink()
+
+
+@needs_links
+def test_a_link_loop_or_a_broken_link_named_on_the_command_line_says_so(tmp_path):
+    (tmp_path / "one.py").symlink_to("two.py")
+    (tmp_path / "two.py").symlink_to("one.py")
+    (tmp_path / "broken.py").symlink_to("nowhere.py")
+    loop = run("scan", str(tmp_path / "one.py"))
+    assert loop.exit_code == 2
+    assert "symbolic link loop" in loop.stderr and "does not exist" not in loop.stderr
+    inside = run("apply", str(tmp_path / "one.py" / "x.py"))
+    assert inside.exit_code == 2 and "symbolic link loop" in inside.stderr
+    broken = run("scan", str(tmp_path / "broken.py"))
+    assert broken.exit_code == 2 and "broken symbolic link" in broken.stderr and "nowhere.py" in broken.stderr
+
+
+# --------------------------------------------------------------------------- a file that cannot be written
+
+
+@pytest.fixture
+def unwritable(monkeypatch):
+    """Files are not writable (as for a user other than root; chmod alone does not stop root)."""
+    monkeypatch.setattr(source, "is_writable", lambda path: False)
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["analysed", "kept"])
+def test_a_file_that_cannot_be_written_is_not_reported_as_fixed(copy_fixture, unwritable, tmp_path, cached):
+    target = copy_fixture("threshold/clamp_norm.py")
+    before = target.read_bytes()
+    options = ["--no-cache"]
+    if cached:  # scan first: apply then takes the kept rewrite
+        cache = tmp_path / "kept"
+        os.environ["FIXITEM_CACHE_DIR"] = str(cache)
+        options = []
+        try:
+            os.environ.pop("FIXITEM_NO_CACHE")
+            run("scan", str(target))
+            assert cache.exists()
+            result = run("apply", str(target))
+        finally:
+            os.environ["FIXITEM_NO_CACHE"] = "1"
+            os.environ.pop("FIXITEM_CACHE_DIR")
+    else:
+        result = run("apply", *options, str(target))
+    assert result.exit_code == 2
+    assert "not writable" in result.stderr
+    assert target.read_bytes() == before
+    assert "fixed:" not in result.stdout
+    assert "Fixed 0 sites in 0 files" in result.stdout
+    # What the file still holds is listed as left, where it stands in the file.
+    scanned = api.scan([target], isolated=True, cache=False)
+    left = [line for line in result.stdout.splitlines() if line.startswith("left:")]
+    assert len(left) == len(scanned.findings) > 0
+    assert [line.split()[1] for line in left] == [f"{f.path}:{f.line}:{f.col}:" for f in scanned.findings]
+
+
+def test_the_api_counts_only_what_was_written(copy_fixture, unwritable):
+    folder = copy_fixture("threshold")
+    result = api.apply([folder], isolated=True, cache=False)
+    assert result.applied == [] and result.changed == [] and not any(r.written for r in result.files)
+    assert all("not writable" in e for e in result.errors) and result.errors
+
+
+def test_a_notebook_that_cannot_be_written_is_not_reported_as_fixed(copy_fixture, unwritable):
+    notebook = copy_fixture("notebooks/rescale.ipynb")
+    before = notebook.read_bytes()
+    result = api.apply([notebook], isolated=True, cache=False)
+    assert result.errors and result.applied == [] and result.changed == []
+    assert notebook.read_bytes() == before
+    assert [(f.cell, f.line) for f in result.findings] == [
+        (f.cell, f.line) for f in api.scan([notebook], isolated=True, cache=False).findings
+    ]
