@@ -16,7 +16,9 @@ reads none. An argument left at ``None`` takes the configuration's value.
 
 Files are processed in parallel worker processes (``jobs``; the default is
 one per CPU) when there are enough of them to pay for starting the workers;
-the result is the same, in the same order, as with ``jobs=1``.
+the result is the same, in the same order, as with ``jobs=1``. Workers end
+when the process that started them does, even one killed with ``kill -9``
+(see :mod:`fixitem.workers`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from fixitem.codemods.source import SourceError, SourceFile, read_source, write_
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
 from fixitem.errors import UsageError
+from fixitem.workers import pool_options as worker_options
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
 PARALLEL_MIN_FILES = 8
@@ -420,7 +423,7 @@ def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | Non
         return _run_here(jobs, progress, start)
     results: list[FileResult] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, **worker_options()) as pool:
             # Submitting first starts the workers before a progress display starts its thread.
             ordered = pool.map(_run_job, jobs, chunksize=CHUNK_SIZE)
             if start:

@@ -4,7 +4,12 @@ the usual flags, and what it says when there is nothing to say."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -144,3 +149,103 @@ def test_a_notebook_that_cannot_be_written_is_not_reported_as_fixed(copy_fixture
     assert [(f.cell, f.line) for f in result.findings] == [
         (f.cell, f.line) for f in api.scan([notebook], isolated=True, cache=False).findings
     ]
+
+
+# --------------------------------------------------------------------------- kill -9 of a parallel run
+
+# A worker that holds its file until killed: the run is then surely under way when its parent dies.
+HELD_WORKER = """
+import os, sys, time
+from pathlib import Path
+
+from fixitem import api
+
+
+def held(job):
+    Path(os.environ["FIXITEM_TEST_MARKS"], str(os.getpid())).touch()
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    api._run_job = held
+    from fixitem.cli import main
+
+    sys.argv = ["fixitem", "apply", "--jobs", "2", "--no-cache", sys.argv[1]]
+    main()
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, dead and not yet reaped, is not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] not in ("Z", "X")
+
+
+def _until(condition, seconds: float) -> bool:
+    """Poll ``condition`` for at most ``seconds`` (a bound on the wait, not a measured time)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_end_when_apply_is_killed(tmp_path):
+    folder = tmp_path / "code"
+    folder.mkdir()
+    for i in range(api.PARALLEL_MIN_FILES * 2):
+        (folder / f"m{i}.py").write_bytes((FIXTURES / "threshold" / "scale_if.py").read_bytes())
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    script = tmp_path / "held.py"
+    script.write_text(HELD_WORKER)
+    env = {**os.environ, "FIXITEM_TEST_MARKS": str(marks)}
+    proc = subprocess.Popen([sys.executable, str(script), str(folder)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _until(lambda: len(list(marks.iterdir())) == 2, 120), "the workers did not start"
+        workers = [int(p.name) for p in marks.iterdir()]
+        assert all(_running(pid) for pid in workers)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert _until(lambda: not any(_running(pid) for pid in workers), 30), "workers outlived their parent"
+    finally:
+        proc.kill()
+        for pid in (int(p.name) for p in marks.iterdir()):
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_leaves_once_its_parent_is_gone():
+    from fixitem import workers
+
+    checks, waits, left = [], [], []
+    answers = iter([True, True, False])
+
+    def alive(parent, direct):
+        checks.append((parent, direct))
+        return next(answers)
+
+    workers.watch(1234, True, alive=alive, wait=waits.append, leave=left.append)
+    assert checks == [(1234, True)] * 3
+    assert waits == [workers.POLL_SECONDS] * 2 and left == [1]
+
+
+def test_a_worker_knows_its_parent_is_gone():
+    from fixitem import workers
+
+    me = os.getpid()
+    assert workers.parent_alive(me, True, getppid=lambda: me)
+    assert not workers.parent_alive(me, True, getppid=lambda: 1)  # reparented: the parent died
+    assert workers.parent_alive(me, False)  # started through a server process: asked by pid
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    assert not workers.parent_alive(finished.pid, False)
+    options = workers.pool_options()
+    assert options["initializer"] is workers.started and options["initargs"][0] == me
