@@ -183,6 +183,8 @@ def _plan(
         paths = [paths]
     select = None if select is None else list(select)
     ignore = None if ignore is None else list(ignore)
+    if select is not None and not any(code.strip() for code in select):
+        raise UsageError("select names no rule: give codes or prefixes (FX101, FX1, ALL), or leave it out for all rules")
     _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
     if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
         raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")

@@ -249,3 +249,111 @@ def test_a_worker_knows_its_parent_is_gone():
     assert not workers.parent_alive(finished.pid, False)
     options = workers.pool_options()
     assert options["initializer"] is workers.started and options["initargs"][0] == me
+
+
+# --------------------------------------------------------------------------- the usual flags and help
+
+
+def test_short_help_and_version_flags_as_ruff_black_and_pytest_take_them():
+    import fixitem
+
+    assert run("-V").stdout.strip() == f"fixitem {fixitem.__version__}"
+    for args in (["-h"], ["scan", "-h"], ["apply", "-h"], ["rule", "-h"], ["verify", "-h"]):
+        result = run(*args)
+        assert result.exit_code == 0, args
+        assert "Usage: fixitem" in result.stdout and "-h" in result.stdout
+
+
+def _help(*command: str) -> str:
+    result = run(*command, "--help")
+    assert result.exit_code == 0, command
+    return result.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["scan"], ["apply"], ["rule"], ["demo"], ["lsp"], ["verify"]])
+def test_help_names_what_options_take_not_python_types(command):
+    import re
+
+    text = _help(*command)
+    assert not re.findall(r"<[^>\s]*>", text), text  # <bool>, <list[Path]>, <int range>, <text|json>
+    assert "{" not in text  # {paths}...
+    if command in (["scan"], ["apply"]):
+        assert f"Usage: fixitem {command[0]} [OPTIONS] PATH..." in text
+        assert "CODES" in text and "GLOB" in text
+
+
+def test_help_says_which_files_folders_are_searched_for(tmp_path):
+    from fixitem.codemods.discovery import SUFFIXES, discover
+
+    (tmp_path / "model.py").write_text("x = 1\n")
+    (tmp_path / "train.ipynb").write_bytes((FIXTURES / "notebooks" / "rescale.ipynb").read_bytes())
+    assert sorted(p.suffix for p in discover([tmp_path])) == sorted(SUFFIXES)
+    for command in ("scan", "apply"):
+        flat = " ".join(_help(command).split())
+        assert all(f"*{suffix}" in flat for suffix in SUFFIXES), flat
+
+
+def test_rule_with_a_code_and_all_is_a_usage_error():
+    result = run("rule", "--all", "FX101")
+    assert result.exit_code == 2
+    assert "not both" in result.stderr and result.stdout == ""
+    assert run("rule", "--all").exit_code == 0 and run("rule", "FX101").exit_code == 0
+
+
+@pytest.mark.parametrize("args, status", [
+    (["rule"], 0), (["rule", "--all"], 0), (["rule", "FX101"], 0), (["--help"], 0), (["scan", "--help"], 0),
+    (["scan", "--no-cache", str(FIXTURES / "threshold" / "scale_if.py")], 1),  # found: still 1
+])
+def test_output_cut_short_by_its_reader_is_no_error(args, status):
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written (as `| head` is, soon)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "fixitem", *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (status, "")
+
+
+@pytest.mark.parametrize("command", ["scan", "apply"])
+def test_an_unknown_format_names_the_formats(command, copy_fixture):
+    result = run(command, "--format", "xml", str(copy_fixture("threshold/scale_if.py")))
+    assert result.exit_code == 2
+    assert "Value error" not in result.output
+    assert "--format must be one of text, json" in result.stderr and "'xml'" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["scan", "apply"])
+def test_an_empty_folder_says_so_and_exits_0_as_ruff_does(command, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not Python\n")
+    result = run(command, str(empty))
+    assert result.exit_code == 0
+    assert f"warning: no Python files or notebooks found in {empty}" in result.stderr
+    assert "0 files" not in result.stdout
+    as_json = run(command, "--format", "json", str(empty))
+    assert as_json.exit_code == 0 and "no Python files" in as_json.stderr
+
+
+def test_a_file_that_cannot_be_read_is_an_error_not_a_clean_file(tmp_path):
+    bad = tmp_path / "not_utf8.py"
+    bad.write_bytes((FIXTURES / "bad" / "not_utf8.py").read_bytes())
+    alone = run("scan", str(bad))
+    assert alone.exit_code == 2 and "not_utf8.py" in alone.stderr
+    assert "No host syncs found in 0 files." in alone.stdout
+    (tmp_path / "clean.py").write_text("import torch\n")
+    both = run("scan", str(tmp_path))
+    assert both.exit_code == 2 and "No host syncs found in 1 file." in both.stdout
+
+
+@pytest.mark.parametrize("value", ["", ",", " "])
+def test_an_empty_select_is_a_usage_error(value, copy_fixture):
+    target = copy_fixture("threshold/scale_if.py")
+    for command in ("scan", "apply"):
+        result = run(command, "--select", value, str(target))
+        assert result.exit_code == 2
+        assert "select names no rule" in result.stderr
+    with pytest.raises(api.UsageError, match="select names no rule"):
+        api.scan([target], select=[], isolated=True)
+    assert "torch.where" not in target.read_text()
