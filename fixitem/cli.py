@@ -479,33 +479,42 @@ def demo(
     from fixitem.examples import gated_mlp
 
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:
-        model = Path(tmp) / "gated_mlp.py"
-        original = Path(tmp) / "gated_mlp_orig.py"
-        shutil.copyfile(gated_mlp.__file__, model)
-        shutil.copyfile(gated_mlp.__file__, original)
+        shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp.py")
+        shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp_orig.py")
         console = Console(highlight=False, soft_wrap=True)
-        console.rule("fixitem scan gated_mlp.py")
-        found = api.scan([model], isolated=True, cache=False)
-        for finding in found.findings:
-            console.print(output.finding_text(finding), markup=False)
-        console.rule("fixitem apply --diff gated_mlp.py")
-        planned = api.apply([model], write=False, isolated=True, cache=False)
-        console.print(planned.diff, markup=False, end="")
-        console.rule("fixitem apply gated_mlp.py")
-        applied = api.apply([model], isolated=True, cache=False)
-        console.print(output.apply_summary(applied, written=True), markup=False)
-        left = api.scan([model], isolated=True, cache=False)
-        console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
-        if left.findings or found.errors or applied.errors:
-            raise typer.Exit(1)
-        if verify:
-            from fixitem.verify import render_text, run_verify
+        console.print(f"Demo folder: {Path(tmp).resolve()} (a copy of fixitem/examples/gated_mlp.py, "
+                      "removed at the end); paths below are relative to it.", markup=False)
+        here = os.getcwd()
+        os.chdir(tmp)  # paths are shown relative to the current folder: the demo's own
+        try:
+            _demo(console, Path("gated_mlp.py"), Path("gated_mlp_orig.py"), verify)
+        finally:
+            os.chdir(here)
 
-            console.rule("fixitem verify gated_mlp.py --before gated_mlp_orig.py --backend aot_eager")
-            report = run_verify(model, before=original, factory="make", backend="aot_eager")
-            render_text(report, console)
-            if not report.passed:
-                raise typer.Exit(1)
+
+def _demo(console: Console, model: Path, original: Path, verify: bool) -> None:
+    console.rule(f"fixitem scan {model}")
+    found = api.scan([model], isolated=True, cache=False)
+    for finding in found.findings:
+        console.print(output.finding_text(finding), markup=False)
+    console.rule(f"fixitem apply --diff {model}")
+    planned = api.apply([model], write=False, isolated=True, cache=False)
+    console.print(planned.diff, markup=False, end="")
+    console.rule(f"fixitem apply {model}")
+    applied = api.apply([model], isolated=True, cache=False)
+    console.print(output.apply_summary(applied, written=True), markup=False)
+    left = api.scan([model], isolated=True, cache=False)
+    console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
+    if left.findings or found.errors or applied.errors:
+        raise typer.Exit(1)
+    if verify:
+        from fixitem.verify import render_text, run_verify
+
+        console.rule(f"fixitem verify {model} --before {original} --backend aot_eager")
+        report = run_verify(model, before=original, factory="make", backend="aot_eager")
+        render_text(report, console)
+        if not report.passed:
+            raise typer.Exit(1)
 
 
 @app.command(cls=_Command)
