@@ -6,8 +6,11 @@
 
 Neither function raises for a problem in one of the user's files: a file
 that cannot be read or parsed is listed in ``result.errors`` and the others
-are still processed. Missing paths, unknown rule codes and bad configuration
-raise :class:`UsageError` before anything is read.
+are still processed. Missing paths (and links that lead nowhere or in a loop),
+unknown rule codes, a ``select`` that names no rule and bad configuration
+raise :class:`UsageError` before anything is read. A file that cannot be
+written keeps its findings and has none ``applied``: only what was written
+counts as fixed.
 
 Settings come from the arguments, else from the ``[tool.fixitem]`` table of
 the ``pyproject.toml`` found from the first path upwards (see
@@ -184,7 +187,9 @@ def _plan(
     select = None if select is None else list(select)
     ignore = None if ignore is None else list(ignore)
     if select is not None and not any(code.strip() for code in select):
-        raise UsageError("select names no rule: give codes or prefixes (FX101, FX1, ALL), or leave it out for all rules")
+        raise UsageError(
+            "select names no rule: give codes or prefixes (FX101, FX1, ALL), or leave it out for all rules"
+        )
     _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
     if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
         raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")

@@ -26,13 +26,12 @@ from fixitem import api, formats, output
 from fixitem.codemods.registry import RULE_CLASSES, UnknownRule, rule_class
 
 
-
 def _help_without_types(params):
     """Show what each parameter takes as ruff and black do, not as a Python type (``<bool>``,
     ``<list[Path]>``): nothing for a flag or an argument (its help says what it is), else its
     metavar (``CODES``, ``N``), else its long name in capitals (``--before BEFORE``); an
-    argument's metavar (else its name in capitals) alone in the usage line (``PATH...``). Only typer versions that show
-    types have ``display_type_rich``."""
+    argument's metavar (else its name in capitals) alone in the usage line (``PATH...``).
+    Only typer versions that show types have ``display_type_rich``."""
     for param in params:
         if callable(getattr(param, "display_type_rich", None)):
             param.display_type_rich = _shown_type(param)
@@ -344,7 +343,9 @@ def apply(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     exclude: Optional[List[str]] = ExcludeOpt,
-    format: str = typer.Option("text", "--format", metavar="FORMAT", help="Output format of the report: text or json."),
+    format: str = typer.Option(
+        "text", "--format", metavar="FORMAT", help="Output format of the report: text or json."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and the diff with --diff)."),
     config: Optional[Path] = ConfigOpt,
     isolated: bool = IsolatedOpt,
@@ -364,12 +365,16 @@ def apply(
         help="Keep only the fixes under which `fixitem verify --factory F` finds the same outputs, gradients, "
              "syncs and graph breaks: a function of each changed file (make), FILE.py:FUNCTION or MODULE:FUNCTION.",
     ),
-    verify_cwd: Path = typer.Option(Path("."), "--verify-cwd", metavar="DIR", help="With --verify-run: the folder to run it in."),
+    verify_cwd: Path = typer.Option(
+        Path("."), "--verify-cwd", metavar="DIR", help="With --verify-run: the folder to run it in."
+    ),
     verify_env: Optional[List[str]] = typer.Option(
-        None, "--verify-env", show_default=False, metavar="KEY=VALUE", help="With --verify-run: KEY=VALUE for the command (repeatable)."
+        None, "--verify-env", show_default=False, metavar="KEY=VALUE",
+        help="With --verify-run: KEY=VALUE for the command (repeatable).",
     ),
     verify_timeout: Optional[float] = typer.Option(
-        None, "--verify-timeout", show_default=False, metavar="SECONDS", help="With --verify-run: seconds each run may take."
+        None, "--verify-timeout", show_default=False, metavar="SECONDS",
+        help="With --verify-run: seconds each run may take.",
     ),
     verify_mask: Optional[List[str]] = typer.Option(
         None, "--verify-mask", show_default=False, metavar="REGEX",
