@@ -90,6 +90,8 @@ class _PipeClosedIsFine:
             sys.stdout.flush()
         except BrokenPipeError:
             broken = True
+        except ValueError:  # closed already (the language server closes its stdout when done)
+            pass
         if not broken:
             return False
         _quiet_stdout()
