@@ -103,24 +103,17 @@ def unwritable(monkeypatch):
 
 
 @pytest.mark.parametrize("cached", [False, True], ids=["analysed", "kept"])
-def test_a_file_that_cannot_be_written_is_not_reported_as_fixed(copy_fixture, unwritable, tmp_path, cached):
+def test_a_file_that_cannot_be_written_is_not_reported_as_fixed(
+    copy_fixture, unwritable, tmp_path, monkeypatch, cached,
+):
     target = copy_fixture("threshold/clamp_norm.py")
     before = target.read_bytes()
-    options = ["--no-cache"]
     if cached:  # scan first: apply then takes the kept rewrite
-        cache = tmp_path / "kept"
-        os.environ["FIXITEM_CACHE_DIR"] = str(cache)
-        options = []
-        try:
-            os.environ.pop("FIXITEM_NO_CACHE")
-            run("scan", str(target))
-            assert cache.exists()
-            result = run("apply", str(target))
-        finally:
-            os.environ["FIXITEM_NO_CACHE"] = "1"
-            os.environ.pop("FIXITEM_CACHE_DIR")
-    else:
-        result = run("apply", *options, str(target))
+        monkeypatch.delenv("FIXITEM_NO_CACHE")
+        monkeypatch.setenv("FIXITEM_CACHE_DIR", str(tmp_path / "kept"))
+        run("scan", str(target))
+        assert (tmp_path / "kept").exists()
+    result = run("apply", str(target))
     assert result.exit_code == 2
     assert "not writable" in result.stderr
     assert target.read_bytes() == before
