@@ -9,6 +9,7 @@ are not supported and are ignored).
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -27,7 +28,23 @@ SUFFIXES = (".py", ".ipynb")
 
 
 class PathNotFound(Exception):
-    """A path named by the user does not exist."""
+    """A path named by the user cannot be read: it does not exist, or is a symbolic link
+    that leads nowhere or to itself. The message says which."""
+
+
+def missing(raw: Path | str) -> str | None:
+    """Why the path named ``raw`` cannot be read, or None when it exists."""
+    try:
+        os.stat(raw)
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"symbolic link loop: {raw}"
+    except ValueError:  # an embedded NUL byte
+        pass
+    if os.path.islink(raw):
+        return f"broken symbolic link: {raw} -> {os.readlink(raw)}"
+    return f"path does not exist: {raw}"
 
 
 def _is_virtualenv(folder: Path) -> bool:
@@ -102,21 +119,36 @@ def _walk(root: Path, exclude: Callable[[Path], bool]) -> Iterator[Path]:
                 yield here / name
 
 
-def discover(paths: Iterable[Path | str], exclude: Callable[[Path], bool] = lambda _path: False) -> list[Path]:
+def discover(
+    paths: Iterable[Path | str],
+    exclude: Callable[[Path], bool] = lambda _path: False,
+    *,
+    exclude_named: bool = False,
+) -> list[Path]:
     """The Python files below ``paths``, sorted, each once.
 
     ``exclude(path)`` says whether a file or folder found below a folder is
-    skipped (a folder with everything inside it). Raises :class:`PathNotFound`
-    for a path that does not exist.
+    skipped (a folder with everything inside it); with ``exclude_named``, a
+    file named in ``paths`` too. A file reached twice, by its name and by a
+    symbolic link to it (or by two links), is taken once: by its own name when
+    that is found, else by the first link found (as ruff does, links are
+    followed to the file they name). Raises
+    :class:`PathNotFound` for a path that cannot be read.
     """
-    found: dict[Path, None] = {}
+    found: dict[str, Path] = {}
     for raw in paths:
+        problem = missing(raw)
+        if problem is not None:
+            raise PathNotFound(problem)
         path = Path(raw)
-        if not path.exists():
-            raise PathNotFound(str(raw))
         if path.is_dir():
-            for file in _walk(path, exclude):
-                found.setdefault(file, None)
+            files: Iterable[Path] = _walk(path, exclude)
+        elif exclude_named and exclude(path):
+            continue
         else:
-            found.setdefault(path, None)
-    return list(found)
+            files = (path,)
+        for file in files:
+            first = found.setdefault(os.path.realpath(file), file)
+            if first.is_symlink() and not file.is_symlink():  # the file itself over a link to it
+                found[os.path.realpath(file)] = file
+    return list(found.values())

@@ -84,16 +84,21 @@ def is_writable(path: Path) -> bool:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step, keeping its permissions."""
+    """Replace ``path`` with ``data`` in one step, keeping its permissions.
+
+    A symbolic link stays a link: the file it leads to is the one replaced.
+    """
+    path = Path(path)
+    target = Path(os.path.realpath(path))
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode = stat.S_IMODE(target.stat().st_mode)
     except OSError as exc:
         raise SourceError(f"{path}: cannot stat: {exc.strerror or exc}") from None
-    if not is_writable(path):
+    if not is_writable(target):
         raise SourceError(f"{path}: file is not writable")
-    folder = path.parent
+    folder = target.parent
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".fixitem", dir=folder)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fixitem", dir=folder)
     except OSError as exc:
         raise SourceError(f"{path}: cannot write in {folder}: {exc.strerror or exc}") from None
     try:
@@ -102,7 +107,7 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
+        os.replace(tmp_name, target)
     except BaseException as exc:
         try:
             os.unlink(tmp_name)

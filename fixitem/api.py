@@ -6,8 +6,11 @@
 
 Neither function raises for a problem in one of the user's files: a file
 that cannot be read or parsed is listed in ``result.errors`` and the others
-are still processed. Missing paths, unknown rule codes and bad configuration
-raise :class:`UsageError` before anything is read.
+are still processed. Missing paths (and links that lead nowhere or in a loop),
+unknown rule codes, a ``select`` that names no rule and bad configuration
+raise :class:`UsageError` before anything is read. A file that cannot be
+written keeps its findings and has none ``applied``: only what was written
+counts as fixed.
 
 Settings come from the arguments, else from the ``[tool.fixitem]`` table of
 the ``pyproject.toml`` found from the first path upwards (see
@@ -16,7 +19,9 @@ reads none. An argument left at ``None`` takes the configuration's value.
 
 Files are processed in parallel worker processes (``jobs``; the default is
 one per CPU) when there are enough of them to pay for starting the workers;
-the result is the same, in the same order, as with ``jobs=1``.
+the result is the same, in the same order, as with ``jobs=1``. Workers end
+when the process that started them does, even one killed with ``kill -9``
+(see :mod:`fixitem.workers`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from fixitem.codemods import shortcuts
-from fixitem.codemods.discovery import PathNotFound, discover
+from fixitem.codemods.discovery import PathNotFound, discover, missing
 from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process
 from fixitem.codemods.model import devices
 from fixitem.codemods.notebooks import is_notebook, process_notebook
@@ -44,6 +49,7 @@ from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
 from fixitem.deploy import RuntimeNeed, newly_imports_runtime, runtime_need
 from fixitem.errors import UsageError
+from fixitem.workers import pool_options as worker_options
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
 PARALLEL_MIN_FILES = 8
@@ -174,9 +180,9 @@ def _files(paths: Sequence[Path | str], excluded: Callable[[Path], bool]) -> lis
     if not paths:
         raise UsageError("no path given")
     try:
-        return [f for f in discover(paths, excluded) if not excluded(f)]
+        return discover(paths, excluded, exclude_named=True)
     except PathNotFound as exc:
-        raise UsageError(f"path does not exist: {exc}") from None
+        raise UsageError(str(exc)) from None
 
 
 def _plan(
@@ -196,6 +202,10 @@ def _plan(
         paths = [paths]
     select = None if select is None else list(select)
     ignore = None if ignore is None else list(ignore)
+    if select is not None and not any(code.strip() for code in select):
+        raise UsageError(
+            "select names no rule: give codes or prefixes (FX101, FX1, ALL), or leave it out for all rules"
+        )
     _codes(select, ignore)  # unknown codes in the arguments: an error before anything is read
     if flush_every is not None and (isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1):
         raise UsageError(f"flush_every must be a positive integer, not {flush_every!r}")
@@ -204,8 +214,9 @@ def _plan(
     if not paths:
         raise UsageError("no path given")
     for raw in paths:
-        if not Path(raw).exists():
-            raise UsageError(f"path does not exist: {raw}")
+        problem = missing(raw)
+        if problem is not None:
+            raise UsageError(problem)
     cfg = _config(paths, config, isolated)
     # An argument given replaces the configuration's value for that key.
     select = select if select is not None else cfg.select
@@ -282,26 +293,35 @@ def _read(path: Path) -> tuple[SourceFile | None, str | None]:
         return None, str(exc)
 
 
-def _write(result: FileResult, source: SourceFile, text: str) -> None:
+def _write(result: FileResult, source: SourceFile, text: str, as_it_is: Callable[[], list[Finding]]) -> None:
+    """Write the rewrite; if that fails, the file is as it was: nothing was fixed in it,
+    and what it holds, ``as_it_is()`` (the fixes not written too), is what is left."""
     try:
         write_atomically(result.path, source.encode(text))
         result.written = True
     except (SourceError, UnicodeEncodeError) as exc:
         result.error = str(exc)
+        result.applied = []
+        result.diff = ""
+        result.findings = as_it_is()
 
 
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
-    result = process_notebook(
-        job.path, _display(job.path), rules_for(job.codes, job.runtime), fix=job.fix, unsafe=job.unsafe,
-        as_it_was=job.fix and not job.write, **_engine_options(job),
-    )
+
+    def run(fix: bool) -> FileResult:
+        return process_notebook(
+            job.path, _display(job.path), rules_for(job.codes, job.runtime), fix=fix, unsafe=job.unsafe,
+            as_it_was=fix and not job.write, **_engine_options(job),
+        )
+
+    result = run(job.fix)
     if result.new_text is not None and job.write:
         try:
             write_atomically(job.path, result.new_text.encode("utf-8"))
             result.written = True
-        except SourceError as exc:
-            result.error = str(exc)
+        except SourceError as exc:  # the notebook is as it was: nothing fixed, all it holds is left
+            result = replace(run(False), error=str(exc))
     return result
 
 
@@ -321,6 +341,7 @@ def _run_file_job(job: _Job) -> FileResult:
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime) if kept else ""
     outcome: FileResult | None = None
+    analyses: Analyses | None = None
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
@@ -346,7 +367,9 @@ def _run_file_job(job: _Job) -> FileResult:
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
-            _write(result, source, outcome.new_text)
+            _write(result, source, outcome.new_text, lambda: process(
+                Path(display), source.text, rules_for(job.codes), analyses=analyses, **_engine_options(job),
+            ).findings)
         else:  # nothing is written: say where what is left stands in the file as it is
             result.findings = in_original(result.findings, source.text, outcome.new_text)
     return result
@@ -434,7 +457,7 @@ def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | Non
         return _run_here(jobs, progress, start)
     results: list[FileResult] = []
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, **worker_options()) as pool:
             # Submitting first starts the workers before a progress display starts its thread.
             ordered = pool.map(_run_job, jobs, chunksize=CHUNK_SIZE)
             if start:
@@ -534,7 +557,7 @@ def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -
     if text != source.text:
         result.diff = unified_diff(job.path, source.text, text)
         if job.write:
-            _write(result, source, text)
+            _write(result, source, text, lambda: process(display, source.text, rules, **_engine_options(job)).findings)
     return result
 
 

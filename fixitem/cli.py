@@ -3,12 +3,15 @@
 Exit status, like other Python linters: ``scan`` 0 when nothing is found,
 1 when something is; ``apply`` 0 when it ran, 1 with ``--diff`` when it
 would change files; 2 on usage or input errors (a missing path, an unknown
-rule, a file that could not be read, parsed or written).
+rule, a file that could not be read, parsed or written). Paths that hold no
+Python file or notebook give a warning and 0, as with ruff. Output cut short
+by its reader (``fixitem rule | head``) is no error: the status is the one
+the command had decided, else 0.
 """
 
 from __future__ import annotations
 
-import enum
+import os
 import shutil
 import sys
 import tempfile
@@ -22,12 +25,114 @@ from rich.markup import escape
 from fixitem import api, formats, output
 from fixitem.codemods.registry import RULE_CLASSES, UnknownRule, rule_class
 
+
+def _help_without_types(params):
+    """Show what each parameter takes as ruff and black do, not as a Python type (``<bool>``,
+    ``<list[Path]>``): nothing for a flag or an argument (its help says what it is), else its
+    metavar (``CODES``, ``N``), else its long name in capitals (``--before BEFORE``); an
+    argument's metavar (else its name in capitals) alone in the usage line (``PATH...``).
+    Only typer versions that show types have ``display_type_rich``."""
+    for param in params:
+        if callable(getattr(param, "display_type_rich", None)):
+            param.display_type_rich = _shown_type(param)
+        if param.param_type_name == "argument":
+            if param.metavar is None:  # as click names it: AFTER, [AFTER] when optional
+                name = param.name.upper() + ("..." if param.nargs != 1 else "")
+                param.metavar = name if param.required else f"[{name}]"
+            param.get_usage_pieces = lambda ctx, metavar=param.metavar: [metavar]
+    return params
+
+
+def _shown_type(param):
+    def shown(ctx) -> Optional[str]:
+        if param.param_type_name == "argument" or getattr(param, "is_flag", False):
+            return None
+        if param.metavar is not None:
+            return param.metavar
+        name = max(param.opts, key=len).lstrip("-")
+        return name.upper().replace("-", "_")
+
+    return shown
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout has gone (``| head``): what is left unwritten goes nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test runner's stream)
+        pass
+
+
+_DECIDED: dict[str, int] = {}  # the status the running command has decided (see _decided)
+
+
+def _decided(code: int) -> int:
+    """Say the status the command ends with, before output that its reader may cut short."""
+    _DECIDED["status"] = code
+    return code
+
+
+class _PipeClosedIsFine:
+    """Output cut short by its reader (``| head``) ends the command quietly, with the status it
+    had decided: its own exit, else what :func:`_decided` said, else 0."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, trace) -> bool:
+        # rich meets a closed pipe with SystemExit(1), raised while handling the BrokenPipeError.
+        cut = isinstance(error, BrokenPipeError) or (
+            isinstance(error, SystemExit) and isinstance(error.__context__, BrokenPipeError)
+        )
+        broken = cut
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            broken = True
+        except ValueError:  # closed already (the language server closes its stdout when done)
+            pass
+        if not broken:
+            return False
+        _quiet_stdout()
+        if error is not None and not cut:
+            return False  # the command's own exit stands
+        raise typer.Exit(_DECIDED.get("status", 0)) from None
+
+
+class _Command(typer.core.TyperCommand):
+    """A fixitem command: help without Python types, and a closed pipe is no error."""
+
+    def get_params(self, ctx):
+        return _help_without_types(super().get_params(ctx))
+
+    def make_context(self, *args, **kwargs):
+        with _PipeClosedIsFine():  # --help
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        _DECIDED.clear()
+        with _PipeClosedIsFine():
+            return super().invoke(ctx)
+
+
+class _Group(typer.core.TyperGroup):
+    def get_params(self, ctx):
+        return _help_without_types(super().get_params(ctx))
+
+    def make_context(self, *args, **kwargs):
+        with _PipeClosedIsFine():  # --help, --version
+            return super().make_context(*args, **kwargs)
+
+
 app = typer.Typer(
     name="fixitem",
     help="Find and rewrite the PyTorch code that makes torch.compile slow: host syncs and graph breaks.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -41,32 +146,39 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Print fixitem's version and exit."),
 ) -> None:
     """Find and rewrite the PyTorch code that makes torch.compile slow: host syncs and graph breaks."""
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
+APPLY_FORMATS = ("text", "json")
+SCAN_FORMATS = ("text", "json", "sarif", "github")
 
 
-class ScanFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
+def _format(value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise _usage_error(f"--format must be one of {', '.join(choices)}; got {value!r}")
+    return value
 
 
-PathsArg = typer.Argument(..., help="Files or folders to process (folders are searched for *.py).", show_default=False)
-SelectOpt = typer.Option(None, "--select", help="Only these rule codes or prefixes (repeatable, or comma-separated).")
-IgnoreOpt = typer.Option(None, "--ignore", help="Skip these rule codes or prefixes (repeatable, or comma-separated).")
-ExcludeOpt = typer.Option(None, "--exclude", help="Glob of files or folders to skip (repeatable).")
+PathsArg = typer.Argument(
+    ..., metavar="PATH...", show_default=False,
+    help="Files or folders to process (folders are searched for *.py files and *.ipynb notebooks).",
+)
+SelectOpt = typer.Option(
+    None, "--select", metavar="CODES",
+    help="Only these rule codes or prefixes (repeatable, or comma-separated; ALL for every rule).",
+)
+IgnoreOpt = typer.Option(
+    None, "--ignore", metavar="CODES",
+    help="Skip these rule codes or prefixes (repeatable, or comma-separated).",
+)
+ExcludeOpt = typer.Option(None, "--exclude", metavar="GLOB", help="Glob of files or folders to skip (repeatable).")
 ConfigOpt = typer.Option(
     None, "--config", help="Read settings from this file instead of the pyproject.toml found from the first path.",
-    dir_okay=False, show_default=False,
+    dir_okay=False, show_default=False, metavar="FILE",
 )
 IsolatedOpt = typer.Option(False, "--isolated", help="Ignore configuration files.")
 NoCacheOpt = typer.Option(
@@ -74,7 +186,7 @@ NoCacheOpt = typer.Option(
     help="Do not read or keep results in .fixitem_cache (also FIXITEM_NO_CACHE=1; FIXITEM_CACHE_DIR moves it).",
 )
 JobsOpt = typer.Option(
-    None, "--jobs", "-j", min=0, show_default=False,
+    None, "--jobs", "-j", min=0, show_default=False, metavar="N",
     help="Worker processes (default: one per CPU; 1: none). Small runs are processed in-process.",
 )
 
@@ -147,14 +259,22 @@ def _run(function, paths: List[Path], bar: Optional[_Bar], **kwargs) -> api.RunR
             bar.stop()
 
 
-@app.command()
+def _nothing_found(paths: List[Path], result: api.RunResult) -> None:
+    """Paths that hold no file to analyse: a warning (as ruff gives), not an error."""
+    if not result.files:
+        named = ", ".join(str(p) for p in paths)
+        err.print(f"[bold yellow]warning:[/] no Python files or notebooks found in {escape(named)}", highlight=False)
+
+
+@app.command(cls=_Command)
 def scan(
     paths: List[Path] = PathsArg,
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     exclude: Optional[List[str]] = ExcludeOpt,
-    format: ScanFormat = typer.Option(
-        ScanFormat.text, "--format", help="Output format: text, json, sarif (SARIF 2.1.0) or github (workflow commands)."
+    format: str = typer.Option(
+        "text", "--format", metavar="FORMAT",
+        help="Output format: text, json, sarif (SARIF 2.1.0) or github (workflow commands).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the findings, no notes or summary."),
     config: Optional[Path] = ConfigOpt,
@@ -163,23 +283,26 @@ def scan(
     no_cache: bool = NoCacheOpt,
 ) -> None:
     """List every place that reads a tensor's value back to the host."""
+    format = _format(format, SCAN_FORMATS)
     result = _run(
         api.scan, paths, _progress(quiet), select=_split(select), ignore=_split(ignore), exclude=exclude,
         config=config, isolated=isolated, jobs=jobs, cache=False if no_cache else None,
     )
-    if format is ScanFormat.json:
+    _decided(2 if result.errors else 1 if result.findings else 0)
+    if format == "json":
         typer.echo(output.findings_json(result))
-    elif format is ScanFormat.sarif:
+    elif format == "sarif":
         typer.echo(formats.sarif_json(result))
-    elif format is ScanFormat.github:
+    elif format == "github":
         text = formats.github(result)
         if text:
             typer.echo(text)
     else:
         for finding in result.findings:
             typer.echo(output.finding_text(finding, verbose_notes=not quiet))
-        if not quiet:
+        if not quiet and result.files:
             typer.echo(output.scan_summary(result))
+    _nothing_found(paths, result)
     _report_errors(result)
     if result.errors:
         raise typer.Exit(2)
@@ -208,7 +331,7 @@ def _ask(finding, diff: str) -> str:
         err.print("Please answer y, n, a or q.", markup=False, highlight=False)
 
 
-@app.command()
+@app.command(cls=_Command)
 def apply(
     paths: List[Path] = PathsArg,
     diff: bool = typer.Option(False, "--diff", help="Write nothing; print a unified diff of the changes."),
@@ -222,35 +345,41 @@ def apply(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     exclude: Optional[List[str]] = ExcludeOpt,
-    format: Format = typer.Option(Format.text, "--format", help="Output format of the report."),
+    format: str = typer.Option(
+        "text", "--format", metavar="FORMAT", help="Output format of the report: text or json."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only errors (and the diff with --diff)."),
     config: Optional[Path] = ConfigOpt,
     isolated: bool = IsolatedOpt,
     jobs: Optional[int] = JobsOpt,
     flush_every: Optional[int] = typer.Option(
-        None, "--flush-every", min=1, show_default=False,
+        None, "--flush-every", min=1, show_default=False, metavar="N",
         help="Deferred logging: replay the recorded values every N records (written into the rewritten file).",
     ),
     no_cache: bool = NoCacheOpt,
     verify_run: Optional[str] = typer.Option(
-        None, "--verify-run", show_default=False,
+        None, "--verify-run", show_default=False, metavar="CMD",
         help="Run this shell command (twice) before and after the fixes; keep only the fixes under which it prints the "
              "same and syncs no more (the others are found by bisection and reverted).",
     ),
     verify_factory: Optional[str] = typer.Option(
-        None, "--verify-factory", show_default=False,
+        None, "--verify-factory", show_default=False, metavar="F",
         help="Keep only the fixes under which `fixitem verify --factory F` finds the same outputs, gradients, "
              "syncs and graph breaks: a function of each changed file (make), FILE.py:FUNCTION or MODULE:FUNCTION.",
     ),
-    verify_cwd: Path = typer.Option(Path("."), "--verify-cwd", help="With --verify-run: the folder to run it in."),
+    verify_cwd: Path = typer.Option(
+        Path("."), "--verify-cwd", metavar="DIR", help="With --verify-run: the folder to run it in."
+    ),
     verify_env: Optional[List[str]] = typer.Option(
-        None, "--verify-env", show_default=False, help="With --verify-run: KEY=VALUE for the command (repeatable)."
+        None, "--verify-env", show_default=False, metavar="KEY=VALUE",
+        help="With --verify-run: KEY=VALUE for the command (repeatable).",
     ),
     verify_timeout: Optional[float] = typer.Option(
-        None, "--verify-timeout", show_default=False, help="With --verify-run: seconds each run may take."
+        None, "--verify-timeout", show_default=False, metavar="SECONDS",
+        help="With --verify-run: seconds each run may take.",
     ),
     verify_mask: Optional[List[str]] = typer.Option(
-        None, "--verify-mask", show_default=False,
+        None, "--verify-mask", show_default=False, metavar="REGEX",
         help="With --verify-run: a regular expression for text that may differ between runs (repeatable).",
     ),
     verify_no_default_masks: bool = typer.Option(
@@ -259,6 +388,7 @@ def apply(
     ),
 ) -> None:
     """Rewrite files in place (or, with --diff, show what would change)."""
+    format = _format(format, APPLY_FORMATS)
     if verify_run is not None or verify_factory is not None:
         if diff or interactive:
             raise _usage_error("--verify-run / --verify-factory write the verified fixes: not with --diff or "
@@ -276,11 +406,12 @@ def apply(
         jobs=jobs, flush_every=flush_every, confirm=_ask if interactive else None,
         cache=False if no_cache else None,
     )
+    _decided(2 if result.errors else 1 if diff and result.changed else 0)
     if diff:
         sys.stdout.write(result.diff)
-    if format is Format.json:
+    if format == "json":
         typer.echo(output.apply_json(result))
-    elif not quiet:
+    elif not quiet and result.files:
         report = err if diff else Console(highlight=False, soft_wrap=True)
         # With --diff nothing is written: the fixes are what would be made.
         done, left = ("would fix:", "left:     ") if diff else ("fixed:", "left: ")
@@ -291,6 +422,7 @@ def apply(
         report.print(output.apply_summary(result, written=not diff), markup=False)
         if result.runtime is not None:  # once: the files that now need fixitem.runtime where they run
             report.print(result.runtime.text(written=not diff), markup=False)
+    _nothing_found(paths, result)
     _report_errors(result)
     if result.errors:
         raise typer.Exit(2)
@@ -334,12 +466,14 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, de
     raise typer.Exit(2 if result.errors else 0)
 
 
-@app.command()
+@app.command(cls=_Command)
 def rule(
-    code: Optional[str] = typer.Argument(None, help="A rule code (FX101) or name (where-if)."),
-    all_rules: bool = typer.Option(False, "--all", help="List every rule."),
+    code: Optional[str] = typer.Argument(None, metavar="[CODE]", help="A rule code (FX101) or name (where-if)."),
+    all_rules: bool = typer.Option(False, "--all", help="List every rule (the default without a CODE)."),
 ) -> None:
-    """Print a rule's documentation (or, with --all, list the rules)."""
+    """Print a rule's documentation (or, with --all or no CODE, list the rules)."""
+    if all_rules and code is not None:
+        raise _usage_error(f"give a rule code or --all, not both (`fixitem rule {code}` documents it)")
     if all_rules or code is None:
         for cls in sorted(RULE_CLASSES, key=lambda c: c.code):
             fixable = "fix" if any(getattr(e, "fixed", None) for e in cls.examples) else "report"
@@ -352,7 +486,7 @@ def rule(
     typer.echo(cls.documentation())
 
 
-@app.command()
+@app.command(cls=_Command)
 def demo(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Also prove the rewrite with `fixitem verify`."),
 ) -> None:
@@ -360,36 +494,45 @@ def demo(
     from fixitem.examples import gated_mlp
 
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:
-        model = Path(tmp) / "gated_mlp.py"
-        original = Path(tmp) / "gated_mlp_orig.py"
-        shutil.copyfile(gated_mlp.__file__, model)
-        shutil.copyfile(gated_mlp.__file__, original)
+        shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp.py")
+        shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp_orig.py")
         console = Console(highlight=False, soft_wrap=True)
-        console.rule("fixitem scan gated_mlp.py")
-        found = api.scan([model], isolated=True, cache=False)
-        for finding in found.findings:
-            console.print(output.finding_text(finding), markup=False)
-        console.rule("fixitem apply --diff gated_mlp.py")
-        planned = api.apply([model], write=False, isolated=True, cache=False)
-        console.print(planned.diff, markup=False, end="")
-        console.rule("fixitem apply gated_mlp.py")
-        applied = api.apply([model], isolated=True, cache=False)
-        console.print(output.apply_summary(applied, written=True), markup=False)
-        left = api.scan([model], isolated=True, cache=False)
-        console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
-        if left.findings or found.errors or applied.errors:
+        console.print(f"Demo folder: {Path(tmp).resolve()} (a copy of fixitem/examples/gated_mlp.py, "
+                      "removed at the end); paths below are relative to it.", markup=False)
+        here = os.getcwd()
+        os.chdir(tmp)  # paths are shown relative to the current folder: the demo's own
+        try:
+            _demo(console, Path("gated_mlp.py"), Path("gated_mlp_orig.py"), verify)
+        finally:
+            os.chdir(here)
+
+
+def _demo(console: Console, model: Path, original: Path, verify: bool) -> None:
+    console.rule(f"fixitem scan {model}")
+    found = api.scan([model], isolated=True, cache=False)
+    for finding in found.findings:
+        console.print(output.finding_text(finding), markup=False)
+    console.rule(f"fixitem apply --diff {model}")
+    planned = api.apply([model], write=False, isolated=True, cache=False)
+    console.print(planned.diff, markup=False, end="")
+    console.rule(f"fixitem apply {model}")
+    applied = api.apply([model], isolated=True, cache=False)
+    console.print(output.apply_summary(applied, written=True), markup=False)
+    left = api.scan([model], isolated=True, cache=False)
+    console.print(f"Host-sync sites before: {len(found.findings)}, after: {len(left.findings)}.", markup=False)
+    if left.findings or found.errors or applied.errors:
+        raise typer.Exit(1)
+    if verify:
+        from fixitem.verify import render_text, run_verify
+
+        console.rule(f"fixitem verify {model} --before {original} --backend aot_eager")
+        report = run_verify(model, before=original, factory="make", backend="aot_eager")
+        render_text(report, console)
+        if not report.passed:
             raise typer.Exit(1)
-        if verify:
-            from fixitem.verify import render_text, run_verify
-
-            console.rule("fixitem verify gated_mlp.py --before gated_mlp_orig.py --backend aot_eager")
-            report = run_verify(model, before=original, factory="make", backend="aot_eager")
-            render_text(report, console)
-            if not report.passed:
-                raise typer.Exit(1)
 
 
-@app.command()
+@app.command(cls=_Command)
 def lsp() -> None:
     """Run the language server for editors (LSP over stdin and stdout)."""
     from fixitem.lsp import serve
@@ -400,7 +543,7 @@ def lsp() -> None:
 def _register_verify() -> None:
     from fixitem.verify.command import verify_command
 
-    app.command("verify")(verify_command)
+    app.command("verify", cls=_Command)(verify_command)
 
 
 _register_verify()

@@ -35,8 +35,9 @@ def _plural(n: int, word: str) -> str:
 
 def scan_summary(result: RunResult) -> str:
     findings = result.findings
-    if not findings:
-        return f"No host syncs found in {_plural(len(result.files), 'file')}."
+    if not findings:  # a file that could not be analysed is an error (listed apart), not a clean file
+        analysed = sum(r.error is None for r in result.files)
+        return f"No host syncs found in {_plural(analysed, 'file')}."
     files = len({f.path for f in findings})
     syncs = sum("host-sync" in f.costs for f in findings)
     breaks = sum("graph-break" in f.costs for f in findings)

@@ -193,14 +193,43 @@ def test_rule_command():
     assert run("rule", "FX999").exit_code == 2
 
 
-def test_module_entry_point_and_demo():
+def test_module_entry_point_and_demo(tmp_path):
+    elsewhere = tmp_path / "a" / "b"  # not a parent of the demo's folder: paths must still read well
+    elsewhere.mkdir(parents=True)
     completed = subprocess.run(
-        [sys.executable, "-m", "fixitem", "demo"], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-m", "fixitem", "demo"], capture_output=True, text=True, cwd=elsewhere, timeout=600,
+        env={**os.environ, "COLUMNS": "110"},
     )
     assert completed.returncode == 0, completed.stderr
-    assert "+        x = torch.where(x.abs().max() > 4.0, x * 0.25, x)" in completed.stdout
-    assert "Host-sync sites before: 3, after: 0." in completed.stdout
-    assert "PASSED: no graph breaks, compiles with fullgraph=True, no host syncs" in completed.stdout
+    out = completed.stdout
+    assert "+        x = torch.where(x.abs().max() > 4.0, x * 0.25, x)" in out
+    assert "Host-sync sites before: 3, after: 0." in out
+    assert "PASSED: no graph breaks, compiles with fullgraph=True, no host syncs" in out
+    # The demo's own inputs take every rewritten condition both ways: no warning that one was not.
+    assert "warning" not in out + completed.stderr and "only inactive" not in out and "only active" not in out
+    # Paths a person can read: the folder once, absolute; files by their names within it.
+    first, *rest = out.splitlines()
+    assert first.startswith("Demo folder: ")
+    folder = first.split("Demo folder: ", 1)[1].split(" (", 1)[0]
+    assert os.path.isabs(folder) and not os.path.exists(folder)  # removed at the end
+    body = "\n".join(rest)
+    assert "fixitem-demo-" not in body and "../" not in body
+    assert "gated_mlp.py:21:9: FX101" in body and "--- a/gated_mlp.py" in body
+    # The README shows what the demo prints now: the conditions seen, the inputs, the verdict.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sample = readme[readme.index("The end of `fixitem demo`"):]
+    sample = sample[sample.index("```text\n") + 8:sample.index("\n```", sample.index("```text\n"))]
+    report = out[out.index("fixitem verify  (device"):]
+
+    def stable(text: str) -> list[str]:
+        keep = ("│ line ", "Numerics:", "note: inputs", "PASSED", "FAILED")
+        return [line.rstrip() for line in text.splitlines() if line.startswith(keep)]
+
+    assert stable(sample) == stable(report) and len(stable(report)) == 6
+    setup = readme[readme.index("## Set-up"):readme.index("## Before and after")]
+    for line in body.splitlines():
+        if line.startswith("gated_mlp.py:"):
+            assert line in setup
 
 
 def test_scan_formats_listed_and_apply_rejects_ci_formats(copy_fixture):

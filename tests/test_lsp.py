@@ -633,11 +633,112 @@ def test_the_readme_vs_code_settings_start_the_server_it_documents() -> None:
 
 def test_the_readme_neovim_configurations_start_the_server_it_documents() -> None:
     section = _editor_section()
-    blocks = [b for b in _blocks(section, "lua") if "cmd = " in b]
-    assert len(blocks) == 2  # Neovim 0.11 and 0.10
+    blocks = [b for b, _ in _neovim_blocks()]
+    assert len(blocks) == 3  # Neovim 0.11, 0.10, 0.7 to 0.10
     for block in blocks:
         _command_ok(_lua_list(block, "cmd"))
         keys = _lua_table_keys(block, "init_options")
         assert keys and all(_reads(key) for key in keys), keys
     assert _lua_list(blocks[0], "filetypes") == ["python"]
+    assert all('pattern = "python"' in block for block in blocks[1:])
     assert re.findall(r'only = \{ "([^"]+)" \}', section) == [FIX_ALL]
+
+
+# Where Neovim's Lua API has each function a snippet may call: (first version with it, first
+# version where it is deprecated or gone; None: still there). From Neovim's `:help news` and
+# `:help deprecated`; `apply` of `vim.lsp.buf.code_action` came with 0.8.
+NEOVIM_API = {
+    "vim.api.nvim_create_autocmd": ((0, 7), None),
+    "vim.lsp.start_client": ((0, 5), (0, 11)),
+    "vim.lsp.buf_attach_client": ((0, 5), None),
+    "vim.lsp.start": ((0, 8), None),
+    "vim.lsp.config": ((0, 11), None),
+    "vim.lsp.enable": ((0, 11), None),
+    "vim.fs.root": ((0, 10), None),
+    "vim.fn.getcwd": ((0, 1), None),
+}
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+def _neovim_blocks() -> list[tuple[str, tuple[tuple[int, int], tuple[int, int] | None]]]:
+    """Each Neovim snippet of the README with the versions its heading claims it for:
+    ``**Neovim 0.11 or newer**``, ``**Neovim 0.10**``, ``**Neovim 0.7 to 0.10**``."""
+    section = _editor_section()
+    found = []
+    for match in re.finditer(r"\*\*Neovim (\d+\.\d+)( or newer| to (\d+\.\d+))?\*\*.*?```lua\n(.*?)```",
+                             section, flags=re.DOTALL):
+        low = _version(match.group(1))
+        high = None if match.group(2) == " or newer" else _version(match.group(3) or match.group(1))
+        found.append((match.group(4), (low, high)))
+    return found
+
+
+def test_each_readme_neovim_snippet_calls_only_what_its_versions_have() -> None:
+    claimed = [versions for _, versions in _neovim_blocks()]
+    # Every version from 0.7 on has a snippet: Debian 12's 0.7.2 among them.
+    for minor in range(7, 13):
+        assert any(low <= (0, minor) and (high is None or (0, minor) <= high) for low, high in claimed), minor
+    for block, (low, high) in _neovim_blocks():
+        called = set(re.findall(r"\b(vim(?:\.\w+)+)\s*\(", block))
+        assert called, block
+        for name in called:
+            assert name in NEOVIM_API, f"{name}: add when Neovim has it"
+            since, until = NEOVIM_API[name]
+            assert since <= low, f"{name} needs Neovim {since}, the snippet claims {low}"
+            assert until is None or (high is not None and high < until), f"{name} is deprecated from {until}"
+        assert "vim.fs" not in block or low >= (0, 8)  # `attempt to index field 'fs'` on 0.7
+    section = _editor_section()
+    assert "apply = true" in section and "on 0.7, which has no `apply`" in section
+
+
+def _neovim() -> tuple[str, tuple[int, int]] | None:
+    import shutil
+
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        return None
+    first = subprocess.run([nvim, "--version"], capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
+    match = re.search(r"v(\d+)\.(\d+)", first)
+    return (nvim, (int(match.group(1)), int(match.group(2)))) if match else None
+
+
+NEOVIM_CHECK = """
+local ok = vim.wait(120000, function() return #vim.diagnostic.get(0) > 0 end, 100)
+local out = {}
+for _, d in ipairs(vim.diagnostic.get(0)) do
+  table.insert(out, (d.lnum + 1) .. ":" .. (d.col + 1) .. ": " .. d.message)
+end
+vim.fn.writefile(out, "diagnostics.txt")
+vim.cmd("qa!")
+"""
+
+
+@pytest.mark.slow
+def test_the_readme_neovim_snippet_for_the_installed_neovim_shows_the_findings(tmp_path) -> None:
+    """Run by a real Neovim where one is installed (Debian 12's is 0.7.2)."""
+    found = _neovim()
+    if found is None:
+        pytest.skip("Neovim is not installed")
+    nvim, version = found
+    blocks = [b for b, (low, high) in _neovim_blocks() if low <= version and (high is None or version <= high)]
+    assert blocks, f"no README snippet for Neovim {version}"
+    scripts = Path(sys.executable).parent
+    if not (scripts / "fixitem").exists():
+        pytest.skip("the fixitem script is not installed beside this Python")
+    model = tmp_path / "model.py"
+    model.write_text(MODEL)
+    (tmp_path / "init.lua").write_text(blocks[-1])
+    (tmp_path / "check.lua").write_text(NEOVIM_CHECK)
+    env = {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run([nvim, "--headless", "-u", "init.lua", "-c", "luafile check.lua", "model.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert "Error" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    expected = [f"{f.line}:{f.col}: " for f in api.scan([model], isolated=True, cache=False).findings]
+    shown = (tmp_path / "diagnostics.txt").read_text().splitlines()
+    assert [line.split(": ", 1)[0] + ": " for line in shown] == expected and expected

@@ -12,8 +12,8 @@ from torch import nn
 class GatedMLP(nn.Module):
     def __init__(self, width: int = 16) -> None:
         super().__init__()
-        self.up = nn.Linear(width, 4 * width)
-        self.down = nn.Linear(4 * width, width)
+        self.up = nn.Linear(width, 4 * width, bias=False)
+        self.down = nn.Linear(4 * width, width, bias=False)
         self.act = nn.GELU()
 
     def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
@@ -33,8 +33,12 @@ def make():
     """The model and example inputs (used by ``fixitem verify --factory make``)."""
     torch.manual_seed(0)
     model = GatedMLP()
+    # Between them the inputs take each rewritten condition both ways: small and large
+    # values (the rescale), an open and a closed gate, and an all-zero batch (padding),
+    # whose output is zero and whose norm is therefore held up by the lower bound.
     inputs = [
         (torch.randn(8, 16), torch.tensor(1.0)),
         (torch.randn(8, 16) * 3, torch.tensor(-1.0)),
+        (torch.zeros(8, 16), torch.tensor(1.0)),
     ]
     return model, inputs
