@@ -99,7 +99,7 @@ def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Fi
         if not (k < len(blocks) and starts[k] == row):
             k -= 1
         if k >= 0 and (blocks[k][3] <= row < blocks[k][4] or blocks[k][3] == blocks[k][4] == row):
-            _, i1, i2, j1, j2 = blocks[k]
+            _, i1, i2, j1, _ = blocks[k]
             line = i1 + min(row - j1, max(i2 - i1 - 1, 0)) + 1
             end_line = finding.end_line + line - finding.line if finding.end_line else 0
             moved.append(replace(finding, line=line, end_line=max(end_line, line) if end_line else 0))
