@@ -99,6 +99,7 @@ class Run:
     rc: int | None = None
     wall_s: float | None = None
     maxrss_mib: float | None = None
+    cpu_s: float | None = None  # user + system time of the process and the children it waited for
     output_bytes: int = 0
     findings: int | None = None
     changed_files: int | None = None
@@ -132,6 +133,7 @@ def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting
         run.rc = proc.returncode
         run.maxrss_mib = usage.ru_maxrss / 1024  # KiB on Linux
+        run.cpu_s = usage.ru_utime + usage.ru_stime
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
         err.seek(0)
@@ -450,6 +452,11 @@ def main(argv: list[str] | None = None) -> int:
         def per_k(lines: int, r: Run, less: float = 0.0) -> float | None:
             return (r.wall_s - less) / lines * 1000 if r.wall_s is not None else None
 
+        def cpu_per_k(lines: int, r: Run) -> float | None:
+            if r.cpu_s is None or start.cpu_s is None:
+                return None
+            return (r.cpu_s - start.cpu_s) / lines * 1000
+
         for lines, r in one_growth:
             label = "start-up" if r is start else "generated"
             less = start.wall_s if start.wall_s is not None and r is not start else None
@@ -461,15 +468,20 @@ def main(argv: list[str] | None = None) -> int:
                 fmt(per_k(lines, r) / per_k(base_lines, base)),
                 "-" if r is start or less is None or not per_k(base_lines, base, less) else
                 fmt(per_k(lines, r, less) / per_k(base_lines, base, less)),
+                fmt(r.cpu_s), "-" if r is start else fmt(cpu_per_k(lines, r), ".3f"),
+                "-" if r is start or not (cpu_per_k(lines, r) and cpu_per_k(base_lines, base)) else
+                fmt(cpu_per_k(lines, r) / cpu_per_k(base_lines, base)),  # type: ignore[operator]
                 fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings),
             ])
         print_table(["file", "lines", "wall s", "s per 1k lines", "less start-up", "x per line",
-                     "x less start-up", "peak RSS MiB", "findings"], rows)
+                     "x less start-up", "CPU s", "CPU s per 1k less start-up", "x CPU per line",
+                     "peak RSS MiB", "findings"], rows)
     print()
     print("wall s: wall clock of the subprocess, interpreter start included; peak RSS: largest process of the "
           "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in this run; "
           "x per size: growth divided by size growth (1.00 = linear); x per line: time per line divided by the "
-          "smallest generated file's (1.00 = linear; less start-up: without the start-up row's time)")
+          "smallest generated file's (1.00 = linear; less start-up: without the start-up row's time); CPU s: "
+          "user + system time (wait4), which other work on the machine changes less than the wall clock")
     failed = [r for r in runs + [g[3] for g in growth] + [g[1] for g in one_growth] if r.failed]
     return 1 if failed else 0
 
