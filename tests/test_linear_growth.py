@@ -91,7 +91,6 @@ def contexts():
 
 def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
     import libcst as cst
-
     from fixitem.codemods.syncs import find_sync_sites
 
     checked = 0
@@ -108,7 +107,6 @@ def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
 
 def test_names_within_a_node_are_those_of_its_walk():
     import libcst as cst
-
     from fixitem.codemods.tree import walk
 
     checked = 0
@@ -127,7 +125,6 @@ def test_names_within_a_node_are_those_of_its_walk():
 
 def test_the_binding_before_a_read_is_the_one_a_walk_back_finds():
     import libcst as cst
-
     from fixitem.codemods.reaching import _BODIES, Bindings
 
     checked = 0
@@ -168,6 +165,6 @@ def test_findings_moved_to_the_original_text_land_where_a_scan_of_the_blocks_put
             at = rng.randrange(0, len(lines) + 1)
             lines[at:at + rng.randrange(0, 3)] = [rng.choice("abxy") for _ in range(rng.randrange(0, 3))]
         after = "".join(line + "\n" for line in lines)
-        findings = [Finding("f.py", line, 1, "FX101", "n", "m", "none", ()) for line in range(0, len(lines) + 3)]
+        findings = [Finding("f.py", line, 1, "FX101", "n", "m", "none", ()) for line in range(len(lines) + 3)]
         moved = in_original(findings, before, after)
         assert [f.line for f in moved] == [scanned(f, before, after) for f in findings]
