@@ -26,7 +26,12 @@ ruff's time on the same tree in the same run. Peak RSS is the ``ru_maxrss``
 of the command's process tree as ``wait4`` reports it (the largest single
 process, not the sum over worker processes). ``--copies 1,2,4`` also times
 ``fixitem scan --no-cache`` on 1x, 2x and 4x copies of the first tree, to show
-how the time grows with the size of the code base.
+how the time grows with the size of the code base. ``--one-file-lines`` (by
+default 5000,10000,20000,40000; empty to skip) times ``fixitem scan --no-cache``
+of one generated file of each size (``import torch``, then ``def f{i}(x, y):``
+with ``if y.sum().item() > 0:`` repeated) and prints the time per line and the
+peak RSS of each, beside a scan of one such function (the interpreter's start):
+the time per line should not grow with the file.
 
 A fixitem command that crashes (a traceback, or an exit status of 2 or more)
 or times out makes the script exit with status 1.
@@ -94,6 +99,7 @@ class Run:
     rc: int | None = None
     wall_s: float | None = None
     maxrss_mib: float | None = None
+    cpu_s: float | None = None  # user + system time of the process and the children it waited for
     output_bytes: int = 0
     findings: int | None = None
     changed_files: int | None = None
@@ -127,6 +133,7 @@ def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting
         run.rc = proc.returncode
         run.maxrss_mib = usage.ru_maxrss / 1024  # KiB on Linux
+        run.cpu_s = usage.ru_utime + usage.ru_stime
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
         err.seek(0)
@@ -202,6 +209,16 @@ def make_copies(tree: Path, n: int, dest: Path) -> Path:
         target = dest / f"copy{k}"
         if not target.exists():
             shutil.copytree(tree, target, symlinks=True)
+    return dest
+
+
+ONE_FILE_FUNCTION = "def f{i}(x, y):\n    if y.sum().item() > 0:\n        y = y * 2\n    return x + y\n"
+
+
+def generated_file(lines: int, dest: Path) -> Path:
+    """``dest``: ``import torch`` and a 4-line function repeated ``lines // 4`` times."""
+    functions = max(1, lines // 4)
+    dest.write_text("import torch\n" + "".join(ONE_FILE_FUNCTION.format(i=i) for i in range(functions)))
     return dest
 
 
@@ -305,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--tree", type=Path, help="a local folder to process (no download)")
     source.add_argument("--wheel", type=Path, help="a wheel to unpack and process")
     parser.add_argument("--copies", default="", help="comma-separated copy counts for the growth table, e.g. 1,2,4")
+    parser.add_argument("--one-file-lines", default="5000,10000,20000,40000",
+                        help="comma-separated line counts of the generated files of the one-file growth table "
+                             "(empty: none)")
     parser.add_argument("--jobs", type=int, default=None, help="passed as --jobs to fixitem (default: fixitem's)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command (killed after)")
     parser.add_argument("--no-apply", action="store_true", help="skip fixitem apply --diff")
@@ -315,12 +335,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--copies: expected comma-separated integers, got {args.copies!r}")
     if copies and min(copies) < 1:
         parser.error("--copies: counts must be >= 1")
+    try:
+        one_file = sorted({int(c) for c in args.one_file_lines.split(",") if c.strip()})
+    except ValueError:
+        parser.error(f"--one-file-lines: expected comma-separated integers, got {args.one_file_lines!r}")
+    if one_file and min(one_file) < 5:
+        parser.error("--one-file-lines: counts must be >= 5")
 
     jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
     ruff = find_ruff()
     runs: list[Run] = []
     sizes: dict[str, tuple[int, int]] = {}
     growth: list[tuple[int, int, int, Run]] = []
+    one_growth: list[tuple[int, Run]] = []  # (lines, run); lines 5 is the start-up
     with tempfile.TemporaryDirectory(prefix="fixitem-throughput-") as tmp_name:
         tmp = Path(tmp_name)
         trees: list[tuple[str, Path]] = []
@@ -350,6 +377,14 @@ def main(argv: list[str] | None = None) -> int:
                             tmp, args.timeout)
             nfiles, nlines = sizes[first_name]
             growth.append((n, nfiles * n, nlines * n, run))
+        for n in [5, *one_file] if one_file else []:
+            path = generated_file(n, tmp / f"one_file_{n}.py")
+            n = len(path.read_text().splitlines())
+            print(f"running fixitem scan on one generated file of {n} lines ...", file=sys.stderr, flush=True)
+            run = run_timed(f"fixitem scan 1 generated file, {n} lines",
+                            fixitem_command("scan", "--quiet", "--isolated", "--no-cache", path.name),
+                            tmp, args.timeout)
+            one_growth.append((n, run))
 
     load = ""
     try:
@@ -406,11 +441,48 @@ def main(argv: list[str] | None = None) -> int:
                           fmt(r.wall_s / base.wall_s / (n / growth[0][0])) if base.wall_s else "-",
                           fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings)])
         print_table(["copies", "files", "lines", "wall s", "x 1st", "x per size", "peak RSS MiB", "findings"], grows)
+    if one_growth:
+        print()
+        print("One-file growth (fixitem scan --no-cache of one generated file: `import torch`, then "
+              "`def f{i}(x, y): if y.sum().item() > 0: y = y * 2; return x + y` repeated)")
+        (_, start), sized = one_growth[0], one_growth[1:]
+        base_lines, base = sized[0]
+        rows = []
+
+        def per_k(lines: int, r: Run, less: float = 0.0) -> float | None:
+            return (r.wall_s - less) / lines * 1000 if r.wall_s is not None else None
+
+        def cpu_per_k(lines: int, r: Run) -> float | None:
+            if r.cpu_s is None or start.cpu_s is None:
+                return None
+            return (r.cpu_s - start.cpu_s) / lines * 1000
+
+        for lines, r in one_growth:
+            label = "start-up" if r is start else "generated"
+            less = start.wall_s if start.wall_s is not None and r is not start else None
+            rows.append([
+                label, str(lines), fmt(r.wall_s) + (" (timeout)" if r.timed_out else ""),
+                "-" if r is start else fmt(per_k(lines, r)),
+                "-" if r is start or less is None else fmt(per_k(lines, r, less), ".3f"),
+                "-" if r is start or not (r.wall_s and base.wall_s) else
+                fmt(per_k(lines, r) / per_k(base_lines, base)),
+                "-" if r is start or less is None or not per_k(base_lines, base, less) else
+                fmt(per_k(lines, r, less) / per_k(base_lines, base, less)),
+                fmt(r.cpu_s), "-" if r is start else fmt(cpu_per_k(lines, r), ".3f"),
+                "-" if r is start or not (cpu_per_k(lines, r) and cpu_per_k(base_lines, base)) else
+                fmt(cpu_per_k(lines, r) / cpu_per_k(base_lines, base)),  # type: ignore[operator]
+                fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings),
+            ])
+        print_table(["file", "lines", "wall s", "s per 1k lines", "less start-up", "x per line",
+                     "x less start-up", "CPU s", "CPU s per 1k less start-up", "x CPU per line",
+                     "peak RSS MiB", "findings"], rows)
     print()
     print("wall s: wall clock of the subprocess, interpreter start included; peak RSS: largest process of the "
           "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in this run; "
-          "x per size: growth divided by size growth (1.00 = linear)")
-    failed = [r for r in runs + [g[3] for g in growth] if r.failed]
+          "x per size: growth divided by size growth (1.00 = linear); x per line: time per line divided by the "
+          "smallest generated file's (1.00 = linear; less start-up: without the start-up row's time); CPU s: "
+          "user + system time (wait4), which other work on the machine changes less than the wall clock")
+    failed = [r for r in runs + [g[3] for g in growth] + [g[1] for g in one_growth] if r.failed]
     return 1 if failed else 0
 
 

@@ -149,22 +149,35 @@ def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
     """``torch.cuda.synchronize()``: keep it where the same function reads a clock, or,
     for a helper (``def sync(device): torch.cuda.synchronize(device)``), where a
     function of the file that calls the helper does."""
+    callees, timed, clock_read = ctx.memo("timing", lambda: _timing(ctx))
     function = ctx.enclosing_function(node)
-    scopes: list[cst.CSTNode] = [function if function is not None else ctx.module]
-    if function is not None:
-        name = function.name.value
-        for caller in ctx.nodes(cst.FunctionDef):
-            if caller is not function and any(
-                isinstance(c.func, (cst.Name, cst.Attribute)) and (dotted_name(c.func) or "").split(".")[-1] == name
-                for c in nodes_within(caller, cst.Call)
-            ):
-                scopes.append(caller)
-    for scope in scopes:
-        for call in nodes_within(scope, cst.Call):
-            q = ctx.provenance.imports.qualify(call.func) or ""
-            if q in CLOCKS or q.endswith(".elapsed_time"):
-                return ADVICE["synchronize_timing"]
+    if function is None:
+        return ADVICE["synchronize_timing" if clock_read else "synchronize"]
+    if id(function) in timed:
+        return ADVICE["synchronize_timing"]
+    for call in callees.get(function.name.value, ()):
+        if any(id(caller) in timed for caller in ctx.ancestors(call)
+               if isinstance(caller, cst.FunctionDef) and caller is not function):
+            return ADVICE["synchronize_timing"]
     return ADVICE["synchronize"]
+
+
+def _timing(ctx: FileContext) -> tuple[dict[str, list[cst.Call]], set[int], bool]:
+    """For :func:`synchronize_advice`, from one pass over the calls of the file: the calls by
+    the last part of the name called (``self.sync(...)``: ``sync``), the ids of the functions
+    that read a clock (at any depth), and whether the file reads one anywhere."""
+    callees: dict[str, list[cst.Call]] = {}
+    timed: set[int] = set()
+    clock_read = False
+    for call in ctx.nodes(cst.Call):
+        assert isinstance(call, cst.Call)
+        if isinstance(call.func, (cst.Name, cst.Attribute)):
+            callees.setdefault((dotted_name(call.func) or "").split(".")[-1], []).append(call)
+        q = ctx.provenance.imports.qualify(call.func) or ""
+        if q in CLOCKS or q.endswith(".elapsed_time"):
+            clock_read = True
+            timed.update(id(f) for f in ctx.ancestors(call) if isinstance(f, cst.FunctionDef))
+    return callees, timed, clock_read
 
 
 def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | None:

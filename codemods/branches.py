@@ -145,7 +145,7 @@ def branch_local(ctx: FileContext, node: cst.If, name: str) -> bool:
     scope = ctx.provenance.scope_of(node)
     if scope.lookup(name) is not scope:
         return False
-    for other in ctx.nodes(cst.Name):
+    for other in ctx.names(name, scope.node):  # a name of ``scope`` lies below its node
         if other.value != name or ctx.provenance.scope_of(other) is not scope:
             continue
         parent = ctx.parents.get(other)

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 
 from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import Index, Positions, index, parse_module, walk
+from .tree import Index, Positions, index, number_of, parse_module, subtree_stop, walk
 
 
 COMPILE_CHECKS = frozenset(
     {"is_compiling", "is_dynamo_compiling", "is_tracing", "is_scripting", "is_exporting", "is_fx_tracing"}
 )
 DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "extra_repr"})
+T = TypeVar("T")
 
 
 @dataclass
@@ -33,6 +36,8 @@ class FileContext:
     suppressions: Suppressions
     flush_every: int | None = None  # ``apply --flush-every N`` for the deferred-logging runtime
     tree_index: Index | None = field(default=None, repr=False)
+    # Indexes of this file built on first use (see :meth:`memo`).
+    _memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
@@ -64,6 +69,75 @@ class FileContext:
         while current is not None:
             yield current
             current = self.parents.get(current)
+
+    def memo(self, key: object, build: Callable[[], T]) -> T:
+        """``build()``, made once for this file under ``key``: the indexes that answer a
+        question per site (which names spell ``x`` in this function, which sites lie below
+        this test) without a pass over the whole file for each site."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            found = self._memo[key] = build()
+            return found
+
+    def sites_below(self, sites: Sequence, root: cst.CSTNode) -> list:
+        """The sync sites of ``sites`` whose node is ``root`` or lies below it, in the order of
+        ``sites``. A subtree is a run of source-order numbers: this is a search in the sites
+        sorted by number (sorted once per list), not a walk up from every site for each root."""
+        number = number_of(root)
+        if number is None:  # a node built after indexing: nothing indexed lies below it
+            return [s for s in sites if s.node is root]
+
+        def by_number() -> tuple[Sequence, int, list[int], list[int]]:
+            numbered = sorted((n, k) for k, n in enumerate(number_of(s.node) for s in sites) if n is not None)
+            return sites, len(sites), [n for n, _ in numbered], [k for _, k in numbered]
+
+        key = ("sites", id(sites))
+        found = self.memo(key, by_number)
+        if found[0] is not sites or found[1] != len(sites):  # another list, or this one grew
+            found = self._memo[key] = by_number()
+        _, _, numbers, places = found
+        lo = bisect.bisect_left(numbers, number)
+        hi = bisect.bisect_left(numbers, subtree_stop(number), lo)
+        return [sites[k] for k in sorted(places[lo:hi])]
+
+    def names(self, value: str, within: cst.CSTNode | None = None) -> list[cst.Name]:
+        """The ``Name`` nodes spelled ``value`` (at or below ``within``), in source order."""
+        def by_value() -> dict[str, tuple[list[int], list[cst.Name]]]:
+            found: dict[str, tuple[list[int], list[cst.Name]]] = {}
+            for node in self.nodes(cst.Name):
+                numbers, nodes = found.setdefault(node.value, ([], []))  # type: ignore[attr-defined]
+                numbers.append(number_of(node))  # type: ignore[arg-type]  # every node of the index has one
+                nodes.append(node)  # type: ignore[arg-type]
+            return found
+
+        numbers, nodes = self.memo("names", by_value).get(value, ([], []))
+        if within is None:
+            return list(nodes)
+        number = number_of(within)
+        if number is None:  # a node built after indexing
+            return [n for n in walk(within) if type(n) is cst.Name and n.value == value]  # type: ignore[attr-defined]
+        lo = bisect.bisect_left(numbers, number)
+        return nodes[lo:bisect.bisect_left(numbers, subtree_stop(number), lo)]
+
+    def augmented_names(self, value: str) -> list[cst.Name]:
+        """The targets of ``value += ...`` (and the other augmented assignments), in source order."""
+        def by_value() -> dict[str, list[cst.Name]]:
+            found: dict[str, list[cst.Name]] = {}
+            for node in self.nodes(cst.AugAssign):
+                target = node.target  # type: ignore[attr-defined]
+                if type(target) is cst.Name:
+                    found.setdefault(target.value, []).append(target)
+            return found
+
+        return self.memo("augmented names", by_value).get(value, [])
+
+    def below(self, node: cst.CSTNode, root: cst.CSTNode) -> bool:
+        """Is ``node`` ``root`` or inside it? (As a walk up from ``node`` would say.)"""
+        number, top = number_of(node), number_of(root)
+        if number is None or top is None:
+            return node is root or any(parent is root for parent in self.ancestors(node))
+        return top <= number < subtree_stop(top)
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         for parent in self.ancestors(node):
@@ -140,11 +214,15 @@ class FileContext:
     def _runtime_name_free(self, name: str) -> bool:
         """No scope binds ``name`` other than by importing ``fixitem.runtime``."""
         ours = self.provenance.imports.aliases.get(name) == "fixitem.runtime"
+        return all(how == "import" and ours for how in self.memo("binding kinds", self._binding_kinds).get(name, ()))
+
+    def _binding_kinds(self) -> dict[str, set[str]]:
+        """Each name bound anywhere in the file, and how its scopes bind it."""
+        found: dict[str, set[str]] = {}
         for scope in self.provenance.scopes.values():
-            for how, _ in scope.bindings.get(name, ()):
-                if not (how == "import" and ours):
-                    return False
-        return True
+            for name, bindings in scope.bindings.items():
+                found.setdefault(name, set()).update(how for how, _ in bindings)
+        return found
 
     def runtime_imports(self) -> tuple[str, ...]:
         """What code using ``fixitem.runtime`` needs at the top of the file."""

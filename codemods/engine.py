@@ -10,6 +10,7 @@ fixes are applied one per pass, and a second run changes nothing.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -88,15 +89,20 @@ def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Fi
     (within a rewritten block, to the line at the same offset, or its last line): where
     what is left stands in a file that is not written."""
     blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    starts = [j1 for _, _, _, j1, _ in blocks]  # the blocks tile ``after`` in order
     moved = []
     for finding in findings:
         row = finding.line - 1
-        for _, i1, i2, j1, j2 in blocks:
-            if j1 <= row < j2 or (j1 == j2 == row):
-                line = i1 + min(row - j1, max(i2 - i1 - 1, 0)) + 1
-                end_line = finding.end_line + line - finding.line if finding.end_line else 0
-                moved.append(replace(finding, line=line, end_line=max(end_line, line) if end_line else 0))
-                break
+        # The first block that holds the row, or is empty at it: the first starting at the
+        # row (holding it or empty there), else the last one starting before it.
+        k = bisect.bisect_left(starts, row)
+        if not (k < len(blocks) and starts[k] == row):
+            k -= 1
+        if k >= 0 and (blocks[k][3] <= row < blocks[k][4] or blocks[k][3] == blocks[k][4] == row):
+            _, i1, i2, j1, _ = blocks[k]
+            line = i1 + min(row - j1, max(i2 - i1 - 1, 0)) + 1
+            end_line = finding.end_line + line - finding.line if finding.end_line else 0
+            moved.append(replace(finding, line=line, end_line=max(end_line, line) if end_line else 0))
         else:
             moved.append(finding)
     return moved
@@ -165,8 +171,17 @@ def _span(ctx: FileContext, fix: Fix) -> list[tuple[tuple[int, int], tuple[int, 
     return spans
 
 
-def _overlaps(a: list, b: list) -> bool:
-    return any(x0 < y1 and y0 < x1 for (x0, x1) in a for (y0, y1) in b)
+def _overlaps(a: list, taken: dict[int, list]) -> bool:
+    """Does a span of ``a`` overlap one of ``taken`` (spans filed under each line they touch:
+    two spans that overlap share a line)?"""
+    return any(x0 < y1 and y0 < x1 for (x0, x1) in a for line in range(x0[0], x1[0] + 1)
+               for (y0, y1) in taken.get(line, ()))
+
+
+def _take(spans: list, taken: dict[int, list]) -> None:
+    for start, end in spans:
+        for line in range(start[0], end[0] + 1):
+            taken.setdefault(line, []).append((start, end))
 
 
 class _Replacer(cst.CSTTransformer):
@@ -287,7 +302,7 @@ def _process(
             return outcome
         ctx, reports = analysed
         chosen: list[tuple[Rule, Report]] = []
-        taken: list = []
+        taken: dict[int, list] = {}
         if fix:
             for rule, report in reports:
                 f = report.fix
@@ -296,7 +311,7 @@ def _process(
                 span = _span(ctx, f)
                 if _overlaps(span, taken):
                     continue
-                taken.extend(span)
+                _take(span, taken)
                 chosen.append((rule, report))
         if not chosen:
             outcome.findings = [_finding(ctx, rule, report, path) for rule, report in reports]

@@ -275,14 +275,23 @@ def stable_receiver(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
 def _opaque_binding(ctx: FileContext, scope, name: str) -> cst.CSTNode | None:
     """The statement that binds ``name`` where provenance records no value:
     ``with ... as name``, ``def name``, ``class name``."""
-    for node in ctx.nodes(cst.WithItem, cst.FunctionDef, cst.ClassDef):
-        if isinstance(node, cst.WithItem):
-            bound = node.asname is not None and isinstance(node.asname.name, cst.Name) and node.asname.name.value == name
-        else:
-            bound = node.name.value == name
-        if bound and ctx.provenance.scope_of(node) is scope:
+    for node in ctx.memo("opaque bindings", lambda: _opaque_bindings(ctx)).get(name, ()):
+        if ctx.provenance.scope_of(node) is scope:
             return node
     return None
+
+
+def _opaque_bindings(ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
+    """The ``with ... as name``, ``def name`` and ``class name`` of the file by the name they
+    bind, in source order."""
+    found: dict[str, list[cst.CSTNode]] = {}
+    for node in ctx.nodes(cst.WithItem, cst.FunctionDef, cst.ClassDef):
+        if isinstance(node, cst.WithItem):
+            if node.asname is not None and isinstance(node.asname.name, cst.Name):
+                found.setdefault(node.asname.name.value, []).append(node)
+        else:
+            found.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
+    return found
 
 
 def output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:

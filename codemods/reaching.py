@@ -45,13 +45,12 @@ def reaching_value(
     node = parents.get(read)
     while node is not None:
         if isinstance(node, _BODIES):
-            body = node.body
-            index = next((i for i, item in enumerate(body) if item is child), None)
-            if index is None:
+            found = bindings.last_binding_before(node, child, name)
+            if found is None:
                 return None
-            for earlier in reversed(body[:index]):
-                if bindings.binds(earlier, name):
-                    return _assigned_value(earlier, name, bindings)
+            earlier = found[0]
+            if earlier is not None:
+                return _assigned_value(earlier, name, bindings)
         if node is scope_node:
             return _parameter(node, name)
         if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, _STRAIGHT):
@@ -140,6 +139,7 @@ class Bindings:
 
     def __init__(self, module: cst.Module) -> None:
         self._at: dict[str, list[int]] = {}
+        self._starts: dict[int, list[int]] = {}  # a block's number -> its statements' numbers
         for node in nodes_within(module, *self.TYPES):
             number = number_of(node)
             if number is None:
@@ -148,6 +148,33 @@ class Bindings:
                 self._at.setdefault(name, []).append(number)
         for numbers in self._at.values():
             numbers.sort()
+
+    def last_binding_before(self, block: cst.CSTNode, child: cst.CSTNode, name: str) -> tuple[cst.CSTNode | None] | None:
+        """The last statement of ``block.body`` before ``child`` that binds ``name``, as a
+        1-tuple (``(None,)`` when none does), or None when ``child`` is not in ``block.body``.
+
+        The statements of a block are runs of source-order numbers, in order: the binding
+        of ``name`` numbered last before ``child`` lies in the statement sought. (A walk back
+        over the statements costs as many steps as there are between, which for a read at
+        the bottom of a long module is most of them.)"""
+        body = block.body  # type: ignore[attr-defined]
+        number, top = number_of(child), number_of(block)
+        if number is None or top is None:
+            index = next((i for i, item in enumerate(body) if item is child), None)
+            if index is None:
+                return None
+            return (next((e for e in reversed(body[:index]) if self.binds(e, name)), None),)
+        starts = self._starts.get(top)
+        if starts is None:
+            starts = self._starts[top] = [number_of(item) for item in body]  # type: ignore[misc]
+        index = bisect.bisect_left(starts, number)
+        if index == len(starts) or starts[index] != number or body[index] is not child:
+            return None
+        numbers = self._at.get(name, ())
+        last = bisect.bisect_left(numbers, number) - 1
+        if index == 0 or last < 0 or numbers[last] < starts[0]:
+            return (None,)
+        return (body[bisect.bisect_right(starts, numbers[last]) - 1],)
 
     def binds(self, node: cst.CSTNode, name: str) -> bool:
         """Whether ``name`` may be bound anywhere within ``node`` (nested functions included)."""

@@ -383,13 +383,7 @@ def sites_within(ctx: FileContext, sites, root: cst.CSTNode) -> list:
     """The sync sites at or below ``root`` that a rewrite may turn into tensor code
     (``all(t)`` / ``any(t)``, which read element by element, and a tensor a metric writer
     reads itself, are only reported)."""
-    found = []
-    for site in sites:
-        if site.kind in ("elements", "metric"):
-            continue
-        if site.node is root or any(parent is root for parent in ctx.ancestors(site.node)):
-            found.append(site)
-    return found
+    return [site for site in ctx.sites_below(sites, root) if site.kind not in ("elements", "metric")]
 
 
 LINE_LENGTH = 88
@@ -414,7 +408,8 @@ def one_argument_per_line(call: cst.Call) -> cst.Call:
 def fit_line(ctx: FileContext, old: cst.CSTNode, new: cst.Call) -> cst.Call:
     """``new`` replaces ``old``; wrap it when the line would grow past 88 columns."""
     line_number = ctx.position(old)[0]
-    line = ctx.source.splitlines()[line_number - 1] if line_number <= len(ctx.source.splitlines()) else ""
+    lines = ctx.memo("lines", ctx.source.splitlines)
+    line = lines[line_number - 1] if line_number <= len(lines) else ""
     old_text = ctx.code(old)
     if "\n" in old_text:
         old_len = len(old_text.splitlines()[0])
@@ -495,7 +490,9 @@ def name_uses(ctx: FileContext, target: cst.Name) -> list[cst.Name] | None:
         if any(item.name.value == name for item in node.names):  # type: ignore[attr-defined]
             return None
     uses: list[cst.Name] = []
-    for node in ctx.nodes(cst.Name):
+    for node in walk(function):  # a read of a local of ``function``, or a call of locals() in it, lies in it
+        if type(node) is not cst.Name:
+            continue
         assert isinstance(node, cst.Name)
         if node is target:
             continue
@@ -704,7 +701,13 @@ def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
     """Every read of the local ``name`` of ``scope`` (None for a read from a nested
     function, lambda or comprehension, or by ``locals()``)."""
     found: list[cst.Name | None] = []
-    for node in ctx.nodes(cst.Name):
+    # A read of a local of ``scope`` lies below its node; a target of ``name += ...`` counts
+    # wherever it is.
+    nodes = ctx.names(name, scope.node)
+    elsewhere = [n for n in ctx.augmented_names(name) if not ctx.below(n, scope.node)]
+    if elsewhere:
+        nodes = sorted([*nodes, *elsewhere], key=ctx.positions.offset)
+    for node in nodes:
         assert isinstance(node, cst.Name)
         if node.value != name:
             continue

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -402,25 +403,33 @@ def _as_applied(
         runs[unsafe] = run
         applied[unsafe] = list(run.applied)
 
-    def same(a: Finding, b: Finding, how: int) -> bool:
+    def same(a: Finding, how: int) -> tuple:
+        """Two findings are the same fix when these agree."""
         if how == 0:  # a fix of the first pass: where scan saw it
-            return (a.rule, a.line, a.col, a.message) == (b.rule, b.line, b.col, b.message)
+            return (a.rule, a.line, a.col, a.message)
         if how == 1:  # a later pass: the lines above it may have changed, its text has not
-            return (a.rule, a.message) == (b.rule, b.message)
-        return a.rule == b.rule  # the code it quotes was rewritten first
+            return (a.rule, a.message)
+        return (a.rule,)  # the code it quotes was rewritten first
 
     matched: dict[int, list[Finding | None]] = {}
     for how in (0, 1, 2):
+        # Each finding takes the first fix left in the pool that is the same (by ``same``).
+        left: list[dict[tuple, deque[Finding]]] = [{}, {}]
+        for mode in (0, 1):
+            for other in applied[bool(mode)]:
+                left[mode].setdefault(same(other, how), deque()).append(other)
         for index, finding in enumerate(findings):
             pair = matched.setdefault(index, [None, None])
             if how == 2 and (finding.fix != "none" or pair != [None, None]):
                 continue
             for mode in (0, 1):
-                pool = applied[bool(mode)]
                 if pair[mode] is None:
-                    hit = next((i for i, other in enumerate(pool) if same(other, finding, how)), None)
-                    if hit is not None:
-                        pair[mode] = pool.pop(hit)
+                    hits = left[mode].get(same(finding, how))
+                    if hits:
+                        pair[mode] = hits.popleft()
+        for mode in (0, 1):
+            taken = {id(f) for pair in matched.values() if (f := pair[mode]) is not None}
+            applied[bool(mode)] = [f for f in applied[bool(mode)] if id(f) not in taken]
     tagged = [_retag(finding, *matched[index]) for index, finding in enumerate(findings)]
     extra = {id(f): f for f in applied[True]}  # only made after other fixes: listed as apply reports them
     extra.update({id(f): f for f in applied[False]})

@@ -30,7 +30,8 @@ def test_models_quick_one_model():
 @pytest.mark.slow
 def test_throughput_on_local_tree():
     proc = subprocess.run(
-        [sys.executable, "bench/throughput.py", "--tree", "fixtures/threshold", "--copies", "1"],
+        [sys.executable, "bench/throughput.py", "--tree", "fixtures/threshold", "--copies", "1",
+         "--one-file-lines", "40,80"],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -47,6 +48,9 @@ def test_throughput_on_local_tree():
     one_file = [label for label in rows if label.startswith("fixitem scan 1 file (median")]
     assert one_file, out
     assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
+    assert "One-file growth" in out
+    for lines, findings in ((5, 1), (41, 10), (81, 20)):  # the start-up, then one finding per function
+        assert re.search(rf"^(start-up|generated)\s+{lines}\s+[\d.]+\s.*\s{findings}$", out, re.M), out
     assert "downloading" not in proc.stderr
     for label in ("ast.parse alone", "libcst parse alone"):
         assert label in rows and rows[label][-1] != "-", out  # timed, with its x-ruff ratio when ruff is there
@@ -153,3 +157,13 @@ def test_hf_models_inputs_of_the_warning_once_models():
     assert "input_ids" not in embeds and embeds["inputs_embeds"].shape == (hf.BATCH, hf.SEQ, 32)
     text = hf._make_inputs("text", Config)
     assert set(text) == {"input_ids", "attention_mask"}
+
+
+def test_one_file_growth_files_have_the_lines_asked(tmp_path):
+    """The one-file growth table's files: ``import torch`` and the 4-line function repeated."""
+    bench = _throughput()
+    for lines in (5, 41, 5000):
+        text = bench.generated_file(lines, tmp_path / f"g{lines}.py").read_text()
+        assert len(text.splitlines()) == lines // 4 * 4 + 1
+        assert text.startswith("import torch\ndef f0(x, y):\n    if y.sum().item() > 0:\n")
+        assert text.count("def f") == lines // 4

@@ -725,7 +725,13 @@ class DeviceAccumulation(Rule):
             else:
                 assert isinstance(step.value, cst.BinaryOperation)
                 targets |= {step.targets[0].target, step.value.left, step.value.right}
-        for node in ctx.nodes(cst.Name):
+        # The uses of the total lie below its scope's node; a ``global`` or ``nonlocal`` of the
+        # name counts wherever it is.
+        declared = [item.name for item in ctx.nodes(cst.NameItem) if item.name.value == name]  # type: ignore[attr-defined]
+        uses = ctx.names(name, total.scope.node)
+        if any(not ctx.below(n, total.scope.node) for n in declared):
+            uses = sorted({id(n): n for n in [*uses, *declared]}.values(), key=ctx.positions.offset)
+        for node in uses:
             assert isinstance(node, cst.Name)
             if node.value != name or node in targets:
                 continue

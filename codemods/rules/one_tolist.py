@@ -573,7 +573,7 @@ class OneToList(Rule):
         hold a Python number where it held a tensor."""
         for lane in lanes:
             name = lane.target.value
-            for node, _ in _references(ctx, ctx.nodes(cst.Name), name, scope):
+            for node, _ in _references(ctx, ctx.names(name, scope.node), name, scope):  # its names lie below it
                 if node is lane.target:
                     continue
                 if _inside(ctx, node, loop.body):

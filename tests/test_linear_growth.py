@@ -1,0 +1,170 @@
+"""The work of scanning and rewriting one file grows in proportion to the file.
+
+Work is counted, not timed, so that the speed of the machine cannot matter: the
+function calls (Python and built-in) that ``scan`` and ``apply`` make, as cProfile
+counts them, on a file of N copies of fixtures/growth/unit.py and on one of 4N copies.
+Linear work gives 4x; a lookup that walks the whole file for each site (each test
+looking through every site of the file, each read walking back over every statement
+before it) gives far more, growing with N.
+
+``apply``'s diff is left out of the count: it is difflib's own matching, which the
+diffs printed must keep, and it grows with the lines that repeat in the file.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+from pathlib import Path
+
+import pytest
+
+from fixitem import api
+
+ROOT = Path(__file__).resolve().parent.parent
+UNIT = ROOT / "fixtures" / "growth" / "unit.py"
+SMALL = 5  # copies; the large file has 4 times as many
+LIMIT = 4.5  # linear is 4.0 (a little less: some work is done once per file)
+LEFT_OUT = ("difflib.py",)
+
+
+def calls(run) -> int:
+    """The calls ``run()`` makes, but those made by or inside difflib."""
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        run()
+    finally:
+        profile.disable()
+    total = 0
+    for function, (_, _, _, _, callers) in pstats.Stats(profile).stats.items():
+        if function[0].endswith(LEFT_OUT):
+            continue
+        for caller, counts in callers.items():
+            if not caller[0].endswith(LEFT_OUT):
+                total += counts[0] if isinstance(counts, tuple) else counts
+    return total
+
+
+def work(tmp_path: Path, copies: int, command: str) -> int:
+    path = tmp_path / f"unit_x{copies}.py"
+    path.write_text(UNIT.read_text() * copies)
+    options = {"isolated": True, "jobs": 1, "cache": False}
+    if command == "scan":
+        return calls(lambda: api.scan([path], **options))
+    return calls(lambda: api.apply([path], write=False, unsafe=True, **options))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm():
+    """Imports and one-time set-up are not part of the work on a file."""
+    api.scan([UNIT], isolated=True, jobs=1, cache=False)
+
+
+@pytest.mark.parametrize("command", ["scan", "apply"])
+def test_work_grows_linearly_with_one_files_size(tmp_path, command):
+    small = work(tmp_path, SMALL, command)
+    large = work(tmp_path, 4 * SMALL, command)
+    assert small > 100_000  # the unit exercises the analysis, not only the start-up
+    assert large / small <= LIMIT, f"{command}: {small} calls on {SMALL} copies, {large} on {4 * SMALL}"
+
+
+def test_the_unit_exercises_the_lookups_per_site():
+    """What the unit holds: findings of several rules, and fixes for apply to make."""
+    result = api.scan([UNIT], isolated=True, jobs=1, cache=False)
+    rules = {f.rule for f in result.files[0].findings}
+    assert {"FX101", "FX201", "FX202", "FX303", "FX007"} <= rules
+    assert sum(f.fix == "safe" for f in result.files[0].findings) >= 5
+
+
+# -- the indexes answer what the walks they replace answered ------------------------------------
+
+FIXTURE_FILES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "bad" not in p.parts)
+
+
+def contexts():
+    from fixitem.codemods.context import FileContext
+
+    for path in FIXTURE_FILES:
+        yield FileContext.build(path, path.read_text())
+
+
+def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
+    import libcst as cst
+    from fixitem.codemods.syncs import find_sync_sites
+
+    checked = 0
+    for ctx in contexts():
+        sites = find_sync_sites(ctx)
+        for root in ctx.nodes(cst.If, cst.Call, cst.Expr, cst.FunctionDef, cst.Comparison, cst.Module):
+            walked = [s for s in sites if s.node is root or any(p is root for p in ctx.ancestors(s.node))]
+            assert ctx.sites_below(sites, root) == walked
+            checked += bool(walked)
+        reordered = sites[::-1]  # the order of the list given is kept
+        assert ctx.sites_below(reordered, ctx.module) == reordered
+    assert checked > 100
+
+
+def test_names_within_a_node_are_those_of_its_walk():
+    import libcst as cst
+    from fixitem.codemods.tree import walk
+
+    checked = 0
+    for ctx in contexts():
+        spellings = {n.value for n in ctx.nodes(cst.Name)}
+        for root in [ctx.module, *ctx.nodes(cst.FunctionDef, cst.ClassDef, cst.For)]:
+            for value in spellings:
+                walked = [n for n in walk(root) if isinstance(n, cst.Name) and n.value == value]
+                assert ctx.names(value, root) == walked
+                checked += bool(walked)
+            assert all(ctx.below(n, root) for n in walk(root))
+        for value in spellings:
+            assert ctx.names(value) == [n for n in ctx.nodes(cst.Name) if n.value == value]
+    assert checked > 1000
+
+
+def test_the_binding_before_a_read_is_the_one_a_walk_back_finds():
+    import libcst as cst
+    from fixitem.codemods.reaching import _BODIES, Bindings
+
+    checked = 0
+    for ctx in contexts():
+        bindings = Bindings(ctx.module)
+        for read in ctx.nodes(cst.Name):
+            child, node = read, ctx.parents.get(read)
+            while node is not None:
+                if isinstance(node, _BODIES):
+                    index = next(i for i, item in enumerate(node.body) if item is child)
+                    walked = next((e for e in reversed(node.body[:index]) if bindings.binds(e, read.value)), None)
+                    assert bindings.last_binding_before(node, child, read.value) == (walked,)
+                    checked += walked is not None
+                child, node = node, ctx.parents.get(node)
+            assert bindings.last_binding_before(ctx.module, read, read.value) is None  # not a statement there
+    assert checked > 100
+
+
+def test_findings_moved_to_the_original_text_land_where_a_scan_of_the_blocks_puts_them():
+    import difflib
+    import random
+
+    from fixitem.codemods.engine import Finding, in_original
+
+    def scanned(finding, before, after):  # every block in order, the first that holds the row
+        blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+        row = finding.line - 1
+        for _, i1, i2, j1, j2 in blocks:
+            if j1 <= row < j2 or (j1 == j2 == row):
+                return i1 + min(row - j1, max(i2 - i1 - 1, 0)) + 1
+        return finding.line
+
+    rng = random.Random(0)
+    for _ in range(300):
+        before = "".join(rng.choice("abc") + "\n" for _ in range(rng.randrange(0, 12)))
+        lines = before.splitlines()
+        for _ in range(rng.randrange(1, 4)):  # a few edits: lines replaced, dropped, added
+            at = rng.randrange(0, len(lines) + 1)
+            lines[at:at + rng.randrange(0, 3)] = [rng.choice("abxy") for _ in range(rng.randrange(0, 3))]
+        after = "".join(line + "\n" for line in lines)
+        findings = [Finding("f.py", line, 1, "FX101", "n", "m", "none", ()) for line in range(len(lines) + 3)]
+        moved = in_original(findings, before, after)
+        assert [f.line for f in moved] == [scanned(f, before, after) for f in findings]
