@@ -619,9 +619,13 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
                 flow.blocking = f"the function returns `{code}` as `-> {annotation}`: it would return a 0-dim tensor"
                 return
         flow.unsafe = flow.unsafe or f"`{code}` is returned: the caller gets a 0-dim tensor where it got a Python number"
+        _caller_flow(ctx, function, flow, depth)
         return
     if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) == 1 and _self_attribute(targets[0]):
+            _attribute_flow(ctx, targets[0], flow, depth)  # type: ignore[arg-type]
+            return
         if len(targets) != 1 or not isinstance(targets[0], cst.Name):
             flow.unsafe = flow.unsafe or f"`{code}` is stored where fixitem cannot follow it"
             return
@@ -635,6 +639,15 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
         return
     if isinstance(parent, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict, cst.Set)):
         container = ctx.parents.get(parent) if isinstance(parent, cst.Element) else parent
+        unpacked = _unpacked_into(ctx, parent, container)
+        if unpacked is not None:  # ``k, m = min(...), 2``
+            if _self_attribute(unpacked):
+                _attribute_flow(ctx, unpacked, flow, depth)  # type: ignore[arg-type]
+            elif isinstance(unpacked, cst.Name):
+                _name_flow(ctx, unpacked, node, flow, depth)
+            else:
+                flow.unsafe = flow.unsafe or f"`{code}` is stored where fixitem cannot follow it"
+            return
         returned = ctx.parents.get(container)
         if isinstance(returned, cst.Return):
             function = ctx.enclosing_function(returned)
@@ -647,6 +660,69 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
     if isinstance(parent, cst.Expr):
         return  # the value is discarded
     flow.unsafe = flow.unsafe or f"`{code}` is used as `{ctx.code(parent) if parent is not None else code}`"
+
+
+def _caller_flow(ctx: FileContext, function: cst.FunctionDef | None, flow: Flow, depth: int) -> None:
+    """What the calls of ``function`` in this file do with what it returns (callers
+    elsewhere are not seen: the return stays unsafe)."""
+    if function is None or depth > 4:
+        return
+    name = function.name.value
+    cls = ctx.parents.get(ctx.parents.get(function))  # ``class C:`` -> IndentedBlock -> def
+    method = isinstance(cls, cst.ClassDef)
+    for call in ctx.nodes(cst.Call):
+        assert isinstance(call, cst.Call)
+        func = call.func
+        if method:
+            if not (_self_attribute(func) and func.attr.value == name and ctx.provenance.enclosing_class(call) is cls):  # type: ignore[union-attr]
+                continue
+        elif not (isinstance(func, cst.Name) and func.value == name
+                  and ctx.provenance.scope_of(call).lookup(name) is ctx.provenance.scope_of(function)):
+            continue
+        _climb(ctx, call, flow, depth + 1)
+        if flow.blocking:
+            flow.blocking = f"`{ctx.code(call)}` returns it: {flow.blocking}"
+            return
+
+
+def _unpacked_into(ctx: FileContext, element: cst.CSTNode, container: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The target ``element`` of a tuple or list is assigned to in ``a, b = x, y``."""
+    assign = ctx.parents.get(container) if container is not None else None
+    if not (isinstance(element, cst.Element) and isinstance(container, (cst.Tuple, cst.List))
+            and isinstance(assign, cst.Assign) and assign.value is container and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(container.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *container.elements)):
+        return None
+    return target.elements[list(container.elements).index(element)].value
+
+
+def _self_attribute(target: cst.BaseExpression) -> bool:
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+
+
+def _attribute_flow(ctx: FileContext, target: cst.Attribute, flow: Flow, depth: int) -> None:
+    """``self.k = value``: the reads of ``self.k`` in the methods of the class; other
+    code may read the attribute too."""
+    cls = ctx.provenance.enclosing_class(target)
+    code = ctx.code(target)
+    flow.unsafe = flow.unsafe or f"`{code}` is stored on the object: other code may read it"
+    if cls is None or depth > 4:
+        return
+    for node in ctx.nodes(cst.Attribute):
+        assert isinstance(node, cst.Attribute)
+        if node is target or not _self_attribute(node) or node.attr.value != target.attr.value:
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
+            continue
+        if ctx.provenance.enclosing_class(node) is not cls:
+            continue
+        _climb(ctx, node, flow, depth + 1)
+        if flow.blocking:
+            return
 
 
 def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow) -> None:
@@ -684,12 +760,13 @@ def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, fl
     if not isinstance(scope.node, cst.FunctionDef):
         flow.unsafe = flow.unsafe or f"`{target.value}` is a module-level name: other code may read it"
         return
-    for read in reads_of(ctx, scope, target.value):
+    for read in reads_of(ctx, scope, target.value, nested=True):
         if read is None:
             flow.unsafe = flow.unsafe or f"`{target.value}` is read where fixitem cannot follow it"
             continue
         if ctx.positions[read].start.line < ctx.positions[target].start.line and not _in_loop_with(ctx, read, target):
             continue  # an earlier value of the name
+        _nested_read(ctx, scope, read, target.value, flow)
         _climb(ctx, read, flow, depth + 1)
         if flow.blocking:
             return
@@ -700,9 +777,10 @@ def _in_loop_with(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
 
 
-def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
+def reads_of(ctx: FileContext, scope, name: str, nested: bool = False) -> list[cst.Name | None]:
     """Every read of the local ``name`` of ``scope`` (None for a read from a nested
-    function, lambda or comprehension, or by ``locals()``)."""
+    function, lambda or comprehension, or by ``locals()``; with ``nested``, such a
+    read itself)."""
     found: list[cst.Name | None] = []
     for node in ctx.nodes(cst.Name):
         assert isinstance(node, cst.Name)
@@ -723,8 +801,22 @@ def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
         inner = ctx.provenance.scope_of(node)
         if inner.lookup(name) is not scope:
             continue
-        found.append(node if inner is scope else None)
+        found.append(node if inner is scope or nested else None)
     return found
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _nested_read(ctx: FileContext, scope, read: cst.Name, name: str, flow: Flow) -> None:
+    """A read from a nested function or lambda runs when that is called, with
+    whatever the name holds then (a comprehension's runs in place: it is followed
+    like any other read)."""
+    inner = ctx.provenance.scope_of(read)
+    while inner is not scope and inner is not None and isinstance(inner.node, _COMPREHENSIONS):
+        inner = inner.parent
+    if inner is not scope:
+        flow.unsafe = flow.unsafe or f"`{name}` is read in a nested function: it then reads a 0-dim tensor"
 
 
 # -- is the value certainly a tensor? -------------------------------------------------------------
@@ -859,7 +951,7 @@ def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
         # number), but other modules may import the name.
         flow.unsafe = f"`{name}` is a module-level name: other modules may import it"
     end = ctx.positions[anchor].end.line
-    for read in reads_of(ctx, scope, name):
+    for read in reads_of(ctx, scope, name, nested=True):
         if read is None:
             flow.unsafe = flow.unsafe or f"`{name}` is read where fixitem cannot follow it"
             continue
@@ -867,6 +959,7 @@ def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
             continue
         if ctx.positions[read].start.line <= end and not _in_loop_with(ctx, read, anchor):
             continue
+        _nested_read(ctx, scope, read, name, flow)
         _climb(ctx, read, flow, 1)
         if flow.blocking:
             break
@@ -909,7 +1002,10 @@ def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, v
 
     if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
         return condition
-    targets = {id(s.value) for s in sites if not plainly_zero_dim(ctx, s.value)}
+    from .syncs import kept_reads
+
+    kept = kept_reads(sites, [condition])  # ``idx.item()`` of ``probs[idx.item()] > 0.5`` stays a number
+    targets = {id(s.value) for s in sites if s not in kept and not plainly_zero_dim(ctx, s.value)}
     if not targets:
         return condition
 
