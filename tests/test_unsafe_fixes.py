@@ -52,3 +52,18 @@ def test_a_returned_bound_that_stays_unsafe_names_the_type_change():
     result = process(Path("lr.py"), code, all_rules(), fix=True, unsafe=True)
     (applied,) = [f for f in result.applied if f.rule == "FX103"]
     assert applied.fix == "unsafe" and "0-dim tensor where it got a Python number" in applied.note
+
+
+def test_a_fix_that_would_keep_the_read_it_claims_is_no_fix():
+    source = FIXTURES / "kept_read.py"
+    result = _apply(source)
+    text = result.new_text or ""
+    # `torch.tensor(y.item()) > 0` in a `torch.where` still reads `y.item()`: nothing removed.
+    assert "torch.where(torch.tensor(y.item())" not in text
+    (remade,) = [f for f in result.findings if f.rule == "FX102"]
+    assert remade.fix == "none" and "would still read `y.item()`" in remade.note
+    # `probs[idx.item()] > 0.5` tested as a truth value: the fix removes that sync and
+    # claims it alone; `idx.item()` is kept as written and reported on its own.
+    assert "torch.where((probs[idx.item()] > 0.5).reshape(()), 0.5, 1.0)" in text
+    assert [f.rule for f in result.applied] == ["FX102"]
+    assert any("`idx.item()`" in f.message for f in result.findings if f.rule != "FX102")

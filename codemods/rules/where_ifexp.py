@@ -65,7 +65,9 @@ class WhereIfExp(Rule):
     when a value is `None`, a flag, a string, a tuple or an `Enum` member,
     when the condition is not certainly a tensor, or when the result is
     later needed as a Python number (a size, `range`, an index, a `-> float`
-    return, Python control flow).
+    return, Python control flow), or when the rewrite would keep the read
+    (`torch.tensor(y.item()) > 0` still reads `y.item()`: such a fix would
+    remove no sync).
     """
 
     code = "FX102"
@@ -171,6 +173,16 @@ class WhereIfExp(Rule):
                     return mode, torch.arange(n)
                 """
             )
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    return x * 0.5 if torch.tensor(y.item()) > 0 else x
+                """
+            ),
+            unsafe=True,  # `torch.where(torch.tensor(y.item()) > 0, ...)` would still read `y.item()`
         ),
         Valid(
             dedent(
