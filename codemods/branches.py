@@ -278,6 +278,10 @@ def branch_only_parameters(ctx: FileContext, anchor: cst.CSTNode, taken: cst.Bas
     value is selected, and AdamW (weight decay, moments) or SGD with momentum then
     update it where the original left it alone. "" when both depend on the same ones.
     """
+    from .grad_mode import gradients_off
+
+    if gradients_off(ctx, anchor):
+        return ""  # no gradient at all: none turns from `None` into zero
     first, second = _parameter_sources(ctx, anchor, taken), _parameter_sources(ctx, anchor, other)
     only = sorted(first ^ second)
     if not only:
@@ -317,7 +321,7 @@ def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpres
                 found.add(node.value)
             continue
         scope = ctx.provenance.scope_of(where).lookup(node.value)
-        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, cst.FunctionDef):
+        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, (cst.FunctionDef, cst.Module)):
             continue
         seen.add((id(scope), node.value))
         for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(node.value, [])):

@@ -298,14 +298,29 @@ class Purity:
 
 
 def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
-    """May ``expr`` run when the original code would have skipped it?"""
+    """May ``expr`` run when the original code would have skipped it?
+
+    (Under ``torch.no_grad()`` no gradient can turn into NaN: only what the
+    forward computation itself does counts.)"""
+    from .grad_mode import gradients_off
+    from .signs import zero_divisor
+
+    grad = not gradients_off(ctx, expr)
     for node in walk(expr):
         if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
             return Purity(False, f"`{ctx.code(node)}` is not a plain value")
         if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)) and not _is_constant(node.right):
-                return Purity(False, f"`{ctx.code(node)}` divides by a value that may be zero: the untaken branch's gradient can turn into NaN")
-            if isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
+            if isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)):
+                zero = zero_divisor(ctx, node.right)
+                kind = ctx.kind(node) if node in ctx.parents else Kind.UNKNOWN
+                if zero and (kind is Kind.NUMBER or (kind is Kind.UNKNOWN and not grad)):
+                    maybe = "" if kind is Kind.NUMBER else " (if both are Python numbers)"
+                    return Purity(False, f"`{ctx.code(node)}` divides by `{ctx.code(node.right)}`, which may be zero: "
+                                         f"computed where the branch was not taken, it can raise `ZeroDivisionError`{maybe}")
+                if zero and grad:
+                    return Purity(False, f"`{ctx.code(node)}` divides by `{ctx.code(node.right)}`, which {zero}: "
+                                         "the untaken branch's gradient can turn into NaN")
+            if grad and isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
                 return Purity(False, f"`{ctx.code(node)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN")
         if isinstance(node, cst.Subscript) and ctx.kind(node.value) is not Kind.MODULE:
             return Purity(False, f"`{ctx.code(node)}` indexes a tensor: the branches may differ in shape "
@@ -314,7 +329,7 @@ def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
             shape = _shape_problem(ctx, node, top=node is expr)
             if shape:
                 return Purity(False, shape, blocking=True)
-            problem = _call_problem(ctx, node)
+            problem = _call_problem(ctx, node, grad)
             if problem:
                 return Purity(False, problem)
     return Purity(True)
@@ -359,7 +374,7 @@ def _non_negative_integer(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer)
 
 
-def _call_problem(ctx: FileContext, call: cst.Call) -> str:
+def _call_problem(ctx: FileContext, call: cst.Call, grad: bool = True) -> str:
     """Why evaluating ``call`` also where the original did not (both branches of ``torch.where``)
     changes the program, or "": its effects (:func:`~fixitem.codemods.effects.call_effect`), and a
     gradient that is infinite somewhere (0 * inf = NaN reaches the untaken branch's gradient)."""
@@ -374,7 +389,7 @@ def _call_problem(ctx: FileContext, call: cst.Call) -> str:
     found = call_effect(ctx, call)
     if not found.effect.pure:
         return found.reason
-    if name in NAN_GRADIENT_FUNCTIONS:
+    if grad and name in NAN_GRADIENT_FUNCTIONS:
         return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
     return ""
 
@@ -986,10 +1001,31 @@ def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
         for operand, is_read in zip(operands, reads):
             if is_read or exact_in_every_float_dtype(operand):
                 continue
+            held = _held_read(ctx, operand)
+            if held is not None:  # ``best = y.min().item()``: two tensor values are compared
+                from .dtypes import same_dtype  # dtypes builds on this module
+
+                other = next((o for o, r in zip(operands, reads) if r), None)
+                tensor = _read_of(ctx, other) if other is not None else None
+                if tensor is not None and same_dtype(ctx, tensor[0], held):
+                    continue
+                return (f"`{ctx.code(operand)}` holds the value of `{ctx.code(held)}`: Python compared it with "
+                        f"`{ctx.code(other)}` exactly, the tensor comparison first rounds it to the tensor's dtype, "
+                        f"which decides differently where `{ctx.code(held)}` has a wider dtype (float64 against float32)")
             return (f"`{ctx.code(operand)}` is not exact in float16/bfloat16 (nor, as a rule, float32): Python "
                     "compared the value in float64, the tensor compares in its own dtype, with the rounded "
                     "number, so a value equal to that rounding decides the other way")
     return ""
+
+
+def _held_read(ctx: FileContext, operand: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor whose value the name ``operand`` holds, read into it with ``.item()``
+    / ``float()`` (``best = y.min().item()`` gives ``y.min()``)."""
+    from .signs import seen_value
+
+    value = seen_value(ctx, operand) if isinstance(operand, cst.Name) else None
+    read = _read_of(ctx, value) if value is not None else None
+    return read[0] if read is not None and read[1] != "int" else None
 
 
 def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, values: list[cst.BaseExpression]) -> cst.BaseExpression:

@@ -67,3 +67,62 @@ def test_a_fix_that_would_keep_the_read_it_claims_is_no_fix():
     assert "torch.where((probs[idx.item()] > 0.5).reshape(()), 0.5, 1.0)" in text
     assert [f.rule for f in result.applied] == ["FX102"]
     assert any("`idx.item()`" in f.message for f in result.findings if f.rule != "FX102")
+
+
+def _findings_by_function(path: Path):
+    import libcst as cst
+
+    result = process(path, path.read_text(), all_rules())
+    module = cst.parse_module(path.read_text())
+    lines = {}
+    wrapper = cst.metadata.MetadataWrapper(module)
+    positions = wrapper.resolve(cst.metadata.PositionProvider)
+    for node, where in positions.items():
+        if isinstance(node, cst.FunctionDef):
+            for line in range(where.start.line, where.end.line + 1):
+                lines[line] = node.name.value
+    found: dict[str, list] = {}
+    for finding in result.findings:
+        found.setdefault(lines.get(finding.line, "<module>"), []).append(finding)
+    return found
+
+
+def test_notes_about_gradients_do_not_appear_where_no_gradient_is_computed():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    for name in ("ema_scale", "evaluate", "shrink"):
+        (where,) = [f for f in found[name] if f.rule in ("FX101", "FX102")]
+        assert where.fix == "safe" and "gradient" not in where.note, (name, where.note)
+
+
+def test_a_divisor_kept_away_from_zero_is_not_said_to_be_maybe_zero():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (eps,) = [f for f in found["normalize"] if f.rule == "FX101"]
+    assert eps.fix == "safe" and "zero" not in eps.note
+    (tiny,) = [f for f in found["normalize_tiny_eps"] if f.rule == "FX101"]
+    assert "may be zero" not in tiny.note and "float16" in tiny.note
+
+
+def test_a_comparison_of_two_tensor_values_is_not_said_to_round_a_python_number():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (cmp,) = [f for f in found["below_best"] if f.rule == "FX101"]
+    assert "float16/bfloat16" not in cmp.note and "holds the value of `y.min()`" in cmp.note
+
+
+def test_a_module_used_in_both_branches_is_not_said_to_take_part_in_one():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (where,) = [f for f in found["<module>"] if f.rule == "FX101"]
+    assert "takes part in only one branch" not in where.note
+
+
+def test_gradient_free_rewrites_keep_the_results():
+    import torch
+
+    source = FIXTURES / "notes.py"
+    result = _apply(source, unsafe=False)
+    namespace: dict = {}
+    exec(compile(result.new_text, "after", "exec"), namespace)
+    before = load_module(source)
+    for x, y in ((torch.ones(3), torch.zeros(3)), (-torch.ones(3), torch.ones(3))):
+        assert torch.equal(namespace["ema_scale"](x, y), before.ema_scale(x, y))
+        assert torch.equal(namespace["shrink"](x, y), before.shrink(x, y))
+        assert torch.equal(namespace["evaluate"](x), before.evaluate(x))
