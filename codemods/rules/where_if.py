@@ -112,7 +112,10 @@ class WhereIf(Rule):
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
     number rounded to its dtype, so a value equal to that rounding decides
-    the other way (for float32, exactly one value per threshold).
+    the other way (for float32, exactly one value per threshold). Under
+    `torch.no_grad()` / `torch.inference_mode()` no gradient is computed:
+    the gradient reasons do not apply there. A divisor the code keeps away
+    from zero (`x.norm() + 1e-6`, `y.clamp(min=1e-6)`) is no reason either.
 
     There is **no fix** when the condition's value is not certainly a tensor
     (a parameter of `autograd.Function.forward` never used as one, a value
@@ -135,6 +138,27 @@ class WhereIf(Rule):
     summary = "`if` on a tensor value: select with `torch.where` instead"
     graph_breaks = ("GB0124", "GB0170")
     examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    if x.sum().item() > 0:
+                        x = x / y.sum()
+                    return x
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    x = torch.where(x.sum() > 0, x / y.sum(), x)
+                    return x
+                """
+            ),  # no gradient: a zero `y.sum()` in the untaken branch changes nothing
+        ),
         Invalid(
             dedent(
                 """
