@@ -763,7 +763,8 @@ def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: 
     if receiver_tensor and short in ("masked_fill", "masked_fill_", "fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "where"):
         flow.roles.append(f"an operand of `.{short}`")
         return
-    flow.unsafe = flow.unsafe or f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number"
+    flow.unsafe = flow.unsafe or (f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number "
+                                  "(where it does, it reads the tensor back, or raises)")
 
 
 def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, flow: Flow, depth: int) -> None:

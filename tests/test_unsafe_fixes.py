@@ -126,3 +126,11 @@ def test_gradient_free_rewrites_keep_the_results():
         assert torch.equal(namespace["ema_scale"](x, y), before.ema_scale(x, y))
         assert torch.equal(namespace["shrink"](x, y), before.shrink(x, y))
         assert torch.equal(namespace["evaluate"](x), before.evaluate(x))
+
+
+def test_an_unsafe_selection_passed_on_names_the_type_change():
+    result = _apply(FIXTURES / "passed_on.py")
+    (applied,) = [f for f in result.applied if f.rule == "FX101"]
+    assert applied.fix == "unsafe"
+    assert "`lr` becomes a 0-dim tensor where it was a Python number" in applied.note
+    assert "reads the tensor back" in applied.note

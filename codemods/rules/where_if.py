@@ -516,7 +516,9 @@ class WhereIf(Rule):
                         f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
                         f"needed: {flow.blocking}. Keep the `if` (the number must reach the host), or decide "
                         "it from Python values, such as the data pipeline's, to avoid the read"))
-                flows[assignment.name] = (flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+                unsafe = (f"`{assignment.name}` becomes a 0-dim tensor where it was a Python number: {flow.unsafe}"
+                          if flow.unsafe else "")
+                flows[assignment.name] = (unsafe or _number_pair_problem(ctx, node, assignment, other)
                                           or _selected_dtype_problem(ctx, values))
         selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
         selected += [a.value for a in orelse or [] if a.augmented is None]
