@@ -134,3 +134,11 @@ def test_an_unsafe_selection_passed_on_names_the_type_change():
     assert applied.fix == "unsafe"
     assert "`lr` becomes a 0-dim tensor where it was a Python number" in applied.note
     assert "reads the tensor back" in applied.note
+
+
+def test_a_value_no_gradient_flows_through_takes_no_part_in_a_branch():
+    """`torch.zeros_like(out)` reads `out` but passes no gradient to `model`: selecting it
+    with `torch.where` gives `model` zero gradients where the original gave `None`."""
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (where,) = [f for f in found["reset"] if f.rule == "FX101"]
+    assert where.fix == "unsafe" and "`model` takes part in only one branch" in where.note
