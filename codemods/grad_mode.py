@@ -60,3 +60,41 @@ def _flag(expr: cst.BaseExpression) -> bool | None:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr.value == "True"
     return None
+
+
+def passed_on_problem(ctx: FileContext, anchor: cst.CSTNode, values: list[cst.BaseExpression]) -> str:
+    """Why selecting ``values`` with ``torch.where`` under no-grad changes gradients after
+    all: the original passes a value on as it is (the same tensor object), which keeps
+    ``requires_grad`` when it is an input or a parameter; ``torch.where`` there gives a new
+    tensor that requires none. "" where gradients are on (the other notes tell), or when
+    every value is computed in the no-grad code (its result requires no gradient either)."""
+    if not gradients_off(ctx, anchor):
+        return ""
+    for value in values:
+        if _may_be_passed_on(ctx, anchor, value):
+            return (f"under no-grad, `torch.where` gives a new tensor that requires no gradient, where the "
+                    f"original passed `{ctx.code(value)}` on as it is (an input or parameter that requires "
+                    "grad keeps its gradient there)")
+    return ""
+
+
+def _may_be_passed_on(ctx: FileContext, anchor: cst.CSTNode, value: cst.BaseExpression, depth: int = 0) -> bool:
+    """May ``value`` be a tensor object made outside the no-grad code (so it may require grad)?"""
+    if depth > 4:
+        return True
+    if isinstance(value, (cst.Attribute, cst.Subscript)):
+        return not (isinstance(value, cst.Subscript) and ctx.kind(value.value).name == "TENSOR" and value.value in ctx.parents)
+    if not isinstance(value, cst.Name):
+        return False  # computed here: under no-grad its result requires no gradient
+    scope = ctx.provenance.scope_of(value if value in ctx.parents else anchor)
+    owner = scope.lookup(value.value)
+    if owner is None or not isinstance(owner.node, cst.FunctionDef):
+        return True
+    for how, binding in owner.bindings.get(value.value, []):
+        if how == "aug":
+            continue  # updates the object the other bindings made
+        if how != "value" or not isinstance(binding, cst.BaseExpression) or not gradients_off(ctx, binding):
+            return True
+        if _may_be_passed_on(ctx, anchor, binding, depth + 1):
+            return True
+    return False

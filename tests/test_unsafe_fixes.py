@@ -89,9 +89,13 @@ def _findings_by_function(path: Path):
 
 def test_notes_about_gradients_do_not_appear_where_no_gradient_is_computed():
     found = _findings_by_function(FIXTURES / "notes.py")
-    for name in ("ema_scale", "evaluate", "shrink"):
+    for name in ("ema_local", "evaluate", "shrink"):
         (where,) = [f for f in found[name] if f.rule in ("FX101", "FX102")]
         assert where.fix == "safe" and "gradient" not in where.note, (name, where.note)
+    # What no-grad does not cover: the original returns the input `x` itself, which may
+    # require grad, where `torch.where` gives a new tensor that does not.
+    (passed,) = [f for f in found["ema_scale"] if f.rule == "FX101"]
+    assert passed.fix == "unsafe" and "NaN" not in passed.note and "passed `x` on as it is" in passed.note
 
 
 def test_a_divisor_kept_away_from_zero_is_not_said_to_be_maybe_zero():
@@ -122,9 +126,12 @@ def test_gradient_free_rewrites_keep_the_results():
     namespace: dict = {}
     exec(compile(result.new_text, "after", "exec"), namespace)
     before = load_module(source)
+    sections = {part.split("(", 1)[0]: part for part in result.new_text.split("\ndef ")[1:]}
+    assert all("torch.where(" in sections[name] for name in ("ema_local", "shrink", "evaluate"))
     for x, y in ((torch.ones(3), torch.zeros(3)), (-torch.ones(3), torch.ones(3))):
-        assert torch.equal(namespace["ema_scale"](x, y), before.ema_scale(x, y))
-        assert torch.equal(namespace["shrink"](x, y), before.shrink(x, y))
+        for name in ("ema_local", "shrink"):
+            after, original = namespace[name](x, y), getattr(before, name)(x, y)
+            assert torch.equal(after, original) and after.requires_grad == original.requires_grad
         assert torch.equal(namespace["evaluate"](x), before.evaluate(x))
 
 

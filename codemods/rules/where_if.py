@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..grad_mode import passed_on_problem
 from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -144,6 +145,29 @@ class WhereIf(Rule):
                 import torch
                 @torch.no_grad()
                 def f(x: torch.Tensor, y: torch.Tensor):
+                    h = x * 2
+                    if h.sum().item() > 0:
+                        h = h / y.sum()
+                    return h
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    h = x * 2
+                    h = torch.where(h.sum() > 0, h / y.sum(), h)
+                    return h
+                """
+            ),  # no gradient: a zero `y.sum()` in the untaken branch changes nothing
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
                     if x.sum().item() > 0:
                         x = x / y.sum()
                     return x
@@ -157,7 +181,8 @@ class WhereIf(Rule):
                     x = torch.where(x.sum() > 0, x / y.sum(), x)
                     return x
                 """
-            ),  # no gradient: a zero `y.sum()` in the untaken branch changes nothing
+            ),
+            unsafe=True,  # the original returns the input `x` itself, which may require grad
         ),
         Invalid(
             dedent(
@@ -624,6 +649,9 @@ class WhereIf(Rule):
             params = branch_only_parameters(ctx, node, true_value, false_value)
             if params:
                 reasons.append(params)
+            passed_on = passed_on_problem(ctx, node, [true_value, false_value])
+            if passed_on:
+                reasons.append(passed_on)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)

@@ -12,6 +12,7 @@ from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..branches import branch_only_parameters
+from ..grad_mode import passed_on_problem
 from ..tensor_values import (
     UNKNOWN_VALUE_NOTE,
     exact_in_every_float_dtype,
@@ -245,6 +246,9 @@ class WhereIfExp(Rule):
             params = branch_only_parameters(ctx, node, node.body, node.orelse)
             if params:
                 reasons.append(params)
+            passed_on = passed_on_problem(ctx, node, [node.body, node.orelse])
+            if passed_on:
+                reasons.append(passed_on)
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)
