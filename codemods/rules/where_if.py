@@ -115,7 +115,9 @@ class WhereIf(Rule):
     number rounded to its dtype, so a value equal to that rounding decides
     the other way (for float32, exactly one value per threshold). Under
     `torch.no_grad()` / `torch.inference_mode()` no gradient is computed:
-    the gradient reasons do not apply there. A divisor the code keeps away
+    the gradient reasons do not apply there, except for a value the original
+    passes on as it is (an input that may require grad; `torch.where` gives a
+    new tensor that does not). A divisor the code keeps away
     from zero (`x.norm() + 1e-6`, `y.clamp(min=1e-6)`) is no reason either.
 
     There is **no fix** when the condition's value is not certainly a tensor
