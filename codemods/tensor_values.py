@@ -620,7 +620,7 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
     if isinstance(parent, cst.Arg):
         call = ctx.parents.get(parent)
         if isinstance(call, cst.Call):
-            _call_flow(ctx, call, parent, code, flow)
+            _call_flow(ctx, call, parent, code, flow, depth)
         else:
             flow.unsafe = flow.unsafe or f"`{code}` is passed on"
         return
@@ -740,7 +740,7 @@ def _attribute_flow(ctx: FileContext, target: cst.Attribute, flow: Flow, depth: 
             return
 
 
-def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow) -> None:
+def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow, depth: int = 0) -> None:
     func = call.func
     qualified = ctx.provenance.imports.qualify(func) or ""
     name = func.value if isinstance(func, cst.Name) else ""
@@ -763,8 +763,63 @@ def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: 
     if receiver_tensor and short in ("masked_fill", "masked_fill_", "fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "where"):
         flow.roles.append(f"an operand of `.{short}`")
         return
+    inner = _parameter_flow(ctx, call, arg, depth)
+    if inner.blocking:
+        flow.blocking = f"`{code}` is passed to `{ctx.code(func)}`, where {inner.blocking}"
+        return
+    if inner.roles and not inner.unsafe:
+        flow.unsafe = flow.unsafe or (f"`{code}` is passed to `{ctx.code(func)}`, which uses it in tensor arithmetic: "
+                                      "a 0-dim tensor there may promote differently than the Python number did")
+        return
     flow.unsafe = flow.unsafe or (f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number "
                                   "(where it does, it reads the tensor back, or raises)")
+
+
+def _parameter_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, depth: int) -> Flow:
+    """Where a function of this file (``helper(n)``, ``self.helper(n)``) takes the
+    argument ``arg``: the reads of its parameter."""
+    flow = Flow()
+    if depth > 4 or arg.star:
+        return flow
+    func = call.func
+    method = _self_attribute(func)
+    if method:
+        cls = ctx.provenance.enclosing_class(call)
+        name = func.attr.value  # type: ignore[union-attr]
+    elif isinstance(func, cst.Name):
+        cls, name = None, func.value
+    else:
+        return flow
+    owner = ctx.provenance.scope_of(call).lookup(name) if not method else None
+    for function in ctx.nodes(cst.FunctionDef):
+        assert isinstance(function, cst.FunctionDef)
+        if function.name.value != name:
+            continue
+        parent = ctx.parents.get(ctx.parents.get(function))
+        if method and parent is not cls:
+            continue
+        if not method and (ctx.provenance.scope_of(function) is not owner or isinstance(parent, cst.ClassDef)):
+            continue
+        from .provenance import all_params
+
+        params = list(function.params.posonly_params) + list(function.params.params)
+        if method:
+            params = params[1:]
+        if arg.keyword is not None:
+            chosen = next((p for p in all_params(function.params) if p.name.value == arg.keyword.value), None)
+        else:
+            index = [a for a in call.args if a.keyword is None].index(arg)
+            chosen = params[index] if index < len(params) else None
+        scope = ctx.provenance.scopes.get(function)
+        if chosen is None or scope is None:
+            return flow
+        for read in reads_of(ctx, scope, chosen.name.value, nested=True):
+            if read is not None:
+                _climb(ctx, read, flow, depth + 1)
+                if flow.blocking:
+                    return flow
+        return flow
+    return flow
 
 
 def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, flow: Flow, depth: int) -> None:

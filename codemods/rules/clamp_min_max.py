@@ -40,8 +40,9 @@ class ClampMinMax(Rule):
 
     ## Fix safety
     The result is followed to every use: through the names it is stored in
-    (tuple unpacking and `self.` attributes too), into comprehensions, and
-    through `return` to the calls of the function in the same file.
+    (tuple unpacking and `self.` attributes too), into comprehensions,
+    through `return` to the calls of the function in the same file, and into
+    the parameter of a function of the same file it is passed to.
     **Safe** when every use is arithmetic with a tensor (directly, or as
     `norm = max(y.norm().item(), eps)` then `y / norm`) that keeps its dtype:
     the tensor has the bound's own dtype (`y` and `y.norm()`), or it is
