@@ -1068,7 +1068,14 @@ def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
                 return (f"`{ctx.code(operand)}` holds the value of `{ctx.code(held)}`: Python compared it with "
                         f"`{ctx.code(other)}` exactly, the tensor comparison first rounds it to the tensor's dtype, "
                         f"which decides differently where `{ctx.code(held)}` has a wider dtype (float64 against float32)")
-            return (f"`{ctx.code(operand)}` is not exact in float16/bfloat16 (nor, as a rule, float32): Python "
+            literal = isinstance(_strip_parens(operand), (cst.Integer, cst.Float, cst.UnaryOperation))
+            if literal:
+                what = f"`{ctx.code(operand)}` is not exact"
+            elif ctx.kind(operand) is Kind.NUMBER:
+                what = f"`{ctx.code(operand)}` may not be exact"
+            else:
+                what = f"if `{ctx.code(operand)}` is a Python number, it may not be exact"
+            return (f"{what} in float16/bfloat16 (nor, as a rule, float32): Python "
                     "compared the value in float64, the tensor compares in its own dtype, with the rounded "
                     "number, so a value equal to that rounding decides the other way")
     return ""

@@ -111,6 +111,9 @@ def test_a_comparison_of_two_tensor_values_is_not_said_to_round_a_python_number(
     found = _findings_by_function(FIXTURES / "notes.py")
     (cmp,) = [f for f in found["below_best"] if f.rule == "FX101"]
     assert "float16/bfloat16" not in cmp.note and "holds the value of `y.min()`" in cmp.note
+    # `limit` may be a tensor as well as a Python number: the note says which case it is about.
+    (unknown,) = [f for f in found["over_limit"] if f.rule == "FX101"]
+    assert unknown.note.startswith("if `limit` is a Python number, it may not be exact")
 
 
 def test_a_module_used_in_both_branches_is_not_said_to_take_part_in_one():
