@@ -142,7 +142,105 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.pe
 
 
 def advice(ctx: FileContext, node: cst.CSTNode) -> str:
-    return ADVICE[detailed_usage(ctx, node)]
+    return unseen_callee_advice(ctx, node) or ADVICE[detailed_usage(ctx, node)]
+
+
+# Parts of a function's name that say it writes output (``print0``, ``log_rank0``, ``master_print``).
+_OUTPUT_WORDS = ("print", "log", "write", "echo", "report", "info", "warn", "debug")
+
+
+def unseen_callee_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+    """Advice for a read passed (as it is, or formatted into text) to a function that is
+    not defined in this file (``print0`` imported from the project's ``utils``): fixitem
+    reads one file at a time, so it cannot tell what that function does with the value,
+    and that, not the shape of the call, is why it is left as written. "" otherwise."""
+    call = _receiving_call(ctx, node)
+    if call is None or output_call(ctx, call) is not None:
+        return ""
+    where = _defined_elsewhere(ctx, call.func)
+    if not where:
+        return ""
+    name = ctx.code(call.func)
+    short = name.rsplit(".", 1)[-1].lower()
+    if any(word in short for word in _OUTPUT_WORDS):
+        return (
+            f"`{name}` is defined {where}, which fixitem does not read: it cannot tell that the call only "
+            "writes output, so it leaves it as written and the read waits for the device on every call. "
+            f"Log every N steps; or define `{name.rsplit('.', 1)[-1]}` in this file, or call `print` / `logging` "
+            "here (under the same rank test): `fixitem apply` defers such calls into an on-device buffer"
+        )
+    return (
+        f"`{name}` is defined {where}, which fixitem does not read: it cannot tell whether `{name}` needs "
+        f"a Python number. If it accepts a tensor, pass `{ctx.code(_read_tensor(node))}.detach()` and read it "
+        "once where a number is really needed"
+    )
+
+
+def _receiving_call(ctx: FileContext, node: cst.CSTNode) -> cst.Call | None:
+    """The call that ``node`` is an argument of, directly or through the text or arithmetic
+    built from it for that argument."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, cst.Arg):
+            call = ctx.parents.get(parent)
+            return call if isinstance(call, cst.Call) and parent in call.args else None
+        if not isinstance(parent, (cst.FormattedString, cst.FormattedStringExpression, cst.BinaryOperation,
+                                   cst.UnaryOperation, cst.ConcatenatedString)):
+            return None
+    return None
+
+
+def _defined_elsewhere(ctx: FileContext, func: cst.BaseExpression) -> str:
+    """Where ``func`` comes from when it is a function of another module of the program
+    (not the standard library, torch or numpy, whose functions fixitem knows or that need
+    numbers): "in another module (`utils`)"; "" when it is defined in this file or not known."""
+    import sys
+
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return ""
+    owner = ctx.provenance.scope_of(func).lookup(root.value)
+    bindings = owner.bindings.get(root.value, []) if owner is not None else []
+    if not bindings or any(how != "import" for how, _ in bindings):
+        return ""  # defined here, a parameter, a builtin
+    origin = _import_origin(ctx, root.value)
+    top = origin.lstrip(".").split(".")[0]
+    if not origin or top in sys.stdlib_module_names or top in ("torch", "numpy", "builtins"):
+        return ""
+    if isinstance(func, cst.Attribute):
+        return f"in `{origin}`" if func.value is root else ""
+    return f"in another module (`{origin}`)"
+
+
+def _import_origin(ctx: FileContext, name: str) -> str:
+    """The module ``name`` is imported from (``utils``, ``.utils``), or the module it is."""
+    for node in ctx.nodes(cst.ImportFrom):
+        assert isinstance(node, cst.ImportFrom)
+        if isinstance(node.names, cst.ImportStar):
+            continue
+        for alias in node.names:
+            local = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(local, cst.Name) and local.value == name:
+                return "." * len(node.relative) + (dotted_name(node.module) or "" if node.module else "")
+    for node in ctx.nodes(cst.Import):
+        assert isinstance(node, cst.Import)
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
+            if local == name:
+                return full
+    return ""
+
+
+def _read_tensor(node: cst.CSTNode) -> cst.CSTNode:
+    """``t`` of ``t.item()`` / ``float(t)``; the node itself otherwise."""
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("item", "tolist"):
+            return node.func.value
+        if isinstance(node.func, cst.Name) and node.func.value in ("float", "int", "bool") and node.args:
+            return node.args[0].value
+    return node
 
 
 def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:

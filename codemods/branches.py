@@ -278,6 +278,10 @@ def branch_only_parameters(ctx: FileContext, anchor: cst.CSTNode, taken: cst.Bas
     value is selected, and AdamW (weight decay, moments) or SGD with momentum then
     update it where the original left it alone. "" when both depend on the same ones.
     """
+    from .grad_mode import gradients_off
+
+    if gradients_off(ctx, anchor):
+        return ""  # no gradient at all: none turns from `None` into zero
     first, second = _parameter_sources(ctx, anchor, taken), _parameter_sources(ctx, anchor, other)
     only = sorted(first ^ second)
     if not only:
@@ -299,8 +303,13 @@ def _parameter_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpr
 def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpression, found: set[str],
                      seen: set[tuple[int, str]]) -> None:
     """(Nodes the fix builds, such as the kept ``x`` of ``torch.where(c, x * 2, x)``,
-    are not in the file: they are looked up from ``anchor``.)"""
+    are not in the file: they are looked up from ``anchor``.) What only gives a
+    value no gradient flows through (``torch.zeros_like(out)``, ``out.detach()``,
+    ``out.shape``, ``out > 0``) takes no part."""
+    cut = _gradient_cut(ctx, expr)
     for node in walk(expr):
+        if id(node) in cut:
+            continue
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
             if _may_hold_parameters(ctx, node):
                 found.add(f"self.{node.attr.value}")
@@ -317,7 +326,7 @@ def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpres
                 found.add(node.value)
             continue
         scope = ctx.provenance.scope_of(where).lookup(node.value)
-        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, cst.FunctionDef):
+        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, (cst.FunctionDef, cst.Module)):
             continue
         seen.add((id(scope), node.value))
         for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(node.value, [])):
@@ -325,6 +334,42 @@ def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpres
                 _collect_sources(ctx, anchor, value, found, seen)
             elif how == "aug" and isinstance(value, cst.AugAssign):
                 _collect_sources(ctx, anchor, value.value, found, seen)
+
+
+# What gives a value that no gradient flows through, whatever its tensor inputs.
+_NO_GRADIENT_FUNCTIONS = frozenset(
+    {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"}
+)
+_NO_GRADIENT_METHODS = frozenset(
+    {"detach", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "size", "dim", "numel",
+     "argmax", "argmin", "argsort", "long", "int", "bool", "isnan", "isinf", "isfinite", "eq", "ne", "lt",
+     "le", "gt", "ge"}
+)
+_NO_GRADIENT_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout"})
+
+
+def _gradient_cut(ctx: FileContext, expr: cst.BaseExpression) -> set[int]:
+    """The nodes below ``expr`` whose values reach its result only through something
+    that passes no gradient on."""
+    cut: set[int] = set()
+    for node in walk(expr):
+        if id(node) in cut:
+            continue
+        hidden: list[cst.CSTNode] = []
+        if isinstance(node, cst.Comparison):
+            hidden = [node]
+        elif isinstance(node, cst.Attribute) and node.attr.value in _NO_GRADIENT_ATTRIBUTES:
+            hidden = [node.value]
+        elif isinstance(node, cst.Call):
+            func = node.func
+            qualified = ctx.provenance.imports.qualify(func) or ""
+            if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NO_GRADIENT_FUNCTIONS:
+                hidden = list(node.args)
+            elif isinstance(func, cst.Attribute) and func.attr.value in _NO_GRADIENT_METHODS:
+                hidden = [func.value, *node.args]
+        for root in hidden:
+            cut.update(id(n) for n in walk(root))
+    return cut
 
 
 def _bindings_seen_by(ctx: FileContext, anchor: cst.CSTNode, read: cst.CSTNode, bindings):

@@ -22,7 +22,7 @@ from . import shortcuts
 from .context import FileContext
 from .imports import add_imports
 from .rule import Fix, Report, Rule, Safety
-from .syncs import SyncSite, find_sync_sites
+from .syncs import SyncSite, find_sync_sites, kept_reads
 from .tree import module_code
 
 MAX_PASSES = 8
@@ -130,6 +130,7 @@ def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report
     reports: list[tuple[Rule, Report]] = []
     for rule in rules:
         for report in rule.check(ctx, sites, claimed):
+            _drop_kept_reads(ctx, report)
             claimed.update(report.sites)
             line, _ = ctx.position(report.node)
             if ctx.suppressions.suppressed(line, rule.code) or ctx.in_display_method(report.node):
@@ -143,6 +144,25 @@ def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report
             reports.append((rule, report))
     reports.sort(key=lambda pair: ctx.position(pair[1].node))
     return reports
+
+
+def _drop_kept_reads(ctx: FileContext, report: Report) -> None:
+    """A fix claims only the reads it removes. A read its rewrite keeps (``torch.tensor(y.item())``
+    left inside the new condition) is no longer the fix's: another rule reports it. A fix that
+    removes no read at all is no fix."""
+    fix = report.fix
+    if fix is None or not report.sites:
+        return
+    kept = kept_reads(report.sites, list(fix.replacements.values()))
+    if not kept:
+        return
+    removed = [s for s in report.sites if s not in kept]
+    if removed:
+        report.sites = removed
+        return
+    report.fix = None
+    report.note = (f"no fix: the rewrite would still read `{ctx.code(kept[0].node)}`, so it would remove no sync. "
+                   f"Keep the value on the device: use `{ctx.code(kept[0].value)}` itself where the number is not needed")
 
 
 def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: bool = False) -> Finding:

@@ -28,6 +28,7 @@ import libcst as cst
 from .context import FileContext
 from .output_calls import LOG_METHODS, output_call  # noqa: F401  (LOG_METHODS: re-exported)
 from .provenance import Certainty, Kind, dotted_name
+from .tree import children_of
 
 
 # Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
@@ -69,6 +70,34 @@ def is_item_call(node: cst.CSTNode) -> bool:
         and node.func.attr.value == "item"
         and not node.args
     )
+
+
+# Sites where the node itself reads the value (``t.item()``, ``float(t)``): wherever
+# that node stands, it still reads. (A truth test or a formatting syncs by where the
+# tensor stands: moved into ``torch.where``, it reads nothing.)
+SELF_READING_KINDS = frozenset({"item", "tolist", "float", "int", "bool", "cpu", "numpy"})
+
+
+def kept_reads(sites: list[SyncSite], replacements) -> list[SyncSite]:
+    """The sites of ``sites`` whose read a rewrite keeps: the reading node stands,
+    as it was, in one of ``replacements`` (a lambda's body excepted: a deferred
+    read runs later, not where the value was read)."""
+    wanted = {id(s.node): s for s in sites if s.kind in SELF_READING_KINDS}
+    if not wanted:
+        return []
+    found: list[SyncSite] = []
+    stack = [r for r in replacements if isinstance(r, cst.CSTNode)]
+    stack += [n for r in replacements if isinstance(r, cst.FlattenSentinel) for n in r.nodes]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Lambda):
+            continue
+        site = wanted.pop(id(node), None)
+        if site is not None:
+            found.append(site)
+            continue
+        stack.extend(children_of(node))
+    return [s for s in sites if s in found]
 
 
 def find_sync_sites(ctx: FileContext) -> list[SyncSite]:

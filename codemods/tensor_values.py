@@ -298,14 +298,29 @@ class Purity:
 
 
 def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
-    """May ``expr`` run when the original code would have skipped it?"""
+    """May ``expr`` run when the original code would have skipped it?
+
+    (Under ``torch.no_grad()`` no gradient can turn into NaN: only what the
+    forward computation itself does counts.)"""
+    from .grad_mode import gradients_off
+    from .signs import zero_divisor
+
+    grad = not gradients_off(ctx, expr)
     for node in walk(expr):
         if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
             return Purity(False, f"`{ctx.code(node)}` is not a plain value")
         if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)) and not _is_constant(node.right):
-                return Purity(False, f"`{ctx.code(node)}` divides by a value that may be zero: the untaken branch's gradient can turn into NaN")
-            if isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
+            if isinstance(node.operator, (cst.Divide, cst.FloorDivide, cst.Modulo)):
+                zero = zero_divisor(ctx, node.right)
+                kind = ctx.kind(node) if node in ctx.parents else Kind.UNKNOWN
+                if zero and (kind is Kind.NUMBER or (kind is Kind.UNKNOWN and not grad)):
+                    maybe = "" if kind is Kind.NUMBER else " (if both are Python numbers)"
+                    return Purity(False, f"`{ctx.code(node)}` divides by `{ctx.code(node.right)}`, which may be zero: "
+                                         f"computed where the branch was not taken, it can raise `ZeroDivisionError`{maybe}")
+                if zero and grad:
+                    return Purity(False, f"`{ctx.code(node)}` divides by `{ctx.code(node.right)}`, which {zero}: "
+                                         "the untaken branch's gradient can turn into NaN")
+            if grad and isinstance(node.operator, cst.Power) and not (_is_constant(node.right) and _non_negative_integer(node.right)):
                 return Purity(False, f"`{ctx.code(node)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN")
         if isinstance(node, cst.Subscript) and ctx.kind(node.value) is not Kind.MODULE:
             return Purity(False, f"`{ctx.code(node)}` indexes a tensor: the branches may differ in shape "
@@ -314,7 +329,7 @@ def purity(ctx: FileContext, expr: cst.BaseExpression) -> Purity:
             shape = _shape_problem(ctx, node, top=node is expr)
             if shape:
                 return Purity(False, shape, blocking=True)
-            problem = _call_problem(ctx, node)
+            problem = _call_problem(ctx, node, grad)
             if problem:
                 return Purity(False, problem)
     return Purity(True)
@@ -359,7 +374,7 @@ def _non_negative_integer(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Integer)
 
 
-def _call_problem(ctx: FileContext, call: cst.Call) -> str:
+def _call_problem(ctx: FileContext, call: cst.Call, grad: bool = True) -> str:
     """Why evaluating ``call`` also where the original did not (both branches of ``torch.where``)
     changes the program, or "": its effects (:func:`~fixitem.codemods.effects.call_effect`), and a
     gradient that is infinite somewhere (0 * inf = NaN reaches the untaken branch's gradient)."""
@@ -374,7 +389,7 @@ def _call_problem(ctx: FileContext, call: cst.Call) -> str:
     found = call_effect(ctx, call)
     if not found.effect.pure:
         return found.reason
-    if name in NAN_GRADIENT_FUNCTIONS:
+    if grad and name in NAN_GRADIENT_FUNCTIONS:
         return f"`{ctx.code(call)}` can have an infinite gradient: the untaken branch's gradient can turn into NaN"
     return ""
 
@@ -602,7 +617,7 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
     if isinstance(parent, cst.Arg):
         call = ctx.parents.get(parent)
         if isinstance(call, cst.Call):
-            _call_flow(ctx, call, parent, code, flow)
+            _call_flow(ctx, call, parent, code, flow, depth)
         else:
             flow.unsafe = flow.unsafe or f"`{code}` is passed on"
         return
@@ -616,9 +631,13 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
                 flow.blocking = f"the function returns `{code}` as `-> {annotation}`: it would return a 0-dim tensor"
                 return
         flow.unsafe = flow.unsafe or f"`{code}` is returned: the caller gets a 0-dim tensor where it got a Python number"
+        _caller_flow(ctx, function, flow, depth)
         return
     if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) == 1 and _self_attribute(targets[0]):
+            _attribute_flow(ctx, targets[0], flow, depth)  # type: ignore[arg-type]
+            return
         if len(targets) != 1 or not isinstance(targets[0], cst.Name):
             flow.unsafe = flow.unsafe or f"`{code}` is stored where fixitem cannot follow it"
             return
@@ -632,6 +651,15 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
         return
     if isinstance(parent, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict, cst.Set)):
         container = ctx.parents.get(parent) if isinstance(parent, cst.Element) else parent
+        unpacked = _unpacked_into(ctx, parent, container)
+        if unpacked is not None:  # ``k, m = min(...), 2``
+            if _self_attribute(unpacked):
+                _attribute_flow(ctx, unpacked, flow, depth)  # type: ignore[arg-type]
+            elif isinstance(unpacked, cst.Name):
+                _name_flow(ctx, unpacked, node, flow, depth)
+            else:
+                flow.unsafe = flow.unsafe or f"`{code}` is stored where fixitem cannot follow it"
+            return
         returned = ctx.parents.get(container)
         if isinstance(returned, cst.Return):
             function = ctx.enclosing_function(returned)
@@ -646,7 +674,70 @@ def _climb(ctx: FileContext, node: cst.BaseExpression, flow: Flow, depth: int) -
     flow.unsafe = flow.unsafe or f"`{code}` is used as `{ctx.code(parent) if parent is not None else code}`"
 
 
-def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow) -> None:
+def _caller_flow(ctx: FileContext, function: cst.FunctionDef | None, flow: Flow, depth: int) -> None:
+    """What the calls of ``function`` in this file do with what it returns (callers
+    elsewhere are not seen: the return stays unsafe)."""
+    if function is None or depth > 4:
+        return
+    name = function.name.value
+    cls = ctx.parents.get(ctx.parents.get(function))  # ``class C:`` -> IndentedBlock -> def
+    method = isinstance(cls, cst.ClassDef)
+    for call in ctx.nodes(cst.Call):
+        assert isinstance(call, cst.Call)
+        func = call.func
+        if method:
+            if not (_self_attribute(func) and func.attr.value == name and ctx.provenance.enclosing_class(call) is cls):  # type: ignore[union-attr]
+                continue
+        elif not (isinstance(func, cst.Name) and func.value == name
+                  and ctx.provenance.scope_of(call).lookup(name) is ctx.provenance.scope_of(function)):
+            continue
+        _climb(ctx, call, flow, depth + 1)
+        if flow.blocking:
+            flow.blocking = f"`{ctx.code(call)}` returns it: {flow.blocking}"
+            return
+
+
+def _unpacked_into(ctx: FileContext, element: cst.CSTNode, container: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """The target ``element`` of a tuple or list is assigned to in ``a, b = x, y``."""
+    assign = ctx.parents.get(container) if container is not None else None
+    if not (isinstance(element, cst.Element) and isinstance(container, (cst.Tuple, cst.List))
+            and isinstance(assign, cst.Assign) and assign.value is container and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(container.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *container.elements)):
+        return None
+    return target.elements[list(container.elements).index(element)].value
+
+
+def _self_attribute(target: cst.BaseExpression) -> bool:
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+
+
+def _attribute_flow(ctx: FileContext, target: cst.Attribute, flow: Flow, depth: int) -> None:
+    """``self.k = value``: the reads of ``self.k`` in the methods of the class; other
+    code may read the attribute too."""
+    cls = ctx.provenance.enclosing_class(target)
+    code = ctx.code(target)
+    flow.unsafe = flow.unsafe or f"`{code}` is stored on the object: other code may read it"
+    if cls is None or depth > 4:
+        return
+    for node in ctx.nodes(cst.Attribute):
+        assert isinstance(node, cst.Attribute)
+        if node is target or not _self_attribute(node) or node.attr.value != target.attr.value:
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is node):
+            continue
+        if ctx.provenance.enclosing_class(node) is not cls:
+            continue
+        _climb(ctx, node, flow, depth + 1)
+        if flow.blocking:
+            return
+
+
+def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: Flow, depth: int = 0) -> None:
     func = call.func
     qualified = ctx.provenance.imports.qualify(func) or ""
     name = func.value if isinstance(func, cst.Name) else ""
@@ -669,7 +760,63 @@ def _call_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, code: str, flow: 
     if receiver_tensor and short in ("masked_fill", "masked_fill_", "fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "where"):
         flow.roles.append(f"an operand of `.{short}`")
         return
-    flow.unsafe = flow.unsafe or f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number"
+    inner = _parameter_flow(ctx, call, arg, depth)
+    if inner.blocking:
+        flow.blocking = f"`{code}` is passed to `{ctx.code(func)}`, where {inner.blocking}"
+        return
+    if inner.roles and not inner.unsafe:
+        flow.unsafe = flow.unsafe or (f"`{code}` is passed to `{ctx.code(func)}`, which uses it in tensor arithmetic: "
+                                      "a 0-dim tensor there may promote differently than the Python number did")
+        return
+    flow.unsafe = flow.unsafe or (f"`{code}` is passed to `{ctx.code(func)}`, which may need a Python number "
+                                  "(where it does, it reads the tensor back, or raises)")
+
+
+def _parameter_flow(ctx: FileContext, call: cst.Call, arg: cst.Arg, depth: int) -> Flow:
+    """Where a function of this file (``helper(n)``, ``self.helper(n)``) takes the
+    argument ``arg``: the reads of its parameter."""
+    flow = Flow()
+    if depth > 4 or arg.star:
+        return flow
+    func = call.func
+    method = _self_attribute(func)
+    if method:
+        cls = ctx.provenance.enclosing_class(call)
+        name = func.attr.value  # type: ignore[union-attr]
+    elif isinstance(func, cst.Name):
+        cls, name = None, func.value
+    else:
+        return flow
+    owner = ctx.provenance.scope_of(call).lookup(name) if not method else None
+    for function in ctx.nodes(cst.FunctionDef):
+        assert isinstance(function, cst.FunctionDef)
+        if function.name.value != name:
+            continue
+        parent = ctx.parents.get(ctx.parents.get(function))
+        if method and parent is not cls:
+            continue
+        if not method and (ctx.provenance.scope_of(function) is not owner or isinstance(parent, cst.ClassDef)):
+            continue
+        from .provenance import all_params
+
+        params = list(function.params.posonly_params) + list(function.params.params)
+        if method:
+            params = params[1:]
+        if arg.keyword is not None:
+            chosen = next((p for p in all_params(function.params) if p.name.value == arg.keyword.value), None)
+        else:
+            index = [a for a in call.args if a.keyword is None].index(arg)
+            chosen = params[index] if index < len(params) else None
+        scope = ctx.provenance.scopes.get(function)
+        if chosen is None or scope is None:
+            return flow
+        for read in reads_of(ctx, scope, chosen.name.value, nested=True):
+            if read is not None:
+                _climb(ctx, read, flow, depth + 1)
+                if flow.blocking:
+                    return flow
+        return flow
+    return flow
 
 
 def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, flow: Flow, depth: int) -> None:
@@ -681,12 +828,13 @@ def _name_flow(ctx: FileContext, target: cst.Name, value: cst.BaseExpression, fl
     if not isinstance(scope.node, cst.FunctionDef):
         flow.unsafe = flow.unsafe or f"`{target.value}` is a module-level name: other code may read it"
         return
-    for read in reads_of(ctx, scope, target.value):
+    for read in reads_of(ctx, scope, target.value, nested=True):
         if read is None:
             flow.unsafe = flow.unsafe or f"`{target.value}` is read where fixitem cannot follow it"
             continue
         if ctx.positions[read].start.line < ctx.positions[target].start.line and not _in_loop_with(ctx, read, target):
             continue  # an earlier value of the name
+        _nested_read(ctx, scope, read, target.value, flow)
         _climb(ctx, read, flow, depth + 1)
         if flow.blocking:
             return
@@ -697,9 +845,10 @@ def _in_loop_with(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
 
 
-def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
+def reads_of(ctx: FileContext, scope, name: str, nested: bool = False) -> list[cst.Name | None]:
     """Every read of the local ``name`` of ``scope`` (None for a read from a nested
-    function, lambda or comprehension, or by ``locals()``)."""
+    function, lambda or comprehension, or by ``locals()``; with ``nested``, such a
+    read itself)."""
     found: list[cst.Name | None] = []
     # A read of a local of ``scope`` lies below its node; a target of ``name += ...`` counts
     # wherever it is.
@@ -726,8 +875,22 @@ def reads_of(ctx: FileContext, scope, name: str) -> list[cst.Name | None]:
         inner = ctx.provenance.scope_of(node)
         if inner.lookup(name) is not scope:
             continue
-        found.append(node if inner is scope else None)
+        found.append(node if inner is scope or nested else None)
     return found
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _nested_read(ctx: FileContext, scope, read: cst.Name, name: str, flow: Flow) -> None:
+    """A read from a nested function or lambda runs when that is called, with
+    whatever the name holds then (a comprehension's runs in place: it is followed
+    like any other read)."""
+    inner = ctx.provenance.scope_of(read)
+    while inner is not scope and inner is not None and isinstance(inner.node, _COMPREHENSIONS):
+        inner = inner.parent
+    if inner is not scope:
+        flow.unsafe = flow.unsafe or f"`{name}` is read in a nested function: it then reads a 0-dim tensor"
 
 
 # -- is the value certainly a tensor? -------------------------------------------------------------
@@ -862,7 +1025,7 @@ def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
         # number), but other modules may import the name.
         flow.unsafe = f"`{name}` is a module-level name: other modules may import it"
     end = ctx.positions[anchor].end.line
-    for read in reads_of(ctx, scope, name):
+    for read in reads_of(ctx, scope, name, nested=True):
         if read is None:
             flow.unsafe = flow.unsafe or f"`{name}` is read where fixitem cannot follow it"
             continue
@@ -870,6 +1033,7 @@ def name_flow_after(ctx: FileContext, anchor: cst.CSTNode, name: str) -> Flow:
             continue
         if ctx.positions[read].start.line <= end and not _in_loop_with(ctx, read, anchor):
             continue
+        _nested_read(ctx, scope, read, name, flow)
         _climb(ctx, read, flow, 1)
         if flow.blocking:
             break
@@ -896,10 +1060,38 @@ def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
         for operand, is_read in zip(operands, reads):
             if is_read or exact_in_every_float_dtype(operand):
                 continue
-            return (f"`{ctx.code(operand)}` is not exact in float16/bfloat16 (nor, as a rule, float32): Python "
+            held = _held_read(ctx, operand)
+            if held is not None:  # ``best = y.min().item()``: two tensor values are compared
+                from .dtypes import same_dtype  # dtypes builds on this module
+
+                other = next((o for o, r in zip(operands, reads) if r), None)
+                tensor = _read_of(ctx, other) if other is not None else None
+                if tensor is not None and same_dtype(ctx, tensor[0], held):
+                    continue
+                return (f"`{ctx.code(operand)}` holds the value of `{ctx.code(held)}`: Python compared it with "
+                        f"`{ctx.code(other)}` exactly, the tensor comparison first rounds it to the tensor's dtype, "
+                        f"which decides differently where `{ctx.code(held)}` has a wider dtype (float64 against float32)")
+            literal = isinstance(_strip_parens(operand), (cst.Integer, cst.Float, cst.UnaryOperation))
+            if literal:
+                what = f"`{ctx.code(operand)}` is not exact"
+            elif ctx.kind(operand) is Kind.NUMBER:
+                what = f"`{ctx.code(operand)}` may not be exact"
+            else:
+                what = f"if `{ctx.code(operand)}` is a Python number, it may not be exact"
+            return (f"{what} in float16/bfloat16 (nor, as a rule, float32): Python "
                     "compared the value in float64, the tensor compares in its own dtype, with the rounded "
                     "number, so a value equal to that rounding decides the other way")
     return ""
+
+
+def _held_read(ctx: FileContext, operand: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor whose value the name ``operand`` holds, read into it with ``.item()``
+    / ``float()`` (``best = y.min().item()`` gives ``y.min()``)."""
+    from .signs import seen_value
+
+    value = seen_value(ctx, operand) if isinstance(operand, cst.Name) else None
+    read = _read_of(ctx, value) if value is not None else None
+    return read[0] if read is not None and read[1] != "int" else None
 
 
 def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, values: list[cst.BaseExpression]) -> cst.BaseExpression:
@@ -912,7 +1104,10 @@ def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, v
 
     if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
         return condition
-    targets = {id(s.value) for s in sites if not plainly_zero_dim(ctx, s.value)}
+    from .syncs import kept_reads
+
+    kept = kept_reads(sites, [condition])  # ``idx.item()`` of ``probs[idx.item()] > 0.5`` stays a number
+    targets = {id(s.value) for s in sites if s not in kept and not plainly_zero_dim(ctx, s.value)}
     if not targets:
         return condition
 

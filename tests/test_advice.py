@@ -99,3 +99,20 @@ def test_an_indexed_loop_over_a_tensor_reads_one_element_per_iteration():
     indexed, fixed_count = process(Path("a.py"), code, all_rules()).findings
     assert "Read the tensor once (`values = idx.tolist()`" in indexed.note
     assert "idx.tolist()" not in fixed_count.note  # a loop of its own length: no such advice
+
+
+def test_a_read_passed_to_a_function_of_another_module_says_so():
+    """`print0(f"... {loss.item():.4f}")` already passes the read into the call: the reason
+    it is not deferred is that `print0` is defined in another module, which fixitem does
+    not read."""
+    path = FIXTURE.parent / "elsewhere" / "train.py"
+    result = scan([path], isolated=True, cache=False)
+    lines = path.read_text().splitlines()
+    notes = {lines[f.line - 1].split("#")[-1].strip(): f for f in result.findings}
+    wrapper = notes["a print wrapper of another module"]
+    assert wrapper.fix == "none"
+    assert "`print0` is defined in another module (`dist_utils`)" in wrapper.note
+    assert "straight into the call" not in wrapper.note and "define `print0` in this file" in wrapper.note
+    other = notes["a function of another module"]
+    assert "`record` is defined in another module (`dist_utils`)" in other.note and "loss.detach()" in other.note
+    assert notes["deferred: print is known"].rule == "FX201"

@@ -163,6 +163,7 @@ def _overflowing_row():
 EXAMPLE_INPUTS = {
     ("FX101", "x = x * 0.5\n"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
     ("FX101", "energy = float("): lambda: [(_randn(3, 4, scale=0.1, shift=-1),), (_randn(3, 4, scale=5),)],
+    ("FX101", "h = h / y.sum()"): lambda: [(_randn(3, 4, shift=3), _randn(3, 4, shift=2)), (_randn(3, 4, shift=-3), torch.zeros(3, 4))],
     ("FX101", "h += 1.0"): lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
     ("FX101", "y = x * 3"): lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],
     ("FX101", "mask.sum().item()"): lambda: [(_randn(3, 4), _mask()), (_randn(3, 4), _mask((0, 1), (2, 3))), (_randn(3, 4), None)],
@@ -192,8 +193,11 @@ def _entry_point(code: str):
         if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == namespace.get("__name__"):
             torch.manual_seed(0)
             return value()
-    functions = [v for k, v in namespace.items() if callable(v) and getattr(v, "__code__", None) is not None
-                 and v.__code__.co_filename == "example"]
+    import inspect
+
+    functions = [v for k, v in namespace.items() if callable(v) and not isinstance(v, type)
+                 and getattr(inspect.unwrap(v), "__code__", None) is not None
+                 and inspect.unwrap(v).__code__.co_filename == "example"]  # ``@torch.no_grad()`` wraps
     return functions[0]
 
 
@@ -210,14 +214,17 @@ def _train_example(code: str, inputs, optimizer: str, steps: int = 6) -> list[to
             row.append(a)  # a module argument is used, not trained (float16 weights would overflow)
         leaves.append(row)
     opt = OPTIMIZERS[optimizer](trained)
+    results = []
     for step in range(steps):
         opt.zero_grad(set_to_none=True)
         out = model(*leaves[step % len(leaves)])
         outs = out if isinstance(out, tuple) else (out,)
+        results.extend(o.detach().clone() for o in outs)
         loss = sum(o.float().pow(2).mean() for o in outs)
-        loss.backward()
+        if loss.requires_grad:  # a ``torch.no_grad()`` example computes no gradient
+            loss.backward()
         opt.step()
-    return [t.detach().clone() for t in trained]
+    return [t.detach().clone() for t in trained] + results
 
 
 @pytest.mark.parametrize(("rule", "example"), list(_safe_examples()))

@@ -39,7 +39,10 @@ class ClampMinMax(Rule):
     to flow through the bound.
 
     ## Fix safety
-    The result is followed through the names it is stored in to every use.
+    The result is followed to every use: through the names it is stored in
+    (tuple unpacking and `self.` attributes too), into comprehensions,
+    through `return` to the calls of the function in the same file, and into
+    the parameter of a function of the same file it is passed to.
     **Safe** when every use is arithmetic with a tensor (directly, or as
     `norm = max(y.norm().item(), eps)` then `y / norm`) that keeps its dtype:
     the tensor has the bound's own dtype (`y` and `y.norm()`), or it is
@@ -117,6 +120,18 @@ class ClampMinMax(Rule):
                 """
             ),
             unsafe=True,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(scores: torch.Tensor, k: int, pos: torch.Tensor):
+                    n = torch.full((), scores.shape[0], device=scores.device)
+                    _k = min(k, (n - pos - 1).item())
+                    return [scores[i] for i in range(_k)], _k / 5
+                """
+            ),
+            unsafe=True,  # no fix: `range` would read a 0-dim `_k` back with `__index__`
         ),
         Valid(
             dedent(

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..grad_mode import passed_on_problem
 from ..advice import ADVICE, checks_finite
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -112,7 +113,12 @@ class WhereIf(Rule):
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
     number rounded to its dtype, so a value equal to that rounding decides
-    the other way (for float32, exactly one value per threshold).
+    the other way (for float32, exactly one value per threshold). Under
+    `torch.no_grad()` / `torch.inference_mode()` no gradient is computed:
+    the gradient reasons do not apply there, except for a value the original
+    passes on as it is (an input that may require grad; `torch.where` gives a
+    new tensor that does not). A divisor the code keeps away
+    from zero (`x.norm() + 1e-6`, `y.clamp(min=1e-6)`) is no reason either.
 
     There is **no fix** when the condition's value is not certainly a tensor
     (a parameter of `autograd.Function.forward` never used as one, a value
@@ -135,6 +141,51 @@ class WhereIf(Rule):
     summary = "`if` on a tensor value: select with `torch.where` instead"
     graph_breaks = ("GB0124", "GB0170")
     examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    h = x * 2
+                    if h.sum().item() > 0:
+                        h = h / y.sum()
+                    return h
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    h = x * 2
+                    h = torch.where(h.sum() > 0, h / y.sum(), h)
+                    return h
+                """
+            ),  # no gradient: a zero `y.sum()` in the untaken branch changes nothing
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    if x.sum().item() > 0:
+                        x = x / y.sum()
+                    return x
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                @torch.no_grad()
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    x = torch.where(x.sum() > 0, x / y.sum(), x)
+                    return x
+                """
+            ),
+            unsafe=True,  # the original returns the input `x` itself, which may require grad
+        ),
         Invalid(
             dedent(
                 """
@@ -492,7 +543,9 @@ class WhereIf(Rule):
                         f"no fix: `{assignment.name}` would hold a 0-dim tensor where a Python number is "
                         f"needed: {flow.blocking}. Keep the `if` (the number must reach the host), or decide "
                         "it from Python values, such as the data pipeline's, to avoid the read"))
-                flows[assignment.name] = (flow.unsafe or _number_pair_problem(ctx, node, assignment, other)
+                unsafe = (f"`{assignment.name}` becomes a 0-dim tensor where it was a Python number: {flow.unsafe}"
+                          if flow.unsafe else "")
+                flows[assignment.name] = (unsafe or _number_pair_problem(ctx, node, assignment, other)
                                           or _selected_dtype_problem(ctx, values))
         selected = [a.value for i, a in enumerate(body) if a.augmented is None and i not in temporaries]
         selected += [a.value for a in orelse or [] if a.augmented is None]
@@ -598,6 +651,9 @@ class WhereIf(Rule):
             params = branch_only_parameters(ctx, node, true_value, false_value)
             if params:
                 reasons.append(params)
+            passed_on = passed_on_problem(ctx, node, [true_value, false_value])
+            if passed_on:
+                reasons.append(passed_on)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)

@@ -12,6 +12,7 @@ from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..branches import branch_only_parameters
+from ..grad_mode import passed_on_problem
 from ..tensor_values import (
     UNKNOWN_VALUE_NOTE,
     exact_in_every_float_dtype,
@@ -65,7 +66,9 @@ class WhereIfExp(Rule):
     when a value is `None`, a flag, a string, a tuple or an `Enum` member,
     when the condition is not certainly a tensor, or when the result is
     later needed as a Python number (a size, `range`, an index, a `-> float`
-    return, Python control flow).
+    return, Python control flow), or when the rewrite would keep the read
+    (`torch.tensor(y.item()) > 0` still reads `y.item()`: such a fix would
+    remove no sync).
     """
 
     code = "FX102"
@@ -172,6 +175,16 @@ class WhereIfExp(Rule):
                 """
             )
         ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, y: torch.Tensor):
+                    return x * 0.5 if torch.tensor(y.item()) > 0 else x
+                """
+            ),
+            unsafe=True,  # `torch.where(torch.tensor(y.item()) > 0, ...)` would still read `y.item()`
+        ),
         Valid(
             dedent(
                 """
@@ -233,6 +246,9 @@ class WhereIfExp(Rule):
             params = branch_only_parameters(ctx, node, node.body, node.orelse)
             if params:
                 reasons.append(params)
+            passed_on = passed_on_problem(ctx, node, [node.body, node.orelse])
+            if passed_on:
+                reasons.append(passed_on)
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)

@@ -1,0 +1,155 @@
+"""Unsafe fixes never crash, never add syncs, and say what they change: a
+rewritten value is followed wherever it flows, a fix that keeps the read it
+claims is no fix, and notes are facts about the code they describe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import load_module
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+from fixitem.verify import count_host_syncs
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "unsafe_fixes"
+
+
+def _apply(path: Path, unsafe: bool = True):
+    return process(path, path.read_text(), all_rules(), fix=True, unsafe=unsafe)
+
+
+def _run_main(path: Path):
+    module = load_module(path)
+    with count_host_syncs() as syncs:
+        results = module.main()
+    return results, syncs.total
+
+
+def test_a_bound_that_flows_into_a_python_number_is_not_rewritten(tmp_path):
+    source = FIXTURES / "python_only_flow.py"
+    result = _apply(source)
+    assert not [f for f in result.applied if f.rule == "FX103"]
+    notes = [f.note for f in result.findings if f.rule == "FX103"]
+    assert len(notes) == 5 and all(n.startswith("no fix:") for n in notes)
+    assert any("is passed to `take`, where `n` is passed to `range`" in n for n in notes)
+    assert any("`window(scores, 3, pos)` returns it" in n for n in notes)
+    assert any("self.keep` is then used as an index" in n for n in notes)
+    # Whatever else was rewritten: the same Python types, and no more syncs.
+    after = tmp_path / "after.py"
+    after.write_text(result.new_text or source.read_text())
+    before_results, before_syncs = _run_main(source)
+    after_results, after_syncs = _run_main(after)
+    assert repr(after_results) == repr(before_results)
+    assert after_syncs <= before_syncs
+
+
+def test_a_returned_bound_that_stays_unsafe_names_the_type_change():
+    code = (
+        "import torch\n\n"
+        "def lr_for(loss: torch.Tensor):\n"
+        "    lr = min(loss.item(), 0.1)\n"
+        "    return lr\n"
+    )
+    result = process(Path("lr.py"), code, all_rules(), fix=True, unsafe=True)
+    (applied,) = [f for f in result.applied if f.rule == "FX103"]
+    assert applied.fix == "unsafe" and "0-dim tensor where it got a Python number" in applied.note
+
+
+def test_a_fix_that_would_keep_the_read_it_claims_is_no_fix():
+    source = FIXTURES / "kept_read.py"
+    result = _apply(source)
+    text = result.new_text or ""
+    # `torch.tensor(y.item()) > 0` in a `torch.where` still reads `y.item()`: nothing removed.
+    assert "torch.where(torch.tensor(y.item())" not in text
+    (remade,) = [f for f in result.findings if f.rule == "FX102"]
+    assert remade.fix == "none" and "would still read `y.item()`" in remade.note
+    # `probs[idx.item()] > 0.5` tested as a truth value: the fix removes that sync and
+    # claims it alone; `idx.item()` is kept as written and reported on its own.
+    assert "torch.where((probs[idx.item()] > 0.5).reshape(()), 0.5, 1.0)" in text
+    assert [f.rule for f in result.applied] == ["FX102"]
+    assert any("`idx.item()`" in f.message for f in result.findings if f.rule != "FX102")
+
+
+def _findings_by_function(path: Path):
+    import libcst as cst
+
+    result = process(path, path.read_text(), all_rules())
+    module = cst.parse_module(path.read_text())
+    lines = {}
+    wrapper = cst.metadata.MetadataWrapper(module)
+    positions = wrapper.resolve(cst.metadata.PositionProvider)
+    for node, where in positions.items():
+        if isinstance(node, cst.FunctionDef):
+            for line in range(where.start.line, where.end.line + 1):
+                lines[line] = node.name.value
+    found: dict[str, list] = {}
+    for finding in result.findings:
+        found.setdefault(lines.get(finding.line, "<module>"), []).append(finding)
+    return found
+
+
+def test_notes_about_gradients_do_not_appear_where_no_gradient_is_computed():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    for name in ("ema_local", "evaluate", "shrink"):
+        (where,) = [f for f in found[name] if f.rule in ("FX101", "FX102")]
+        assert where.fix == "safe" and "gradient" not in where.note, (name, where.note)
+    # What no-grad does not cover: the original returns the input `x` itself, which may
+    # require grad, where `torch.where` gives a new tensor that does not.
+    (passed,) = [f for f in found["ema_scale"] if f.rule == "FX101"]
+    assert passed.fix == "unsafe" and "NaN" not in passed.note and "passed `x` on as it is" in passed.note
+
+
+def test_a_divisor_kept_away_from_zero_is_not_said_to_be_maybe_zero():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (eps,) = [f for f in found["normalize"] if f.rule == "FX101"]
+    assert eps.fix == "safe" and "zero" not in eps.note
+    (tiny,) = [f for f in found["normalize_tiny_eps"] if f.rule == "FX101"]
+    assert "may be zero" not in tiny.note and "float16" in tiny.note
+
+
+def test_a_comparison_of_two_tensor_values_is_not_said_to_round_a_python_number():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (cmp,) = [f for f in found["below_best"] if f.rule == "FX101"]
+    assert "float16/bfloat16" not in cmp.note and "holds the value of `y.min()`" in cmp.note
+    # `limit` may be a tensor as well as a Python number: the note says which case it is about.
+    (unknown,) = [f for f in found["over_limit"] if f.rule == "FX101"]
+    assert unknown.note.startswith("if `limit` is a Python number, it may not be exact")
+
+
+def test_a_module_used_in_both_branches_is_not_said_to_take_part_in_one():
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (where,) = [f for f in found["<module>"] if f.rule == "FX101"]
+    assert "takes part in only one branch" not in where.note
+
+
+def test_gradient_free_rewrites_keep_the_results():
+    import torch
+
+    source = FIXTURES / "notes.py"
+    result = _apply(source, unsafe=False)
+    namespace: dict = {}
+    exec(compile(result.new_text, "after", "exec"), namespace)
+    before = load_module(source)
+    sections = {part.split("(", 1)[0]: part for part in result.new_text.split("\ndef ")[1:]}
+    assert all("torch.where(" in sections[name] for name in ("ema_local", "shrink", "evaluate"))
+    for x, y in ((torch.ones(3), torch.zeros(3)), (-torch.ones(3), torch.ones(3))):
+        for name in ("ema_local", "shrink"):
+            after, original = namespace[name](x, y), getattr(before, name)(x, y)
+            assert torch.equal(after, original) and after.requires_grad == original.requires_grad
+        assert torch.equal(namespace["evaluate"](x), before.evaluate(x))
+
+
+def test_an_unsafe_selection_passed_on_names_the_type_change():
+    result = _apply(FIXTURES / "passed_on.py")
+    (applied,) = [f for f in result.applied if f.rule == "FX101"]
+    assert applied.fix == "unsafe"
+    assert "`lr` becomes a 0-dim tensor where it was a Python number" in applied.note
+    assert "reads the tensor back" in applied.note
+
+
+def test_a_value_no_gradient_flows_through_takes_no_part_in_a_branch():
+    """`torch.zeros_like(out)` reads `out` but passes no gradient to `model`: selecting it
+    with `torch.where` gives `model` zero gradients where the original gave `None`."""
+    found = _findings_by_function(FIXTURES / "notes.py")
+    (where,) = [f for f in found["reset"] if f.rule == "FX101"]
+    assert where.fix == "unsafe" and "`model` takes part in only one branch" in where.note
