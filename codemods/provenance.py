@@ -736,7 +736,13 @@ class Provenance:
             return self._call_kind(expr)
         if t is cst.Subscript:
             base = self.kind(expr.value)
-            return base if base in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
+            if base in (Kind.TENSOR, Kind.NUMPY):
+                return base
+            if _is_shape_query(expr.value) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and (
+                self.kind(expr.value.value if isinstance(expr.value, cst.Attribute) else expr.value) in (Kind.TENSOR, Kind.NUMPY)
+            ):
+                return Kind.NUMBER  # ``x.shape[0]``: an int
+            return Kind.UNKNOWN
         if t is cst.UnaryOperation:
             if isinstance(expr.operator, cst.Not):
                 return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
