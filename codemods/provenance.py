@@ -436,6 +436,7 @@ class Provenance:
         self._pending_targets: list[tuple[Scope, str, str, str, cst.CSTNode]] = []
         self._object_scopes: dict[tuple[int, str], Scope] = {}
         self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
+        self._guard_cache: dict[int, list[tuple[cst.BaseExpression, bool]]] = {}
         # the functions and methods of this file, and the values they return.
         self.functions: dict[str, cst.FunctionDef] = {}
         self.methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
@@ -1036,34 +1037,42 @@ class Provenance:
         its branch, OTHER in the other), ``x is None`` (OTHER), ``x is not None`` (what the
         bindings other than ``None`` agree on); None where no test says anything, or where
         the name is rebound between the test and the read."""
+        for test, truth in self._guards(name):
+            found = self._test_proves(test, name, truth)
+            if found is not None:
+                return found
+        return None
+
+    def _guards(self, name: cst.Name) -> list[tuple[cst.BaseExpression, bool]]:
+        """The tests around a read, innermost first, each with the value it has there,
+        up to where the name is rebound (computed once per read)."""
+        cached = self._guard_cache.get(id(name))
+        if cached is not None:
+            return cached
         if self._bindings is None:
             self._bindings = Bindings(self.module)
+        guards: list[tuple[cst.BaseExpression, bool]] = []
         scope_node = self.scope_of(name).node
         child: cst.CSTNode = name
         node = self.parents.get(name)
         while node is not None and node is not scope_node:
-            truth: bool | None = None
-            test: cst.BaseExpression | None = None
             t = type(node)
             if t in (cst.If, cst.IfExp, cst.While) and child is not node.test:  # type: ignore[attr-defined]
-                test, truth = node.test, child is node.body  # type: ignore[attr-defined]
+                guards.append((node.test, child is node.body))  # type: ignore[attr-defined]
             elif t is cst.BooleanOperation and child is node.right:  # type: ignore[attr-defined]
-                test, truth = node.left, isinstance(node.operator, cst.And)  # type: ignore[attr-defined]
+                guards.append((node.left, isinstance(node.operator, cst.And)))  # type: ignore[attr-defined]
             elif t in (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite):
                 body = node.body  # type: ignore[attr-defined]
                 index = next((i for i, item in enumerate(body) if item is child), len(body))
                 if any(self._bindings.binds(earlier, name.value) for earlier in body[:index]):
-                    return None  # rebound after the test
+                    break  # rebound after any test further out
             elif isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, (cst.If, cst.With)):
                 if not (t is cst.For and child is node.iter) and self._bindings.binds(node, name.value):  # type: ignore[attr-defined]
-                    return None  # a loop that rebinds it
-            if test is not None and truth is not None:
-                found = self._test_proves(test, name, truth)
-                if found is not None:
-                    return found
+                    break  # a loop that rebinds it
             child = node
             node = self.parents.get(node)
-        return None
+        self._guard_cache[id(name)] = guards
+        return guards
 
     def _test_proves(self, test: cst.BaseExpression, name: cst.Name, truth: bool) -> Kind | None:
         """What ``test`` being ``truth`` says about the kind of ``name``."""
@@ -1441,6 +1450,11 @@ class Provenance:
                 elif how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
                     if not self._certain_tensor_part(node, seen | {key}):
                         return False
+                    if how != "value" and not self._elements_certain(node, "iter", seen | {key}):
+                        return False  # ``for t in xs`` over a list of possible tensors
+                elif how == "iter_item" and isinstance(node, _Item):
+                    if not self._elements_certain(node.iterable, "iter", seen | {key}):
+                        return False
                 elif how == "aug" and isinstance(node, cst.AugAssign):
                     if not self._certain_tensor_part(node.value, seen | {key}):
                         return False
@@ -1458,6 +1472,14 @@ class Provenance:
                     return True
                 return all(v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, []))
             return True
+        if isinstance(expr, cst.Subscript) and self.kind(expr.value) is not Kind.TENSOR:
+            return self._elements_certain(expr.value, "item", seen)  # ``losses[-1]``: as its elements
+        if isinstance(expr, cst.Attribute) and type(expr.value) is cst.Name and expr.value.value not in ("self", "cls"):
+            owner = self.scope_of(expr.value).lookup(expr.value.value)
+            for how, node in self._object_attrs.get((id(owner), f"{expr.value.value}.{expr.attr.value}"), []):
+                value = node.value if isinstance(node, cst.AugAssign) else node
+                if isinstance(value, cst.BaseExpression) and not self._certain_tensor_part(value, seen):
+                    return False
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             return self._certain_tensor_part(expr.value, seen)
         if isinstance(expr, cst.BinaryOperation):
@@ -1474,6 +1496,13 @@ class Provenance:
         if isinstance(expr, cst.NamedExpr):
             return self._certain_tensor_part(expr.value, seen)
         return True
+
+    def _elements_certain(self, container: cst.BaseExpression, of: str, seen: frozenset[tuple[int, str]]) -> bool:
+        """Is every element of a container that is a tensor certainly one?"""
+        elements = self._elements(container, of) if self.kind(container) not in (Kind.TENSOR, Kind.NUMPY) else None
+        if not elements:
+            return True
+        return all(isinstance(e, Kind) or self._certain_tensor_part(e, seen) for e in elements)
 
     def _param_certain(self, scope: Scope, param: cst.Param) -> bool:
         """A tensor parameter by its annotation, or a ``forward`` parameter that the
@@ -1694,7 +1723,9 @@ class Provenance:
             owner = self.scope_of(expr.value).lookup(expr.value.value)
             key = (id(owner), f"{expr.value.value}.{attr}")
             if owner is not None and key in self._object_attrs:
-                return self._lookup(key)  # ``t.loss`` of ``t = State()``, set in this function
+                kind = self._lookup(key)  # ``t.loss`` of ``t = State()``, set in this function
+                if kind is not Kind.UNKNOWN:
+                    return kind
         base_kind = self.kind(expr.value)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.enclosing_class(expr)

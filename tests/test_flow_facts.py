@@ -280,3 +280,19 @@ def test_the_default_mode_defers_the_loss_print_as_the_same_program(copy_fixture
     before, after = _run(original, rewritten)
     assert before.count("\n") >= 4
     assert after == before
+
+
+def test_elements_are_as_certain_as_what_was_put_in():
+    code = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x, y):\n"
+        "        xs = [x * 2, torch.ones(1)]\n"
+        "        for t in xs:\n"
+        "            t.sum()\n"
+        "        ys = [y.view(-1)]\n"
+        "        return xs[0], ys[0]\n"
+    )
+    assert _certainty_of(code, "t") is Certainty.POSSIBLY  # ``x`` is a tensor only by the ``forward`` heuristic
+    assert _certainty_of(code, "xs[0]") is Certainty.POSSIBLY
+    assert _certainty_of(code, "ys[0]") is Certainty.TENSOR  # ``y.view(...)``: used as a tensor
