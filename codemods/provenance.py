@@ -437,6 +437,9 @@ class Provenance:
         self._object_scopes: dict[tuple[int, str], Scope] = {}
         self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
         self._guard_cache: dict[int, list[tuple[cst.BaseExpression, bool]]] = {}
+        self._uses_by_name: dict[str, list[cst.Name]] | None = None  # for the call sites of functions
+        self._exported = False
+        self._passing: set[int] = set()  # parameters whose passed values are being worked out
         # the functions and methods of this file, and the values they return.
         self.functions: dict[str, cst.FunctionDef] = {}
         self.methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
@@ -1394,7 +1397,63 @@ class Provenance:
                     # ``forward(self, x, H, W)`` with ``x.view(B, H, W, C)``: sizes, not tensors.
                     return Kind.UNKNOWN
                 return Kind.TENSOR
+        if isinstance(func, cst.FunctionDef) and param.star not in ("*", "**"):
+            return self._passed_kind(func, param)
         return Kind.UNKNOWN
+
+    def _passed_kind(self, func: cst.FunctionDef, param: cst.Param) -> Kind:
+        """``def train(model, loader, epoch)`` called as ``train(model, loader, epoch)`` with
+        ``for epoch in range(n)``: what every call of a module-level function of this file
+        passes for the parameter. UNKNOWN where the function is used other than called by
+        name (passed as a callback, exported in ``__all__``), or a call passes ``*args``."""
+        calls = self._call_sites(func)
+        if not calls or id(param) in self._passing:
+            return Kind.UNKNOWN
+        positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        name = param.name.value
+        index = positional.index(name) if name in positional else None
+        kinds: list[Kind] = []
+        self._passing.add(id(param))
+        try:
+            for call in calls:
+                args = [a for a in call.args if a.keyword is None]
+                passed = args[index].value if index is not None and index < len(args) else next(
+                    (a.value for a in call.args if a.keyword is not None and a.keyword.value == name), param.default)
+                if passed is None:
+                    return Kind.UNKNOWN
+                kinds.append(self._settled(lambda passed=passed: self.kind(passed)))
+        finally:
+            self._passing.discard(id(param))
+        return _join(kinds)
+
+    def _call_sites(self, func: cst.FunctionDef) -> list[cst.Call] | None:
+        """The calls of a module-level function of this file, when every use of its name is one."""
+        name = func.name.value
+        if self.functions.get(name) is not func or len(self.scopes[self.module].bindings.get(name, [])) != 1:
+            return None
+        if self._uses_by_name is None:
+            self._uses_by_name = {}
+            for node in nodes_within(self.module, cst.Name):
+                self._uses_by_name.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
+            if "__all__" in self._uses_by_name:
+                self._uses_by_name["__all__"] = []  # names exported may be called from elsewhere
+                self._exported = True
+        if self._exported:
+            return None
+        calls: list[cst.Call] = []
+        for use in self._uses_by_name.get(name, []):
+            parent = self.parents.get(use)
+            if parent is func or (type(parent) is cst.Attribute and parent.attr is use) or (
+                    type(parent) is cst.Arg and parent.keyword is use):
+                continue  # the ``def`` itself, ``model.train()``, ``MNIST(train=True)``
+            if self.scope_of(use).lookup(name) is not self.scopes[self.module]:
+                continue  # another ``train`` (a parameter or a local of another function)
+            if not (type(parent) is cst.Call and parent.func is use):
+                return None
+            if any(a.star for a in parent.args):  # type: ignore[attr-defined]
+                return None
+            calls.append(parent)  # type: ignore[arg-type]
+        return calls
 
     # -- certainty ----------------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ tensor used as a truth value (``if t:``, ``while``, ``assert``, ``and`` /
 logging), ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")`` (also of a module's output,
 ``model(x).cpu()``, as *possibly* a tensor), tensors used as Python sizes and
 slice bounds (``range(n)``, ``x[:n]``), membership tests (``x in t`` calls
-``Tensor.__contains__``), ``%`` and ``str.format`` formatting of tensors, and
-explicit device syncs (``torch.cuda.synchronize()``).
+``Tensor.__contains__``), ``%`` and ``str.format`` formatting of tensors (also
+unpacked: ``"%g %g" % tuple(t)``), ``math.isfinite(t)`` and ``max(t, c)`` of a tensor, and
+explicit device syncs (``torch.cuda.synchronize()``, or a name bound to it).
 
 Each site says how sure provenance is that the value is a tensor
 (:class:`Certainty`; rewrites require :attr:`Certainty.TENSOR`), and whether

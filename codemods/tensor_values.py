@@ -290,7 +290,8 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
     if isinstance(expr, cst.Call) and (ctx.provenance.imports.qualify(expr.func) or "").startswith("math.") and any(
             ctx.is_tensor(a.value) for a in expr.args):
         name = (ctx.provenance.imports.qualify(expr.func) or "").split(".")[-1]
-        raise NotConvertible(f"`{ctx.code(expr)}` reads the tensor into Python's `math`: `torch.{name}` decides on the device")
+        instead = f"`torch.{name}`" if name in ("isfinite", "isnan", "isinf") else "torch's own function"
+        raise NotConvertible(f"`{ctx.code(expr)}` reads the tensor into Python's `math`: {instead} decides on the device")
     return None
 
 

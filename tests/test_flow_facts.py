@@ -46,7 +46,7 @@ def _certainty_of(code: str, text: str, nth: int = -1) -> Certainty:
 # -- a print of a value not known to be a one-element tensor is never deferred as safe ------------
 
 BLOCKS = (
-    "import torch\nfrom torch import nn\n\n"
+    "import torch\nfrom torch import nn\nfrom mylib import scale\n"
     "def helper(x):\n    return x * 2\n\n"
     "class Stack(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
@@ -56,7 +56,9 @@ BLOCKS = (
     "        print(x.mean())\n"
     "        y = helper(x)\n"
     "        print(y.mean())\n"
-    "        print(f'{y.mean():.4f}')\n"
+    "        print(f'{scale(x).mean():.4f}')\n"
+    "        z = scale(x)\n"
+    "        print(z.mean())\n"
     "        return x\n"
 )
 
@@ -67,8 +69,8 @@ def test_a_print_of_a_whole_value_that_may_be_a_tensor_is_not_a_safe_fix():
     found = _findings(BLOCKS)
     assert {f.line for f in found} >= {15, 17, 18}
     assert not [f for f in found if f.line in (15, 17) and f.fix == "safe"]
-    (helper,) = [f for f in found if f.line == 17]
-    assert "`y.mean()` may be a tensor: replayed, it would print as a number" in helper.note
+    (imported,) = [f for f in found if f.line == 20]
+    assert imported.fix != "safe" and "`z.mean()` may be a tensor: replayed, it would print as a number" in imported.note
     # Formatted as a number, a one-element tensor writes the same text.
     assert [f.fix for f in found if f.line == 18] == ["safe"]
 
@@ -296,3 +298,34 @@ def test_elements_are_as_certain_as_what_was_put_in():
     assert _certainty_of(code, "t") is Certainty.POSSIBLY  # ``x`` is a tensor only by the ``forward`` heuristic
     assert _certainty_of(code, "xs[0]") is Certainty.POSSIBLY
     assert _certainty_of(code, "ys[0]") is Certainty.TENSOR  # ``y.view(...)``: used as a tensor
+
+
+# -- what the calls of a function of this file pass ---------------------------------------------------
+
+TRAIN = '''import torch
+import torch.nn.functional as F
+
+
+def train(model, batches, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(batches):
+        loss = F.cross_entropy(model(data), target)
+        print("Train Epoch: {} [{}]\\tLoss: {:.6f}".format(epoch, batch_idx * len(data), loss.item()))
+
+
+def main(model, batches, optimizer):
+    for epoch in range(1, 3):
+        train(model, batches, optimizer, epoch)
+'''
+
+
+def test_a_parameter_every_call_of_the_file_passes_a_number_is_a_number():
+    (finding,) = _findings(TRAIN, "FX201")
+    assert finding.fix == "safe", finding.note
+    assert _kind_of(TRAIN, "epoch", nth=1) is Kind.NUMBER
+
+
+def test_a_function_used_other_than_by_calls_keeps_parameters_of_unknown_kind():
+    for extra in ("\nhooks = [train]\n", "\n__all__ = ['train']\n", "\ndef again(*args):\n    train(*args)\n"):
+        (finding,) = _findings(TRAIN + extra, "FX201")
+        assert finding.fix != "safe" and "`epoch` may be a tensor" in finding.note, extra
