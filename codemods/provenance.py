@@ -1324,7 +1324,7 @@ class Provenance:
 
     def _name_elements(self, name: cst.Name, of: str) -> list[cst.BaseExpression | Kind] | None:
         scope = self.scope_of(name).lookup(name.value)
-        if scope is None or (id(scope), name.value) in self._element_guard:
+        if scope is None or (id(scope), name.value) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         bindings = scope.bindings.get(name.value, [])
         if not bindings or any(how != "value" or not isinstance(node, cst.BaseExpression) for how, node in bindings):
@@ -1332,7 +1332,8 @@ class Provenance:
         self._element_guard.add((id(scope), name.value))
         try:
             values = [node for _, node in bindings]
-            return self._union_elements(values, self._container_adds.get((id(scope), name.value), []), of)  # type: ignore[arg-type]
+            adds = self._container_adds.get((id(scope), name.value), [])
+            return self._deeper(lambda: self._union_elements(values, adds, of))  # type: ignore[arg-type]
         finally:
             self._element_guard.discard((id(scope), name.value))
 
@@ -1407,7 +1408,7 @@ class Provenance:
         passes for the parameter. UNKNOWN where the function is used other than called by
         name (passed as a callback, exported in ``__all__``), or a call passes ``*args``."""
         calls = self._call_sites(func)
-        if not calls or id(param) in self._passing:
+        if not calls or id(param) in self._passing or self._reaching_depth > MAX_REACHING_DEPTH:
             return Kind.UNKNOWN
         positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
         name = param.name.value
@@ -1421,7 +1422,7 @@ class Provenance:
                     (a.value for a in call.args if a.keyword is not None and a.keyword.value == name), param.default)
                 if passed is None:
                     return Kind.UNKNOWN
-                kinds.append(self._settled(lambda passed=passed: self.kind(passed)))
+                kinds.append(self._settled(lambda passed=passed: self._deeper(lambda: self.kind(passed))))
         finally:
             self._passing.discard(id(param))
         return _join(kinds)
@@ -1529,7 +1530,10 @@ class Provenance:
                 key = (id(local), "return")
                 if key in seen:
                     return True
-                return all(v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, []))
+                if self._reaching_depth > MAX_REACHING_DEPTH:
+                    return False  # a long chain of helpers: not followed to its end
+                return self._deeper(lambda: all(
+                    v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, [])))
             return True
         if isinstance(expr, cst.Subscript) and self.kind(expr.value) is not Kind.TENSOR:
             return self._elements_certain(expr.value, "item", seen)  # ``losses[-1]``: as its elements

@@ -329,3 +329,15 @@ def test_a_function_used_other_than_by_calls_keeps_parameters_of_unknown_kind():
     for extra in ("\nhooks = [train]\n", "\n__all__ = ['train']\n", "\ndef again(*args):\n    train(*args)\n"):
         (finding,) = _findings(TRAIN + extra, "FX201")
         assert finding.fix != "safe" and "`epoch` may be a tensor" in finding.note, extra
+
+
+def test_long_chains_of_helpers_and_containers_are_analysed_without_running_out_of_stack():
+    lines = ["import torch", "", "def f0(x):", "    return torch.relu(x)", ""]
+    for i in range(1, 400):
+        lines += [f"def f{i}(x):", f"    return f{i - 1}(x) + 1", ""]
+    lines += ["def main():", "    xs0 = [torch.ones(1)]"]
+    lines += [f"    xs{i} = list(xs{i - 1})" for i in range(1, 400)]
+    lines += ["    y = f399(torch.ones(1))", "    print(y.item(), xs399[0].item())", ""]
+    result = process(Path("example.py"), "\n".join(lines), all_rules())
+    assert result.error is None, result.error
+    assert [f.rule for f in result.findings] == ["FX201"]
