@@ -225,7 +225,7 @@ TENSOR_RESULTS = frozenset(
 class _Item:
     """The ``index``-th item of each element of ``iterable`` (a loop's tuple target)."""
 
-    __slots__ = ("iterable", "index")
+    __slots__ = ("index", "iterable")
 
     def __init__(self, iterable: cst.BaseExpression, index: int) -> None:
         self.iterable = iterable

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-
-import fixitem
-
 from fixitem.codemods.context import FileContext
 from fixitem.codemods.engine import process
 from fixitem.codemods.provenance import Certainty, Kind
 from fixitem.codemods.registry import all_rules
+
+import fixitem
 
 
 def _findings(code: str, rule: str | None = None):
