@@ -212,7 +212,7 @@ MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential"})
 TRANSPARENT_DECORATORS = frozenset(
     {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad",
      "functools.cache", "functools.lru_cache", "torch.compile", "torch.jit.script", "torch.jit.ignore",
-     "torch.jit.unused", "torch.compiler.disable", "torch._dynamo.disable", "typing.overload", "abc.abstractmethod"}
+     "torch.jit.unused", "torch.compiler.disable", "torch._dynamo.disable"}
 )
 # Python functions of torch that return a tensor (not in its type stubs, which
 # cover the functions written in C++).
@@ -853,11 +853,16 @@ class Provenance:
             target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
             if (self.imports.qualify(target) or "") not in TRANSPARENT_DECORATORS:
                 return Kind.UNKNOWN
+        if func.returns is not None:
+            annotated = self._annotation_kind(func.returns.annotation)
+            if annotated is not Kind.UNKNOWN:
+                return annotated  # ``def _do_all_reduce(self, ...) -> torch.Tensor: pass``, overridden
         if func in self._generators:
             return Kind.OTHER  # a generator or a coroutine
         values = self._returns.get(func, [])
         if not values:
-            return Kind.OTHER  # None
+            # ``pass``, ``...`` or ``raise NotImplementedError``: a stub a subclass overrides.
+            return Kind.UNKNOWN if _stub_body(func) else Kind.OTHER  # else: None
         return _join([Kind.OTHER if v is None else self._settled(lambda v=v: self.kind(v)) for v in values])
 
     def callee_names(self, func: cst.BaseExpression) -> set[str]:
@@ -1301,7 +1306,14 @@ class Provenance:
         if t is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":  # type: ignore[attr-defined]
             cls = self.enclosing_class(expr)
             values = self.class_attrs.get(cls, {}).get(expr.attr.value) if cls is not None else None  # type: ignore[attr-defined]
-            return self._union_elements(values, [], of) if values else None
+            key = (id(cls), "self." + expr.attr.value)  # type: ignore[attr-defined]
+            if not values or key in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
+                return None
+            self._element_guard.add(key)
+            try:
+                return self._deeper(lambda: self._union_elements(values, [], of))
+            finally:
+                self._element_guard.discard(key)
         return None
 
     def _keyed_value(self, container: cst.BaseExpression, key: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -1945,6 +1957,21 @@ def is_text(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
         return _is_text(expr.left) or (isinstance(expr.operator, cst.Multiply) and _is_text(expr.right))
     return False
+
+
+def _stub_body(func: cst.FunctionDef) -> bool:
+    """A body of only a docstring, ``pass``, ``...`` and ``raise``: a method left to subclasses."""
+    body = func.body.body
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, (cst.Pass, cst.Raise)):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            return False
+    return True
 
 
 def _is_none(node: cst.CSTNode | None) -> bool:

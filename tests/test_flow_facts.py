@@ -340,3 +340,36 @@ def test_long_chains_of_helpers_and_containers_are_analysed_without_running_out_
     result = process(Path("example.py"), "\n".join(lines), all_rules())
     assert result.error is None, result.error
     assert [f.rule for f in result.findings] == ["FX201"]
+
+
+def test_an_attribute_built_from_itself_is_a_container_of_unknown_elements():
+    code = (
+        "import torch\n"
+        "class Engine:\n"
+        "    def __init__(self):\n        self.handlers = []\n"
+        "    def add(self, h):\n        self.handlers = self.handlers[1:] + [h]\n"
+        "        self.seen = list(self.seen)\n"
+        "    def run(self):\n"
+        "        for h in self.handlers:\n            h()\n"
+        "        for s in self.seen:\n            s.item()\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    assert result.error is None, result.error
+    assert _kind_of(code, "h", nth=-2) is Kind.UNKNOWN
+
+
+def test_a_method_left_to_subclasses_returns_what_it_is_annotated_or_an_unknown_kind():
+    code = (
+        "import torch\n"
+        "class Base:\n"
+        "    def reduce(self, t: torch.Tensor) -> torch.Tensor:\n        pass\n"
+        "    def collect(self, t):\n        raise NotImplementedError\n"
+        "    def reset(self):\n        self.n = 0\n"
+        "    def run(self, t: torch.Tensor):\n"
+        "        a = self.reduce(t)\n        b = self.collect(t)\n        c = self.reset()\n"
+        "        return a.item(), b.item(), c\n"
+    )
+    assert _kind_of(code, "self.reduce(t)") is Kind.TENSOR
+    assert _kind_of(code, "self.collect(t)") is Kind.UNKNOWN
+    assert _kind_of(code, "self.reset()") is Kind.OTHER  # None
+    assert [f.line for f in _findings(code, "FX001")] == [13, 13]
