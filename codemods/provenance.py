@@ -446,6 +446,7 @@ class Provenance:
         self._returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = {}
         self._generators: set[cst.FunctionDef] = set()
         self._element_guard: set[tuple[int, str]] = set()
+        self._element_kinds_open: set[object] = set()
         self._collect_classes()
         self._collect_scopes()
 
@@ -706,7 +707,7 @@ class Provenance:
         if cached is not None:
             return cached
         result = self._kind(expr)
-        if not self._solving:
+        if not self._solving and result is not Kind.PENDING:  # PENDING: inside an element of its own container
             self._cache[expr] = result
         return result
 
@@ -1235,10 +1236,19 @@ class Provenance:
         """The kind of the elements of a container: what iterating it gives (``of="iter"``),
         or indexing it (``of="item"``: a dict's values). UNKNOWN where fixitem cannot see
         every element (a parameter, a container filled elsewhere)."""
+        key: object = id(container)
+        if type(container) is cst.Name:
+            key = (id(self.scope_of(container).lookup(container.value)), container.value)  # type: ignore[attr-defined]
+        if key in self._element_kinds_open or self._reaching_depth > MAX_REACHING_DEPTH:
+            return Kind.PENDING  # ``xs[0] = xs[0] * a``: an element computed from the container itself
         elements = self._elements(container, of)
         if elements is None:
             return Kind.UNKNOWN
-        return _join([e if isinstance(e, Kind) else self.kind(e) for e in elements])
+        self._element_kinds_open.add(key)
+        try:
+            return self._deeper(lambda: _join([e if isinstance(e, Kind) else self.kind(e) for e in elements]))
+        finally:
+            self._element_kinds_open.discard(key)
 
     def _item_kind(self, container: cst.BaseExpression, index: int) -> Kind:
         """``for data, target in batches``: the kind of item ``index`` of each element."""
@@ -1574,10 +1584,15 @@ class Provenance:
 
     def _elements_certain(self, container: cst.BaseExpression, of: str, seen: frozenset[tuple[int, str]]) -> bool:
         """Is every element of a container that is a tensor certainly one?"""
+        key = (id(container), "[]")
+        if type(container) is cst.Name:
+            key = (id(self.scope_of(container).lookup(container.value)), container.value + "[]")  # type: ignore[attr-defined]
+        if key in seen or self._reaching_depth > MAX_REACHING_DEPTH:
+            return True  # ``xs[0] = xs[0] * a``: as the other elements say
         elements = self._elements(container, of) if self.kind(container) not in (Kind.TENSOR, Kind.NUMPY) else None
         if not elements:
             return True
-        return all(isinstance(e, Kind) or self._certain_tensor_part(e, seen) for e in elements)
+        return self._deeper(lambda: all(isinstance(e, Kind) or self._certain_tensor_part(e, seen | {key}) for e in elements))
 
     def _param_certain(self, scope: Scope, param: cst.Param) -> bool:
         """A tensor parameter by its annotation, or a ``forward`` parameter that the

@@ -373,3 +373,21 @@ def test_a_method_left_to_subclasses_returns_what_it_is_annotated_or_an_unknown_
     assert _kind_of(code, "self.collect(t)") is Kind.UNKNOWN
     assert _kind_of(code, "self.reset()") is Kind.OTHER  # None
     assert [f.line for f in _findings(code, "FX001")] == [13, 13]
+
+
+def test_an_element_computed_from_its_own_container_is_analysed():
+    code = (
+        "import torch\n"
+        "def f(alpha, batches):\n"
+        "    running = [torch.zeros(())]\n"
+        "    for b in batches:\n"
+        "        running[0] = running[0] * alpha + (1.0 - alpha) * b\n"
+        "    return running[0].item()\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    assert result.error is None, result.error
+    assert [f.rule for f in result.findings] == ["FX001"]
+    assert _kind_of(code, "running[0]") is Kind.TENSOR
+    ctx = FileContext.build(Path("example.py"), code)
+    inner = [n for n in ctx.nodes(cst.Subscript) if ctx.code(n) == "running[0]"]
+    assert [ctx.kind(n) for n in inner] == [Kind.TENSOR] * 3
