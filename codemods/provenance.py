@@ -213,6 +213,47 @@ NN_NON_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buff
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
+# Methods that put values into a list (or a set, or a deque) they are called on.
+CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "appendleft", "update", "setdefault"})
+# Builtins that give a container of the same elements as their argument, and
+# functions of torch that give a list of the modules / tensors they are given.
+SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed", "set", "iter"})
+# Containers of modules: iterating them (or indexing them with a number) gives modules.
+MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential"})
+# Decorators after which a function still returns what its body returns.
+TRANSPARENT_DECORATORS = frozenset(
+    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+     "functools.cache", "functools.lru_cache", "torch.compile", "torch.jit.script", "torch.jit.ignore",
+     "torch.jit.unused", "torch.compiler.disable", "torch._dynamo.disable"}
+)
+# Python functions of torch that return a tensor (not in its type stubs, which
+# cover the functions written in C++).
+TENSOR_RESULTS = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.get_total_norm",
+     "torch.nn.utils.clip_grad.get_total_norm", "torch.nn.utils.parameters_to_vector"}
+)
+
+
+class _Item:
+    """The ``index``-th item of each element of ``iterable`` (a loop's tuple target)."""
+
+    __slots__ = ("index", "iterable")
+
+    def __init__(self, iterable: cst.BaseExpression, index: int) -> None:
+        self.iterable = iterable
+        self.index = index
+
+
+class _Added:
+    """What one statement puts into a container: one ``element``, or the elements of
+    a container (``extend``)."""
+
+    __slots__ = ("how", "value")
+
+    def __init__(self, how: str, value: cst.BaseExpression) -> None:
+        self.how = how
+        self.value = value
+
 
 # In the hottest functions below, ``type(node) is cst.X`` stands for ``isinstance(node,
 # cst.X)``: libcst's nodes are ABCs, so an isinstance test that fails runs ABCMeta's
@@ -459,6 +500,25 @@ class Provenance:
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
         self._cpu_cache: dict[cst.CSTNode, bool] = {}
         self._default_device: bool | None = None  # does the file change the default device?
+        # Flow facts (filled while scopes are collected, resolved after):
+        # ``t.loss = v`` of a local object ``t``: (scope of ``t``, "t.loss") -> how it is bound;
+        self._object_attrs: dict[tuple[int, str], list[tuple[str, cst.CSTNode]]] = {}
+        # what is put into a container name (``xs.append(v)``, ``xs[i] = v``, ``xs += [v]``);
+        self._container_adds: dict[tuple[int, str], list[_Added]] = {}
+        self._pending_targets: list[tuple[Scope, str, str, str, cst.CSTNode]] = []
+        self._object_scopes: dict[tuple[int, str], Scope] = {}
+        self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
+        self._guard_cache: dict[int, list[tuple[cst.BaseExpression, bool]]] = {}
+        self._uses_by_name: dict[str, list[cst.Name]] | None = None  # for the call sites of functions
+        self._exported = False
+        self._passing: set[int] = set()  # parameters whose passed values are being worked out
+        # the functions and methods of this file, and the values they return.
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
+        self._returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = {}
+        self._generators: set[cst.FunctionDef] = set()
+        self._element_guard: set[tuple[int, str]] = set()
+        self._element_kinds_open: set[object] = set()
         self._collect_classes()
         self._collect_scopes()
 
@@ -511,6 +571,27 @@ class Provenance:
         self._fill_scope(root, self.module.body)
         for scope in self.scopes.values():
             scope.settle_size_uses()
+        for scope, base, attr, how, node in self._pending_targets:
+            owner = scope.lookup(base)
+            if owner is None:
+                continue
+            if how == "add":
+                self._container_adds.setdefault((id(owner), base), []).append(node)  # type: ignore[arg-type]
+            else:
+                self._object_attrs.setdefault((id(owner), f"{base}.{attr}"), []).append((how, node))
+                self._object_scopes[(id(owner), f"{base}.{attr}")] = owner
+        self._pending_targets = []
+        for node in nodes_within(self.module, cst.FunctionDef):
+            parent = self.parents.get(node)
+            owner = self.parents.get(parent) if isinstance(parent, cst.IndentedBlock) else None
+            if isinstance(owner, cst.ClassDef):
+                self.methods[(owner, node.name.value)] = node
+            elif isinstance(parent, cst.Module):
+                self.functions[node.name.value] = node
+            inner = self.scopes.get(node)
+            self._returns[node] = [r.value for r in nodes_within(node.body, cst.Return) if self.scope_of(r) is inner]
+            if any(self.scope_of(n) is inner for n in nodes_within(node.body, cst.Yield, cst.Await)):
+                self._generators.add(node)
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
@@ -540,11 +621,13 @@ class Provenance:
             elif t is cst.Assign:
                 for target in node.targets:
                     self._bind_target(scope, target.target, "value", node.value)
+                    self._note_target(scope, target.target, "value", node.value)
             elif t is cst.AnnAssign:
                 how = "value" if node.value is not None else "annotation"
                 self._bind_target(scope, node.target, how, node.value if node.value is not None else node.annotation)
             elif t is cst.AugAssign:
                 self._bind_target(scope, node.target, "aug", node)
+                self._note_target(scope, node.target, "aug", node)
             elif t is cst.NamedExpr:
                 self._bind_target(scope, node.target, "value", node.value)
             elif t is cst.For:
@@ -564,8 +647,16 @@ class Provenance:
                     scope.bind(item.name.value, "opaque", None)
             elif t is cst.Call:
                 scope.size_uses.update(_size_names_of_call(node, self.imports))
+                if node.args and type(node.args[0].value) is cst.Name and (dotted_name(node.func) or "").split(".")[-1] in (
+                        "isinstance", "is_tensor"):
+                    self._tested_names.add(node.args[0].value.value)  # type: ignore[attr-defined]
                 if isinstance(node.func, cst.Attribute):
                     receiver = node.func.value
+                    if isinstance(receiver, cst.Name) and node.func.attr.value in CONTAINER_ADDS and node.args:
+                        # ``xs.append(v)``, ``xs.insert(i, v)``: ``v`` is an element; ``xs.extend(ys)``: ys's are.
+                        added = node.args[-1].value
+                        how = "extend" if node.func.attr.value in ("extend", "update") else "element"
+                        self._pending_targets.append((scope, receiver.value, how, "add", _Added(how, added)))
                     if isinstance(receiver, cst.Name) and node.func.attr.value in TENSOR_ONLY_NAMES:
                         if receiver.value not in ("self", "cls"):
                             scope.evidence.add(receiver.value)
@@ -581,10 +672,22 @@ class Provenance:
             elif t is cst.Comparison:
                 if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
                     scope.size_comparisons.append((node.left, node.comparisons[0].comparator))
+                elif type(node.left) is cst.Name and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+                    self._tested_names.add(node.left.value)
             elif t is cst.Attribute:
                 if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
                     if node.value.value not in ("self", "cls"):
                         scope.evidence.add(node.value.value)
+
+    def _note_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
+        """``t.loss = v`` of a local object, ``xs[i] = v`` and ``xs += [v]`` of a container."""
+        if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value not in ("self", "cls"):
+            self._pending_targets.append((scope, target.value.value, target.attr.value, how, value))  # type: ignore[arg-type]
+        elif type(target) is cst.Subscript and type(target.value) is cst.Name and how == "value":
+            self._pending_targets.append((scope, target.value.value, "", "add", _Added("element", value)))  # type: ignore[arg-type]
+        elif type(target) is cst.Name and how == "aug" and isinstance(value, cst.AugAssign):
+            if isinstance(value.operator, cst.AddAssign) and isinstance(value.value, (cst.List, cst.Tuple, cst.ListComp)):
+                self._pending_targets.append((scope, target.value, "", "add", _Added("extend", value.value)))
 
     def _bind_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
         if isinstance(target, cst.Name):
@@ -611,6 +714,14 @@ class Provenance:
             # ``for a, b in zip(xs, ys)``: an element of each.
             for element, arg in zip(target.elements, value.args):
                 self._bind_target(scope, element.value, "iter", arg.value)
+        elif isinstance(target, (cst.Tuple, cst.List)) and how == "iter" and isinstance(value, cst.BaseExpression) and not any(
+                isinstance(e, cst.StarredElement) for e in target.elements):
+            # ``for data, target in batches``: the first and second item of each element.
+            for i, element in enumerate(target.elements):
+                if isinstance(element.value, cst.Name):
+                    scope.bind(element.value.value, "iter_item", _Item(value, i))
+                else:
+                    self._bind_target(scope, element.value, "opaque", None)
         elif isinstance(target, (cst.Tuple, cst.List)):
             values = None
             if how == "value" and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
@@ -668,7 +779,7 @@ class Provenance:
         if cached is not None:
             return cached
         result = self._kind(expr)
-        if not self._solving:
+        if not self._solving and result is not Kind.PENDING:  # PENDING: inside an element of its own container
             self._cache[expr] = result
         return result
 
@@ -689,6 +800,17 @@ class Provenance:
             self._names[(id(scope), name)] = Kind.PENDING
         for cls, attr in attributes:
             self._names[(id(cls), "self." + attr)] = Kind.PENDING
+        objects = list(self._object_attrs)
+        returns = list(self._returns)
+        # Names also bound to ``None``: their kind where a test proved them not None.
+        maybe_none = [(scope, name) for scope, name in pairs if any(
+            how == "value" and _is_none(node) for how, node in scope.bindings[name])]
+        for key in objects:
+            self._names[key] = Kind.PENDING
+        for func in returns:
+            self._names[(id(func), "return")] = Kind.PENDING
+        for scope, name in maybe_none:
+            self._names[(id(scope), name + NOT_NONE)] = Kind.PENDING
         # A name's kind is a function of the kinds it reads: one whose reads are all
         # unchanged since it was last computed would come out the same, and is skipped.
         reads: dict[tuple[int, str], set[tuple[int, str]]] = {}
@@ -720,6 +842,15 @@ class Provenance:
             for cls, attr in attributes:
                 if update((id(cls), "self." + attr), lambda: self._compute_attribute(cls, attr)):
                     changed = True
+            for key in objects:
+                if update(key, lambda: self._compute_object_attribute(key)):
+                    changed = True
+            for func in returns:
+                if update((id(func), "return"), lambda: self._compute_return(func)):
+                    changed = True
+            for scope, name in maybe_none:
+                if update((id(scope), name + NOT_NONE), lambda: self._compute_name(scope, name, not_none=True)):
+                    changed = True
             if not changed:
                 break
         for key, value in self._names.items():
@@ -746,13 +877,126 @@ class Provenance:
             return Kind.PENDING
         return kind
 
-    def _compute_name(self, scope: Scope, value: str) -> Kind:
+    def _compute_object_attribute(self, key: tuple[int, str]) -> Kind:
+        """``t.loss`` of an object ``t`` made in this function: what every ``t.loss = ...``
+        of it (and ``self.loss = ...`` of its class, if defined here) agrees on."""
+        base = key[1].split(".")[0]
+        made = self._made_here(self._object_scopes[key], base)
+        if made is None:
+            return Kind.UNKNOWN
+        attr = key[1].split(".", 1)[1]
+        kinds: list[Kind] = []
+        for how, node in self._object_attrs[key]:
+            if how == "value" and isinstance(node, cst.BaseExpression):
+                kinds.append(self._settled(lambda node=node: self.kind(node)))
+            elif how == "aug" and isinstance(node, cst.AugAssign):
+                if self._settled(lambda node=node: self.kind(node.value)) is Kind.TENSOR:
+                    kinds.append(Kind.TENSOR)
+        for cls in made:
+            if attr in self.class_attrs.get(cls, {}):
+                kinds.append(self._lookup((id(cls), "self." + attr)))
+            elif any(type(n) is cst.FunctionDef and n.name.value in ("__getattr__", "__setattr__", "__getattribute__")
+                     for n in nodes_within(cls, cst.FunctionDef)) or any(
+                    type(n) is cst.FunctionDef and n.name.value == attr for n in nodes_within(cls, cst.FunctionDef)):
+                return Kind.UNKNOWN  # a property, or attributes the class computes
+        return _join(kinds)
+
+    def _made_here(self, scope: Scope, base: str) -> list[cst.ClassDef] | None:
+        """The classes of this file an object ``base`` is made from, when every binding of
+        it in ``scope`` makes one (``t = State()``, ``t = SimpleNamespace()``); else None."""
+        bindings = scope.bindings.get(base, [])
+        if not bindings:
+            return None
+        classes: list[cst.ClassDef] = []
+        for how, node in bindings:
+            if how != "value" or not isinstance(node, cst.Call):
+                return None
+            q = self.imports.qualify(node.func) or ""
+            if q in ("types.SimpleNamespace", "argparse.Namespace") and not node.args:
+                continue
+            local = next((c for c in self.class_attrs if c.name.value == q), None)
+            if local is None or node.args and any(a.star for a in node.args) or local.bases:
+                return None  # a class of another module (or with bases): its ``__init__`` may set anything
+            classes.append(local)
+        return classes
+
+    def _compute_return(self, func: cst.FunctionDef) -> Kind:
+        """What a function of this file returns: what all its ``return``s agree on."""
+        for decorator in func.decorators:
+            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            if (self.imports.qualify(target) or "") not in TRANSPARENT_DECORATORS:
+                return Kind.UNKNOWN
+        if func.returns is not None:
+            annotated = self._annotation_kind(func.returns.annotation)
+            if annotated is not Kind.UNKNOWN:
+                return annotated  # ``def _do_all_reduce(self, ...) -> torch.Tensor: pass``, overridden
+        if func in self._generators:
+            return Kind.OTHER  # a generator or a coroutine
+        values = self._returns.get(func, [])
+        if not values:
+            # ``pass``, ``...`` or ``raise NotImplementedError``: a stub a subclass overrides.
+            return Kind.UNKNOWN if _stub_body(func) else Kind.OTHER  # else: None
+        return _join([Kind.OTHER if v is None else self._settled(lambda v=v: self.kind(v)) for v in values])
+
+    def callee_names(self, func: cst.BaseExpression) -> set[str]:
+        """The qualified names of what a call of ``func`` may call: through imports, and
+        through a name bound to a function (``synchronize = torch.cuda.synchronize if cuda
+        else (lambda: None)``: ``torch.cuda.synchronize`` or a lambda)."""
+        found: set[str] = set()
+        todo: list[cst.BaseExpression] = [func]
+        seen: set[int] = set()
+        while todo:
+            expr = todo.pop()
+            if id(expr) in seen or len(seen) > 16:
+                continue
+            seen.add(id(expr))
+            if type(expr) is cst.IfExp:
+                todo += [expr.body, expr.orelse]
+                continue
+            if type(expr) is cst.BooleanOperation:
+                todo += [expr.left, expr.right]
+                continue
+            if type(expr) is cst.Name:
+                scope = self.scope_of(expr).lookup(expr.value)
+                if scope is not None and not any(how == "import" for how, _ in scope.bindings[expr.value]):
+                    todo += self.assigned_values(expr)
+                    continue
+            q = self.imports.qualify(expr)
+            if q is not None:
+                found.add(q)
+        return found
+
+    def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The function of this file a call's callee certainly is: ``helper`` defined once at
+        the top of the module, or ``self.method`` of the enclosing class."""
+        if type(func) is cst.Name:
+            node = self.functions.get(func.value)
+            scope = self.scope_of(func).lookup(func.value)
+            if node is not None and scope is self.scopes[self.module] and len(scope.bindings[func.value]) == 1:
+                return node
+            return None
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            cls = self.enclosing_class(func)
+            if cls is not None and func.attr.value not in self.class_attrs.get(cls, {}):
+                return self.methods.get((cls, func.attr.value))
+        return None
+
+    def _compute_name(self, scope: Scope, value: str, not_none: bool = False) -> Kind:
+        bindings = scope.bindings[value]
+        if not_none:
+            bindings = [(how, node) for how, node in bindings if not (how == "value" and _is_none(node))]
         kinds = [
             self._settled(lambda how=how, node=node: self._binding_kind(scope, value, how, node))
-            for how, node in scope.bindings[value]
+            for how, node in bindings
         ]
         known = [k for k in kinds if k is not None]
         result = _join(known)
+        if result is Kind.UNKNOWN and Kind.TENSOR in known and all(k in (Kind.TENSOR, Kind.NUMBER) for k in known) and all(
+            k is not Kind.TENSOR or how == "aug" for k, (how, _) in zip(kinds, bindings)
+        ):
+            # ``total = 0.0`` then ``total += loss``: a tensor from the first ``+=`` on (a
+            # number only where the loop never ran; see :meth:`certainty`).
+            return Kind.TENSOR
         if result is Kind.UNKNOWN and Kind.TENSOR in known and Kind.NUMPY not in known:
             # e.g. ``loss = 0.0`` then ``loss = criterion(...)``: a tensor when
             # a tensor method is called on it.
@@ -779,7 +1023,7 @@ class Provenance:
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
             return Kind.TENSOR
-        if q in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        if q in ("torch.nn.Module", "torch.nn.modules.module.Module") or (q is not None and q in self.module_classes):
             return Kind.MODULE
         if q in ("int", "float", "bool"):
             return Kind.NUMBER
@@ -808,18 +1052,29 @@ class Provenance:
             return self._call_kind(expr)
         if t is cst.Subscript:
             base = self.kind(expr.value)
+            if base in (Kind.TENSOR, Kind.NUMPY):
+                return base
             if base is Kind.OTHER and self.tensor_sequence(expr.value) and all(
                 type(e.slice) is cst.Index for e in expr.slice
             ):
                 return Kind.TENSOR  # ``torch.where(mask)[0]``, ``x.split(2)[-1]``
-            return base if base in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN
+            if _is_shape_query(expr.value) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and (
+                self.kind(expr.value.value if isinstance(expr.value, cst.Attribute) else expr.value) in (Kind.TENSOR, Kind.NUMPY)
+            ):
+                return Kind.NUMBER  # ``x.shape[0]``: an int
+            if base is not Kind.MODULE and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+                keyed = self._keyed_value(expr.value, expr.slice[0].slice.value)
+                if keyed is not None:
+                    return self.kind(keyed)  # ``parts["loss"]`` of ``parts = {"loss": loss, "n": 3}``
+                return self.element_kind(expr.value, "item")  # ``losses[-1]``
+            return Kind.UNKNOWN
         if t is cst.UnaryOperation:
             if isinstance(expr.operator, cst.Not):
                 return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
             return self.kind(expr.expression)
         if t is cst.BinaryOperation:
-            if isinstance(expr.operator, cst.Modulo) and _is_text(expr.left):
-                return Kind.OTHER  # ``"%.3f" % loss``: a string
+            if isinstance(expr.operator, cst.Modulo) and is_text(expr.left):
+                return Kind.OTHER  # ``"%.3f" % loss``, ``("%g" * 3) % t``: a string
             left, right = self.kind(expr.left), self.kind(expr.right)
             if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.PENDING
@@ -851,12 +1106,99 @@ class Provenance:
         return Kind.UNKNOWN
 
     def _name_kind(self, name: cst.Name) -> Kind:
+        if name.value in self._tested_names:
+            narrowed = self.narrowed(name)
+            if narrowed is not None:
+                return narrowed
         value = self.reaching(name)
         if value is not None:
             kind = self._deeper(lambda: self._reaching_kind(name, value))
             if kind not in (Kind.UNKNOWN, Kind.PENDING):
                 return kind
         return self.name_kind_at(name.value, name)
+
+    def narrowed(self, name: cst.Name) -> Kind | None:
+        """The kind a test around this read proves: ``isinstance(x, torch.Tensor)`` (TENSOR in
+        its branch, OTHER in the other), ``x is None`` (OTHER), ``x is not None`` (what the
+        bindings other than ``None`` agree on); None where no test says anything, or where
+        the name is rebound between the test and the read."""
+        for test, truth in self._guards(name):
+            found = self._test_proves(test, name, truth)
+            if found is not None:
+                return found
+        return None
+
+    def _guards(self, name: cst.Name) -> list[tuple[cst.BaseExpression, bool]]:
+        """The tests around a read, innermost first, each with the value it has there,
+        up to where the name is rebound (computed once per read)."""
+        cached = self._guard_cache.get(id(name))
+        if cached is not None:
+            return cached
+        if self._bindings is None:
+            self._bindings = Bindings(self.module)
+        guards: list[tuple[cst.BaseExpression, bool]] = []
+        scope_node = self.scope_of(name).node
+        child: cst.CSTNode = name
+        node = self.parents.get(name)
+        while node is not None and node is not scope_node:
+            t = type(node)
+            if t in (cst.If, cst.IfExp, cst.While) and child is not node.test:  # type: ignore[attr-defined]
+                guards.append((node.test, child is node.body))  # type: ignore[attr-defined]
+            elif t is cst.BooleanOperation and child is node.right:  # type: ignore[attr-defined]
+                guards.append((node.left, isinstance(node.operator, cst.And)))  # type: ignore[attr-defined]
+            elif t in (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite):
+                body = node.body  # type: ignore[attr-defined]
+                index = next((i for i, item in enumerate(body) if item is child), len(body))
+                if any(self._bindings.binds(earlier, name.value) for earlier in body[:index]):
+                    break  # rebound after any test further out
+            elif isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, (cst.If, cst.With)):
+                if not (t is cst.For and child is node.iter) and self._bindings.binds(node, name.value):  # type: ignore[attr-defined]
+                    break  # a loop that rebinds it
+            child = node
+            node = self.parents.get(node)
+        self._guard_cache[id(name)] = guards
+        return guards
+
+    def _test_proves(self, test: cst.BaseExpression, name: cst.Name, truth: bool) -> Kind | None:
+        """What ``test`` being ``truth`` says about the kind of ``name``."""
+        if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
+            return self._test_proves(test.expression, name, not truth)
+        if type(test) is cst.BooleanOperation:
+            # ``a and b`` true: both are; ``a or b`` false: neither is.
+            if isinstance(test.operator, cst.And) == truth:
+                return self._test_proves(test.left, name, truth) or self._test_proves(test.right, name, truth)
+            return None
+        if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name and \
+                test.left.value == name.value and _is_none(test.comparisons[0].comparator):
+            operator = test.comparisons[0].operator
+            if not isinstance(operator, (cst.Is, cst.IsNot)):
+                return None
+            if isinstance(operator, cst.Is) == truth:
+                return Kind.OTHER  # ``None``
+            scope = self.scope_of(name).lookup(name.value)
+            if scope is None or (id(scope), name.value + NOT_NONE) not in (self._names or {}):
+                return None
+            kind = self._lookup((id(scope), name.value + NOT_NONE))
+            return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
+        if type(test) is cst.Call and test.args and type(test.args[0].value) is cst.Name and \
+                test.args[0].value.value == name.value:
+            q = self.imports.qualify(test.func) or ""
+            if q == "torch.is_tensor" and len(test.args) == 1:
+                return Kind.TENSOR if truth else Kind.OTHER
+            if q == "isinstance" and len(test.args) == 2:
+                classes = test.args[1].value
+                names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+                qualified = [self.imports.qualify(c) or "" for c in names]
+                tensors = [c in TENSOR_CLASSES for c in qualified]
+                if truth and all(tensors):
+                    return Kind.TENSOR
+                if not truth and any(tensors):
+                    return Kind.OTHER  # not a tensor (whatever else it is)
+                if truth and all(c in ("int", "float", "bool", "numbers.Number", "numbers.Real") for c in qualified):
+                    return Kind.NUMBER
+                if truth and all(c in ("str", "list", "tuple", "dict", "set") for c in qualified):
+                    return Kind.OTHER
+        return None
 
     def _reaching_kind(self, name: cst.Name, value: cst.BaseExpression | cst.Param) -> Kind:
         if isinstance(value, cst.Param):
@@ -948,7 +1290,9 @@ class Provenance:
                 return Kind.NUMBER if dotted_name(node.func) == "range" else Kind.UNKNOWN
             if isinstance(node, cst.Call) and self.imports.qualify(node.func) in ("tqdm.trange", "tqdm.auto.trange"):
                 return Kind.NUMBER  # ``for i in trange(n)``
-            return Kind.UNKNOWN
+            return self.element_kind(node)
+        if how == "iter_item" and isinstance(node, _Item):
+            return self._item_kind(self._progress_bar_items(node.iterable), node.index)
         if how == "param" and isinstance(node, cst.Param):
             return self._param_kind(scope, node)
         if how == "number":
@@ -958,11 +1302,158 @@ class Provenance:
             tensors = self.kind(node) is Kind.TENSOR or (isinstance(node, cst.Call) and self.tensor_pair(node)) or (
                 self.tensor_sequence(node)  # ``a, b = torch.chunk(x, 2)``
             )
-            return Kind.TENSOR if tensors else Kind.UNKNOWN
+            return Kind.TENSOR if tensors else self.element_kind(node)
         if how == "import":
             # A module, or a value imported from one (``from config import LIMIT``).
             return Kind.UNKNOWN
         return Kind.UNKNOWN
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def element_kind(self, container: cst.BaseExpression, of: str = "iter") -> Kind:
+        """The kind of the elements of a container: what iterating it gives (``of="iter"``),
+        or indexing it (``of="item"``: a dict's values). UNKNOWN where fixitem cannot see
+        every element (a parameter, a container filled elsewhere)."""
+        key: object = id(container)
+        if type(container) is cst.Name:
+            key = (id(self.scope_of(container).lookup(container.value)), container.value)  # type: ignore[attr-defined]
+        if key in self._element_kinds_open or self._reaching_depth > MAX_REACHING_DEPTH:
+            return Kind.PENDING  # ``xs[0] = xs[0] * a``: an element computed from the container itself
+        elements = self._elements(container, of)
+        if elements is None:
+            return Kind.UNKNOWN
+        self._element_kinds_open.add(key)
+        try:
+            return self._deeper(lambda: _join([e if isinstance(e, Kind) else self.kind(e) for e in elements]))
+        finally:
+            self._element_kinds_open.discard(key)
+
+    def _item_kind(self, container: cst.BaseExpression, index: int) -> Kind:
+        """``for data, target in batches``: the kind of item ``index`` of each element."""
+        elements = self._elements(container, "iter")
+        if elements is None:
+            return Kind.UNKNOWN
+        kinds: list[Kind] = []
+        for element in elements:
+            if isinstance(element, Kind):
+                kinds.append(element if element in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN)
+            elif type(element) in (cst.Tuple, cst.List) and not any(
+                    isinstance(e, cst.StarredElement) for e in element.elements):  # type: ignore[attr-defined]
+                items = element.elements  # type: ignore[attr-defined]
+                kinds.append(self.kind(items[index].value) if index < len(items) else Kind.UNKNOWN)
+            else:
+                kind = self.kind(element)  # unpacking a tensor gives its rows
+                kinds.append(kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.PENDING) else Kind.UNKNOWN)
+        return _join(kinds)
+
+    def _elements(self, expr: cst.BaseExpression, of: str = "iter") -> list[cst.BaseExpression | Kind] | None:
+        """Where the elements of a container come from: the expressions put into it (or
+        their kind, where that is all there is to know); None where fixitem cannot see them all."""
+        t = type(expr)
+        if t in (cst.List, cst.Tuple, cst.Set):
+            found: list[cst.BaseExpression | Kind] = []
+            for element in expr.elements:  # type: ignore[attr-defined]
+                if isinstance(element, cst.StarredElement):
+                    inner = self._elements(element.value)
+                    if inner is None:
+                        return None
+                    found += inner
+                else:
+                    found.append(element.value)
+            return found
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
+            return [expr.elt]  # type: ignore[attr-defined]
+        if t is cst.Dict:
+            if of != "item" or any(not isinstance(e, cst.DictElement) for e in expr.elements):  # type: ignore[attr-defined]
+                return None
+            return [e.value for e in expr.elements]  # type: ignore[attr-defined]
+        if t is cst.DictComp:
+            return [expr.value] if of == "item" else None  # type: ignore[attr-defined]
+        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float):
+            return None
+        kind = self.kind(expr)
+        if kind in (Kind.TENSOR, Kind.NUMPY):
+            return [kind]  # the rows of a tensor are tensors
+        if kind is Kind.MODULE:
+            # ``for block in self.blocks`` over an ``nn.ModuleList`` / ``nn.Sequential``.
+            return [Kind.MODULE] if module_class_of(self, expr) in MODULE_CONTAINERS else None
+        if t is cst.Call:
+            q = self.imports.qualify(expr.func)  # type: ignore[attr-defined]
+            args = expr.args  # type: ignore[attr-defined]
+            if q in SAME_ELEMENTS and len(args) == 1 and args[0].keyword is None and not args[0].star:
+                if q in ("sorted", "reversed", "iter") or of == "iter" or q == "list" or q == "tuple":
+                    return self._elements(args[0].value, "iter")
+            func = expr.func  # type: ignore[attr-defined]
+            if type(func) is cst.Attribute and func.attr.value == "values" and not args:
+                return self._elements(func.value, "item")
+            return None
+        if t is cst.Subscript and any(isinstance(e.slice, cst.Slice) for e in expr.slice):  # type: ignore[attr-defined]
+            return self._elements(expr.value, of)  # type: ignore[attr-defined]  # ``xs[1:]``: a part of xs
+        if t is cst.Name:
+            return self._name_elements(expr, of)  # type: ignore[arg-type]
+        if t is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":  # type: ignore[attr-defined]
+            cls = self.enclosing_class(expr)
+            values = self.class_attrs.get(cls, {}).get(expr.attr.value) if cls is not None else None  # type: ignore[attr-defined]
+            key = (id(cls), "self." + expr.attr.value)  # type: ignore[attr-defined]
+            if not values or key in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
+                return None
+            self._element_guard.add(key)
+            try:
+                return self._deeper(lambda: self._union_elements(values, [], of))
+            finally:
+                self._element_guard.discard(key)
+        return None
+
+    def _keyed_value(self, container: cst.BaseExpression, key: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``parts["loss"]`` where ``parts`` is bound once, to a dict literal with that key,
+        and nothing is stored into it: the value written there."""
+        if type(container) is not cst.Name or type(key) is not cst.SimpleString:
+            return None
+        scope = self.scope_of(container).lookup(container.value)
+        bindings = scope.bindings.get(container.value, []) if scope is not None else []
+        if len(bindings) != 1 or bindings[0][0] != "value" or type(bindings[0][1]) is not cst.Dict:
+            return None
+        if (id(scope), container.value) in self._container_adds:
+            return None
+        for element in bindings[0][1].elements:  # type: ignore[union-attr]
+            if not isinstance(element, cst.DictElement):
+                return None
+            if type(element.key) is cst.SimpleString and element.key.evaluated_value == key.evaluated_value:
+                return element.value
+        return None
+
+    def _name_elements(self, name: cst.Name, of: str) -> list[cst.BaseExpression | Kind] | None:
+        scope = self.scope_of(name).lookup(name.value)
+        if scope is None or (id(scope), name.value) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
+            return None
+        bindings = scope.bindings.get(name.value, [])
+        if not bindings or any(how != "value" or not isinstance(node, cst.BaseExpression) for how, node in bindings):
+            return None
+        self._element_guard.add((id(scope), name.value))
+        try:
+            values = [node for _, node in bindings]
+            adds = self._container_adds.get((id(scope), name.value), [])
+            return self._deeper(lambda: self._union_elements(values, adds, of))  # type: ignore[arg-type]
+        finally:
+            self._element_guard.discard((id(scope), name.value))
+
+    def _union_elements(self, values: list[cst.BaseExpression], adds: list[_Added], of: str
+                        ) -> list[cst.BaseExpression | Kind] | None:
+        found: list[cst.BaseExpression | Kind] = []
+        for value in values:
+            inner = self._elements(value, of)
+            if inner is None:
+                return None
+            found += inner
+        for add in adds:
+            if add.how == "element":
+                found.append(add.value)
+            else:
+                inner = self._elements(add.value, "iter")
+                if inner is None:
+                    return None
+                found += inner
+        return found
 
     def _progress_bar_items(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
         """``tqdm(xs, ...)`` yields the items of ``xs``: iterate ``xs`` instead."""
@@ -1007,7 +1498,63 @@ class Provenance:
                     # ``forward(self, x, H, W)`` with ``x.view(B, H, W, C)``: sizes, not tensors.
                     return Kind.UNKNOWN
                 return Kind.TENSOR
+        if isinstance(func, cst.FunctionDef) and param.star not in ("*", "**"):
+            return self._passed_kind(func, param)
         return Kind.UNKNOWN
+
+    def _passed_kind(self, func: cst.FunctionDef, param: cst.Param) -> Kind:
+        """``def train(model, loader, epoch)`` called as ``train(model, loader, epoch)`` with
+        ``for epoch in range(n)``: what every call of a module-level function of this file
+        passes for the parameter. UNKNOWN where the function is used other than called by
+        name (passed as a callback, exported in ``__all__``), or a call passes ``*args``."""
+        calls = self._call_sites(func)
+        if not calls or id(param) in self._passing or self._reaching_depth > MAX_REACHING_DEPTH:
+            return Kind.UNKNOWN
+        positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        name = param.name.value
+        index = positional.index(name) if name in positional else None
+        kinds: list[Kind] = []
+        self._passing.add(id(param))
+        try:
+            for call in calls:
+                args = [a for a in call.args if a.keyword is None]
+                passed = args[index].value if index is not None and index < len(args) else next(
+                    (a.value for a in call.args if a.keyword is not None and a.keyword.value == name), param.default)
+                if passed is None:
+                    return Kind.UNKNOWN
+                kinds.append(self._settled(lambda passed=passed: self._deeper(lambda: self.kind(passed))))
+        finally:
+            self._passing.discard(id(param))
+        return _join(kinds)
+
+    def _call_sites(self, func: cst.FunctionDef) -> list[cst.Call] | None:
+        """The calls of a module-level function of this file, when every use of its name is one."""
+        name = func.name.value
+        if self.functions.get(name) is not func or len(self.scopes[self.module].bindings.get(name, [])) != 1:
+            return None
+        if self._uses_by_name is None:
+            self._uses_by_name = {}
+            for node in nodes_within(self.module, cst.Name):
+                self._uses_by_name.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
+            if "__all__" in self._uses_by_name:
+                self._uses_by_name["__all__"] = []  # names exported may be called from elsewhere
+                self._exported = True
+        if self._exported:
+            return None
+        calls: list[cst.Call] = []
+        for use in self._uses_by_name.get(name, []):
+            parent = self.parents.get(use)
+            if parent is func or (type(parent) is cst.Attribute and parent.attr is use) or (
+                    type(parent) is cst.Arg and parent.keyword is use):
+                continue  # the ``def`` itself, ``model.train()``, ``MNIST(train=True)``
+            if self.scope_of(use).lookup(name) is not self.scopes[self.module]:
+                continue  # another ``train`` (a parameter or a local of another function)
+            if not (type(parent) is cst.Call and parent.func is use):
+                return None
+            if any(a.star for a in parent.args):  # type: ignore[attr-defined]
+                return None
+            calls.append(parent)  # type: ignore[arg-type]
+        return calls
 
     # -- certainty ----------------------------------------------------------------------------
 
@@ -1038,6 +1585,8 @@ class Provenance:
 
     def _certain_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
         if isinstance(expr, cst.Name):
+            if expr.value in self._tested_names and self.narrowed(expr) is Kind.TENSOR:
+                return True  # ``isinstance(x, torch.Tensor)`` holds here
             value = self.reaching(expr)
             if value is not None and self._deeper(lambda: self._reaching_kind(expr, value)) is Kind.TENSOR:
                 if isinstance(value, cst.Param):
@@ -1049,12 +1598,22 @@ class Provenance:
             key = (id(scope), expr.value)
             if key in seen or expr.value in scope.evidence:
                 return True
-            for how, node in scope.bindings.get(expr.value, []):
+            bindings = scope.bindings.get(expr.value, [])
+            if any(how == "aug" for how, _ in bindings) and any(
+                    how == "value" and isinstance(node, cst.BaseExpression) and self.kind(node) is Kind.NUMBER
+                    for how, node in bindings):
+                return False  # ``total = 0`` then ``total += loss``: a number until the first ``+=``
+            for how, node in bindings:
                 if how == "param" and isinstance(node, cst.Param):
                     if not self._param_certain(scope, node):
                         return False
                 elif how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
                     if not self._certain_tensor_part(node, seen | {key}):
+                        return False
+                    if how != "value" and not self._elements_certain(node, "iter", seen | {key}):
+                        return False  # ``for t in xs`` over a list of possible tensors
+                elif how == "iter_item" and isinstance(node, _Item):
+                    if not self._elements_certain(node.iterable, "iter", seen | {key}):
                         return False
                 elif how == "aug" and isinstance(node, cst.AugAssign):
                     if not self._certain_tensor_part(node.value, seen | {key}):
@@ -1066,7 +1625,24 @@ class Provenance:
                 if func.attr.value in TENSOR_ONLY_NAMES:
                     return True  # it would fail on anything but a tensor
                 return self._certain(func.value, seen)
+            local = self.local_function(func)
+            if local is not None and self.kind(func) is not Kind.MODULE:
+                key = (id(local), "return")
+                if key in seen:
+                    return True
+                if self._reaching_depth > MAX_REACHING_DEPTH:
+                    return False  # a long chain of helpers: not followed to its end
+                return self._deeper(lambda: all(
+                    v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, [])))
             return True
+        if isinstance(expr, cst.Subscript) and self.kind(expr.value) is not Kind.TENSOR:
+            return self._elements_certain(expr.value, "item", seen)  # ``losses[-1]``: as its elements
+        if isinstance(expr, cst.Attribute) and type(expr.value) is cst.Name and expr.value.value not in ("self", "cls"):
+            owner = self.scope_of(expr.value).lookup(expr.value.value)
+            for how, node in self._object_attrs.get((id(owner), f"{expr.value.value}.{expr.attr.value}"), []):
+                value = node.value if isinstance(node, cst.AugAssign) else node
+                if isinstance(value, cst.BaseExpression) and not self._certain_tensor_part(value, seen):
+                    return False
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             return self._certain_tensor_part(expr.value, seen)
         if isinstance(expr, cst.BinaryOperation):
@@ -1083,6 +1659,18 @@ class Provenance:
         if isinstance(expr, cst.NamedExpr):
             return self._certain_tensor_part(expr.value, seen)
         return True
+
+    def _elements_certain(self, container: cst.BaseExpression, of: str, seen: frozenset[tuple[int, str]]) -> bool:
+        """Is every element of a container that is a tensor certainly one?"""
+        key = (id(container), "[]")
+        if type(container) is cst.Name:
+            key = (id(self.scope_of(container).lookup(container.value)), container.value + "[]")  # type: ignore[attr-defined]
+        if key in seen or self._reaching_depth > MAX_REACHING_DEPTH:
+            return True  # ``xs[0] = xs[0] * a``: as the other elements say
+        elements = self._elements(container, of) if self.kind(container) not in (Kind.TENSOR, Kind.NUMPY) else None
+        if not elements:
+            return True
+        return self._deeper(lambda: all(isinstance(e, Kind) or self._certain_tensor_part(e, seen | {key}) for e in elements))
 
     def _param_certain(self, scope: Scope, param: cst.Param) -> bool:
         """A tensor parameter by its annotation, or a ``forward`` parameter that the
@@ -1318,6 +1906,13 @@ class Provenance:
         attr = expr.attr.value
         if attr in ("values", "indices") and isinstance(expr.value, cst.Call) and self.tensor_pair(expr.value):
             return Kind.TENSOR  # ``x.max(1).indices``
+        if type(expr.value) is cst.Name and expr.value.value not in ("self", "cls"):
+            owner = self.scope_of(expr.value).lookup(expr.value.value)
+            key = (id(owner), f"{expr.value.value}.{attr}")
+            if owner is not None and key in self._object_attrs:
+                kind = self._lookup(key)  # ``t.loss`` of ``t = State()``, set in this function
+                if kind is not Kind.UNKNOWN:
+                    return kind
         base_kind = self.kind(expr.value)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.enclosing_class(expr)
@@ -1375,6 +1970,8 @@ class Provenance:
             stub = torch_function_kind(q, call) if q.startswith("torch.") else None
             if stub is not None:
                 return stub
+            if q in TENSOR_RESULTS:  # Python functions of torch the stubs do not cover
+                return Kind.TENSOR
             if is_torch_function(q):  # where the stubs are silent (or say "a tensor or a pair")
                 return Kind.TENSOR
             if is_module_class(q, self.module_classes):
@@ -1392,6 +1989,11 @@ class Provenance:
                 return Kind.UNKNOWN
             if q in self.tensor_functions and "." not in q:
                 return Kind.TENSOR
+        local = self.local_function(func)
+        if local is not None:
+            returned = self._lookup((id(local), "return"))
+            if returned is not Kind.UNKNOWN:
+                return returned  # ``self.stats(x)`` where ``stats`` returns ``torch.stack(...)``
         if self.kind(func) is Kind.MODULE:
             return Kind.TENSOR
         if isinstance(func, cst.Attribute):
@@ -1469,6 +2071,40 @@ def module_class_of(provenance: Provenance, func: cst.BaseExpression) -> str | N
 
 def _is_text(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
+def is_text(expr: cst.BaseExpression) -> bool:
+    """A string by its syntax: a literal, or one repeated or joined (``"%g " * 3``, ``"a" + s``)."""
+    if _is_text(expr):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
+        return _is_text(expr.left) or (isinstance(expr.operator, cst.Multiply) and _is_text(expr.right))
+    return False
+
+
+def _stub_body(func: cst.FunctionDef) -> bool:
+    """A body of only a docstring, ``pass``, ``...`` and ``raise``: a method left to subclasses."""
+    body = func.body.body
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, (cst.Pass, cst.Raise)):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            return False
+    return True
+
+
+def _is_none(node: cst.CSTNode | None) -> bool:
+    return type(node) is cst.Name and node.value == "None"  # type: ignore[union-attr]
+
+
+# Classes an ``isinstance`` test names that only tensors are instances of.
+TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# The key suffix of a name's kind where a test proved it is not ``None``.
+NOT_NONE = "#not-none"
 
 
 def _first_param(func: cst.FunctionDef) -> cst.Param | None:

@@ -7,8 +7,9 @@ tensor used as a truth value (``if t:``, ``while``, ``assert``, ``and`` /
 logging), ``t.cpu()`` / ``t.numpy()`` / ``t.to("cpu")`` (also of a module's output,
 ``model(x).cpu()``, as *possibly* a tensor), tensors used as Python sizes and
 slice bounds (``range(n)``, ``x[:n]``), membership tests (``x in t`` calls
-``Tensor.__contains__``), ``%`` and ``str.format`` formatting of tensors, and
-explicit device syncs (``torch.cuda.synchronize()``).
+``Tensor.__contains__``), ``%`` and ``str.format`` formatting of tensors (also
+unpacked: ``"%g %g" % tuple(t)``), ``math.isfinite(t)`` and ``max(t, c)`` of a tensor, and
+explicit device syncs (``torch.cuda.synchronize()``, or a name bound to it).
 
 Each site says how sure provenance is that the value is a tensor
 (:class:`Certainty`; rewrites require :attr:`Certainty.TENSOR`), and whether
@@ -27,7 +28,7 @@ import libcst as cst
 
 from .context import FileContext
 from .output_calls import LOG_METHODS, output_call  # noqa: F401  (LOG_METHODS: re-exported)
-from .provenance import Certainty, Kind, dotted_name
+from .provenance import Certainty, Kind, dotted_name, is_text
 from .tree import children_of
 
 
@@ -42,8 +43,8 @@ SYNCHRONIZE_CALLS = frozenset(
 class SyncSite:
     node: cst.CSTNode  # the expression that syncs
     # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
-    # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "metric" (a tensor given to
-    # ``writer.add_scalar``), "synchronize" (``torch.cuda.synchronize()``)
+    # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "compare" (``max(t, c)``),
+    # "metric" (a tensor given to ``writer.add_scalar``), "synchronize" (``torch.cuda.synchronize()``)
     kind: str
     value: cst.BaseExpression  # the tensor expression that is read
     certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
@@ -164,6 +165,16 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(arg, "size", arg)
             elif func.value in ("all", "any") and ctx.certainly_tensor(arg):
                 add(call, "elements", arg)  # ``all(t)``: ``bool()`` of each element in turn
+        if isinstance(func, cst.Name) and func.value in ("max", "min") and len(call.args) >= 2 and _builtin(ctx, func):
+            # ``max(1e-3 * norm, 1e-6)`` compares on the host: ``bool()`` of a tensor comparison.
+            tensor = next((a.value for a in call.args if not a.star and a.keyword is None and ctx.is_tensor(a.value)), None)
+            if tensor is not None:
+                add(call, "compare", tensor)
+        elif (ctx.provenance.imports.qualify(func) or "").startswith("math.") and call.args:
+            # ``math.isfinite(norm)``, ``math.sqrt(var)``: ``float()`` of the tensor.
+            tensor = next((a.value for a in call.args if not a.star and ctx.is_tensor(a.value)), None)
+            if tensor is not None:
+                add(call, "float", tensor)
         if is_synchronize(ctx, call):
             add(call, "synchronize", call)
         found = output_call(ctx, call)
@@ -185,10 +196,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     for operation in ctx.nodes(cst.BinaryOperation):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
         assert isinstance(operation, cst.BinaryOperation)
-        if isinstance(operation.operator, cst.Modulo) and _is_text(ctx, operation.left):
-            right = operation.right
-            values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
-            for value in values:
+        if isinstance(operation.operator, cst.Modulo) and is_text(operation.left):
+            for value in _percent_values(ctx, operation.right):
                 if ctx.is_tensor(value) and not is_item_call(value):
                     add(value, "format", value)
 
@@ -222,9 +231,28 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     return sites
 
 
+def _percent_values(ctx: FileContext, right: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values ``"..." % right`` formats: the items of a tuple, the tensor unpacked by
+    ``(*t,)`` or ``tuple(t)`` (each element is formatted: one read of it)."""
+    if isinstance(right, cst.Tuple):
+        return [e.value for e in right.elements]
+    if isinstance(right, cst.Call) and isinstance(right.func, cst.Name) and right.func.value in ("tuple", "list") and \
+            len(right.args) == 1 and right.args[0].keyword is None and not right.args[0].star and _builtin(ctx, right.func):
+        return [right.args[0].value]
+    return [right]
+
+
+def _builtin(ctx: FileContext, name: cst.Name) -> bool:
+    """``name`` is the builtin of that name (nothing in the file rebinds it)."""
+    return ctx.provenance.scope_of(name).lookup(name.value) is None
+
+
 def is_synchronize(ctx: FileContext, call: cst.Call) -> bool:
-    """``torch.cuda.synchronize()`` (and the other devices'), ``torch.cuda.current_stream().synchronize()``."""
+    """``torch.cuda.synchronize()`` (and the other devices'), ``torch.cuda.current_stream().synchronize()``,
+    and a name bound to one (``synchronize = torch.cuda.synchronize if cuda else (lambda: None)``)."""
     func = call.func
+    if isinstance(func, cst.Name) and not call.args:
+        return any(q in SYNCHRONIZE_CALLS for q in ctx.provenance.callee_names(func))
     if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
         return False
     q = ctx.provenance.imports.qualify(func) or ""

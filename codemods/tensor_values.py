@@ -287,6 +287,11 @@ def convert_condition(ctx: FileContext, expr: cst.BaseExpression) -> Converted |
         # need that as a boolean tensor (``~`` of an integer is bitwise).
         nonzero = cst.ComparisonTarget(cst.NotEqual(), cst.Integer("0"))
         return Converted(cst.Comparison(left=_paren(expr), comparisons=[nonzero]), [expr])
+    if isinstance(expr, cst.Call) and (ctx.provenance.imports.qualify(expr.func) or "").startswith("math.") and any(
+            ctx.is_tensor(a.value) for a in expr.args):
+        name = (ctx.provenance.imports.qualify(expr.func) or "").split(".")[-1]
+        instead = f"`torch.{name}`" if name in ("isfinite", "isnan", "isinf") else "torch's own function"
+        raise NotConvertible(f"`{ctx.code(expr)}` reads the tensor into Python's `math`: {instead} decides on the device")
     return None
 
 

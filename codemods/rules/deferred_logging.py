@@ -23,7 +23,7 @@ from ..output_calls import (
     output_wrappers,
     stable_receiver,
 )
-from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
+from ..provenance import COMPREHENSIONS, Certainty, Kind, all_params, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
@@ -208,6 +208,25 @@ class _Collector:
             if isinstance(sub, cst.FormattedStringExpression) and sub.equal is not None:
                 return False
         return True
+
+
+def _prints_as_number(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+    """Would ``expr``, passed to ``record``, be written differently at replay?
+
+    The runtime replays every one-element tensor it is given as a Python number:
+    ``print(x.mean())`` would write ``0.1083`` where it wrote ``tensor(0.1083,
+    grad_fn=...)``. Only a value known not to be a tensor, or one formatted with a
+    numeric type code (``:.4f``, ``%d``: a one-element tensor formats as its number
+    there), is written the same."""
+    if ctx.certainty(expr) is Certainty.NOT_TENSOR:
+        return False
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Attribute) and \
+            ctx.kind(expr.value) not in (Kind.TENSOR, Kind.MODULE):
+        return False  # ``self.config.hidden_size``: a setting of an object that is not a module
+    if _hyperparameter(expr):
+        return False  # a learning rate: a number (as a one-element tensor, copied and replayed as one)
+    style_code = formats.get(expr)
+    return style_code is None or style_code[1] not in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT)
 
 
 def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
@@ -1126,7 +1145,9 @@ class DeferredLogging(Rule):
                 if ctx.kind(node) is Kind.TENSOR:
                     plan.blocker = f"`{name}` is a tensor used other than through `.item()`"
                     return plan
-                if not _is_plain(ctx, node):
+                if any(_prints_as_number(ctx, use_node, formats) for use_node, use in uses if use != "read"):
+                    plan.unsafe.append(f"`{name}` may be a tensor: replayed, it would print as a number")
+                elif not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
             elif what == "expr":
                 expr = item
@@ -1139,7 +1160,9 @@ class DeferredLogging(Rule):
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
                 elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
-                elif isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
+                elif _prints_as_number(ctx, expr, formats):
+                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: replayed, it would print as a number")
+                if isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
                     plan.unsafe.append(
                         f"`{ctx.code(expr)}` may be a mutable object (an array): it is passed by reference and read "
                         "at replay, not now"

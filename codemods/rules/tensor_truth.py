@@ -43,7 +43,7 @@ class TensorTruth(SiteRule):
     name = "tensor-truth"
     summary = "tensor used as a Python truth value"
     graph_breaks = ("GB0170",)
-    kinds = ("truth", "bool", "contains", "elements")
+    kinds = ("truth", "bool", "contains", "elements", "compare")
     examples = [
         Invalid(
             dedent(
@@ -92,6 +92,8 @@ class TensorTruth(SiteRule):
             return f"`{ctx.code(site.node)}` tests membership in a tensor on the host (`Tensor.__contains__`)"
         if site.kind == "elements":
             return f"`{ctx.code(site.node)}` reads the elements of a tensor one by one as Python truth values"
+        if site.kind == "compare":
+            return f"`{ctx.code(site.node)}` compares a tensor on the host: each comparison is a Python truth value"
         return f"`{ctx.code(site.node)}` is a tensor used as a Python truth value"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
@@ -101,6 +103,9 @@ class TensorTruth(SiteRule):
                 f"one host sync per element: `{ctx.code(site.value)}.{name}()` decides on the device; read that "
                 f"once (`bool({ctx.code(site.value)}.{name}())`) where Python needs it"
             )
+        if site.kind == "compare":
+            which = "clamp(min=...)" if site.node.func.value == "max" else "clamp(max=...)"  # type: ignore[attr-defined]
+            return f"keep it on the device: `torch.{which}` (a tensor and a number) or `torch.maximum` / `torch.minimum`"
         if site.kind == "contains":
             return (
                 f"`in` compares every element and reads the answer back: keep it on the device with "

@@ -1,0 +1,393 @@
+"""Flow facts of the analysis layer: containers of tensors and iteration over them,
+``isinstance`` / ``is None`` narrowing, a name whose kind changes through ``+=``,
+``%`` formatting and starred unpacking of tensors, aliased sync functions, and the
+kinds same-file functions and methods return; and the fixes that rest on them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from fixitem.codemods.context import FileContext
+from fixitem.codemods.engine import process
+from fixitem.codemods.provenance import Certainty, Kind
+from fixitem.codemods.registry import all_rules
+
+import fixitem
+
+
+def _findings(code: str, rule: str | None = None):
+    found = process(Path("example.py"), code, all_rules()).findings
+    return [f for f in found if rule is None or f.rule == rule]
+
+
+def _lines(code: str) -> list[int]:
+    return sorted({f.line for f in _findings(code)})
+
+
+def _kind_of(code: str, text: str, nth: int = -1) -> Kind:
+    """The kind of the ``nth`` expression of the file written as ``text``."""
+    ctx = FileContext.build(Path("example.py"), code)
+    matches = [n for n in ctx.nodes(cst.Name, cst.Attribute, cst.Call, cst.Subscript) if ctx.code(n) == text]
+    return ctx.kind(matches[nth])
+
+
+def _certainty_of(code: str, text: str, nth: int = -1) -> Certainty:
+    ctx = FileContext.build(Path("example.py"), code)
+    matches = [n for n in ctx.nodes(cst.Name, cst.Attribute, cst.Call, cst.Subscript) if ctx.code(n) == text]
+    return ctx.certainty(matches[nth])
+
+
+# -- a print of a value not known to be a one-element tensor is never deferred as safe ------------
+
+BLOCKS = (
+    "import torch\nfrom torch import nn\nfrom mylib import scale\n"
+    "def helper(x):\n    return x * 2\n\n"
+    "class Stack(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n"
+    "        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])\n\n"
+    "    def forward(self, x):\n"
+    "        for blk in self.blocks:\n            x = blk(x)\n"
+    "        print(x.mean())\n"
+    "        y = helper(x)\n"
+    "        print(y.mean())\n"
+    "        print(f'{scale(x).mean():.4f}')\n"
+    "        z = scale(x)\n"
+    "        print(z.mean())\n"
+    "        return x\n"
+)
+
+
+def test_a_print_of_a_whole_value_that_may_be_a_tensor_is_not_a_safe_fix():
+    # Replayed, the runtime writes a one-element tensor as its number: ``0.1083`` where
+    # the original wrote ``tensor(0.1083, grad_fn=<MeanBackward0>)``.
+    found = _findings(BLOCKS)
+    assert {f.line for f in found} >= {15, 17, 18}
+    assert not [f for f in found if f.line in (15, 17) and f.fix == "safe"]
+    (imported,) = [f for f in found if f.line == 20]
+    assert imported.fix != "safe" and "`z.mean()` may be a tensor: replayed, it would print as a number" in imported.note
+    # Formatted as a number, a one-element tensor writes the same text.
+    assert [f.fix for f in found if f.line == 18] == ["safe"]
+
+
+# -- misses: each line syncs on CUDA ------------------------------------------------------------------
+
+MISSES = '''import math
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def train(model: Net, batches, cuda: bool):
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
+    mloss = torch.zeros(3, device="cuda")
+    for x in batches:
+        loss = model(x).mean()
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        ok = math.isfinite(norm)
+        scale = max(1e-3 * norm, 1e-6)
+        mloss = mloss + loss.detach()
+        print("%.4f %.4f" % tuple(mloss[:2]))
+        print(("%g" * 3) % (*mloss,))
+        synchronize()
+    val_loss = 0.0
+    for x in batches:
+        val_loss += model(x).mean()
+    print(f"{val_loss:.4f}")
+    return ok, scale
+
+
+class Evaluator:
+    def stats(self, x: torch.Tensor):
+        return torch.stack([x.mean(), x.std()])
+
+    def run(self, x: torch.Tensor):
+        s = self.stats(x)
+        first = s.item()
+        return first, s.tolist()
+'''
+
+
+def test_math_calls_and_max_of_a_tensor_are_reported():
+    codes = {f.line: f.rule for f in _findings(MISSES)}
+    assert codes.get(22) == "FX001"  # math.isfinite(norm): float() of the tensor
+    assert codes.get(23) == "FX004"  # max(1e-3 * norm, 1e-6): a tensor comparison's truth value
+
+
+def test_percent_formatting_of_an_unpacked_tensor_is_reported():
+    found = {f.line: f.message for f in _findings(MISSES, "FX005")}
+    assert "`mloss[:2]`" in found.get(25, "")  # "%.4f %.4f" % tuple(mloss[:2])
+    assert "`mloss`" in found.get(26, "")  # ("%g" * 3) % (*mloss,)
+
+
+def test_an_aliased_sync_function_is_reported():
+    assert 27 in {f.line for f in _findings(MISSES, "FX007")}
+
+
+def test_a_sum_that_becomes_a_tensor_through_augmented_assignment_is_reported_as_possibly_a_tensor():
+    (finding,) = [f for f in _findings(MISSES, "FX005") if f.line == 31]
+    assert "(if `val_loss` is a tensor)" in finding.note
+    assert _kind_of(MISSES, "val_loss") is Kind.TENSOR
+    assert _certainty_of(MISSES, "val_loss") is Certainty.POSSIBLY
+
+
+def test_tolist_of_a_same_class_method_result_is_reported_like_item():
+    lines = {f.line: f.rule for f in _findings(MISSES)}
+    assert lines.get(41) == "FX001" and lines.get(42) == "FX002"
+    assert _certainty_of(MISSES, "self.stats(x)") is Certainty.TENSOR
+
+
+# -- false alarm: isinstance and ``is None`` narrowing ----------------------------------------------
+
+NARROWING = '''import torch
+
+
+def make_lr(lr):
+    if isinstance(lr, torch.Tensor):
+        if lr.numel() != 1:
+            raise ValueError("lr")
+        return lr
+    else:
+        return float(lr)
+
+
+def make_lr2(lr):
+    if isinstance(lr, torch.Tensor) and lr.numel() != 1:
+        raise ValueError("lr")
+    if not isinstance(lr, torch.Tensor):
+        lr = float(lr)
+    return lr
+
+
+def log_norm(model, step):
+    grad_norm = None
+    if step % 2 == 0:
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if grad_norm is not None:
+        print(f"grad norm {grad_norm:.3f}")
+'''
+
+
+def test_float_of_a_value_an_isinstance_test_proved_not_a_tensor_is_not_reported():
+    lines = _lines(NARROWING)
+    assert 10 not in lines and 17 not in lines
+    assert _kind_of(NARROWING, "lr", nth=3) is Kind.TENSOR  # ``lr.numel()`` in the tensor branch
+    assert _certainty_of(NARROWING, "lr", nth=3) is Certainty.TENSOR
+
+
+def test_a_value_tested_not_none_has_the_kind_of_its_other_bindings():
+    assert 26 in {f.line for f in _findings(NARROWING, "FX005")}
+    assert _kind_of(NARROWING, "grad_norm") is Kind.TENSOR
+
+
+# -- containers of tensors, and iteration over them -------------------------------------------------
+
+CONTAINERS = '''import torch
+from torch import nn
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x: torch.Tensor):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+
+
+def losses_of(batches):
+    pairs = [(torch.randn(8, 4), torch.randint(0, 3, (8,))) for _ in range(3)]
+    losses = []
+    for data, target in pairs:
+        losses.append(torch.nn.functional.cross_entropy(data[:, :3], target))
+    parts = {"loss": losses[-1], "n": 3}
+    rows = [t * 2 for t in losses]
+    a, b = rows[0], rows[1:]
+    return losses, parts["loss"], rows, a
+'''
+
+
+def test_iteration_over_a_module_list_gives_modules_and_their_outputs_tensors():
+    assert _kind_of(CONTAINERS, "blk") is Kind.MODULE
+    assert _kind_of(CONTAINERS, "blk(x)") is Kind.TENSOR
+    assert _certainty_of(CONTAINERS, "x") is Certainty.TENSOR
+
+
+def test_elements_of_lists_dicts_and_comprehensions_of_tensors_are_tensors():
+    assert _kind_of(CONTAINERS, "data") is Kind.TENSOR  # an item of each pair of the list
+    assert _kind_of(CONTAINERS, "target") is Kind.TENSOR
+    assert _kind_of(CONTAINERS, "losses[-1]") is Kind.TENSOR  # filled with ``append``
+    assert _kind_of(CONTAINERS, 'parts["loss"]') is Kind.TENSOR
+    assert _kind_of(CONTAINERS, "t") is Kind.TENSOR  # a comprehension over the list
+    assert _kind_of(CONTAINERS, "a") is Kind.TENSOR
+    assert _kind_of(CONTAINERS, "batches") is Kind.UNKNOWN  # a parameter: its elements are unknown
+
+
+def test_a_container_filled_with_something_else_has_elements_of_unknown_kind():
+    code = (
+        "import torch\nimport numpy as np\n"
+        "def f(n):\n"
+        "    xs = [torch.zeros(1)]\n"
+        "    xs.append(np.zeros(1))\n"
+        "    ys = [torch.zeros(1)]\n"
+        "    ys.extend(make(n))\n"
+        "    return xs[0], ys[0]\n"
+    )
+    assert _kind_of(code, "xs[0]") is not Kind.TENSOR
+    assert _kind_of(code, "ys[0]") is Kind.UNKNOWN
+
+
+# -- the default mode rewrites these as the same program ---------------------------------------------
+
+
+def _run(*paths: Path) -> list[str]:
+    """The output of each script, run side by side, stderr merged into stdout."""
+    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
+    env["PYTHONUNBUFFERED"] = "1"
+    procs = [subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, cwd=path.parent, env=env) for path in paths]
+    outputs = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+        outputs.append(out)
+    return outputs
+
+
+@pytest.mark.parametrize("name", ["object_attribute_loss", "textbook_format"])
+def test_the_default_mode_defers_the_loss_print_as_the_same_program(copy_fixture, name):
+    original = copy_fixture(f"flow/{name}.py")
+    rewritten = original.with_name(f"{name}_deferred.py")
+    rewritten.write_text(original.read_text())
+    result = fixitem.apply([rewritten])
+    assert not result.errors, result.errors
+    assert [f.rule for f in result.applied] == ["FX201"]
+    assert "deferred.record(" in rewritten.read_text()
+    before, after = _run(original, rewritten)
+    assert before.count("\n") >= 4
+    assert after == before
+
+
+def test_elements_are_as_certain_as_what_was_put_in():
+    code = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x, y):\n"
+        "        xs = [x * 2, torch.ones(1)]\n"
+        "        for t in xs:\n"
+        "            t.sum()\n"
+        "        ys = [y.view(-1)]\n"
+        "        return xs[0], ys[0]\n"
+    )
+    assert _certainty_of(code, "t") is Certainty.POSSIBLY  # ``x`` is a tensor only by the ``forward`` heuristic
+    assert _certainty_of(code, "xs[0]") is Certainty.POSSIBLY
+    assert _certainty_of(code, "ys[0]") is Certainty.TENSOR  # ``y.view(...)``: used as a tensor
+
+
+# -- what the calls of a function of this file pass ---------------------------------------------------
+
+TRAIN = '''import torch
+import torch.nn.functional as F
+
+
+def train(model, batches, optimizer, epoch):
+    model.train()
+    for batch_idx, (data, target) in enumerate(batches):
+        loss = F.cross_entropy(model(data), target)
+        print("Train Epoch: {} [{}]\\tLoss: {:.6f}".format(epoch, batch_idx * len(data), loss.item()))
+
+
+def main(model, batches, optimizer):
+    for epoch in range(1, 3):
+        train(model, batches, optimizer, epoch)
+'''
+
+
+def test_a_parameter_every_call_of_the_file_passes_a_number_is_a_number():
+    (finding,) = _findings(TRAIN, "FX201")
+    assert finding.fix == "safe", finding.note
+    assert _kind_of(TRAIN, "epoch", nth=1) is Kind.NUMBER
+
+
+def test_a_function_used_other_than_by_calls_keeps_parameters_of_unknown_kind():
+    for extra in ("\nhooks = [train]\n", "\n__all__ = ['train']\n", "\ndef again(*args):\n    train(*args)\n"):
+        (finding,) = _findings(TRAIN + extra, "FX201")
+        assert finding.fix != "safe" and "`epoch` may be a tensor" in finding.note, extra
+
+
+def test_long_chains_of_helpers_and_containers_are_analysed_without_running_out_of_stack():
+    lines = ["import torch", "", "def f0(x):", "    return torch.relu(x)", ""]
+    for i in range(1, 400):
+        lines += [f"def f{i}(x):", f"    return f{i - 1}(x) + 1", ""]
+    lines += ["def main():", "    xs0 = [torch.ones(1)]"]
+    lines += [f"    xs{i} = list(xs{i - 1})" for i in range(1, 400)]
+    lines += ["    y = f399(torch.ones(1))", "    print(y.item(), xs399[0].item())", ""]
+    result = process(Path("example.py"), "\n".join(lines), all_rules())
+    assert result.error is None, result.error
+    assert [f.rule for f in result.findings] == ["FX201"]
+
+
+def test_an_attribute_built_from_itself_is_a_container_of_unknown_elements():
+    code = (
+        "import torch\n"
+        "class Engine:\n"
+        "    def __init__(self):\n        self.handlers = []\n"
+        "    def add(self, h):\n        self.handlers = self.handlers[1:] + [h]\n"
+        "        self.seen = list(self.seen)\n"
+        "    def run(self):\n"
+        "        for h in self.handlers:\n            h()\n"
+        "        for s in self.seen:\n            s.item()\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    assert result.error is None, result.error
+    assert _kind_of(code, "h", nth=-2) is Kind.UNKNOWN
+
+
+def test_a_method_left_to_subclasses_returns_what_it_is_annotated_or_an_unknown_kind():
+    code = (
+        "import torch\n"
+        "class Base:\n"
+        "    def reduce(self, t: torch.Tensor) -> torch.Tensor:\n        pass\n"
+        "    def collect(self, t):\n        raise NotImplementedError\n"
+        "    def reset(self):\n        self.n = 0\n"
+        "    def run(self, t: torch.Tensor):\n"
+        "        a = self.reduce(t)\n        b = self.collect(t)\n        c = self.reset()\n"
+        "        return a.item(), b.item(), c\n"
+    )
+    assert _kind_of(code, "self.reduce(t)") is Kind.TENSOR
+    assert _kind_of(code, "self.collect(t)") is Kind.UNKNOWN
+    assert _kind_of(code, "self.reset()") is Kind.OTHER  # None
+    assert [f.line for f in _findings(code, "FX001")] == [13, 13]
+
+
+def test_an_element_computed_from_its_own_container_is_analysed():
+    code = (
+        "import torch\n"
+        "def f(alpha, batches):\n"
+        "    running = [torch.zeros(())]\n"
+        "    for b in batches:\n"
+        "        running[0] = running[0] * alpha + (1.0 - alpha) * b\n"
+        "    return running[0].item()\n"
+    )
+    result = process(Path("example.py"), code, all_rules())
+    assert result.error is None, result.error
+    assert [f.rule for f in result.findings] == ["FX001"]
+    assert _kind_of(code, "running[0]") is Kind.TENSOR
+    ctx = FileContext.build(Path("example.py"), code)
+    inner = [n for n in ctx.nodes(cst.Subscript) if ctx.code(n) == "running[0]"]
+    assert [ctx.kind(n) for n in inner] == [Kind.TENSOR] * 3
