@@ -19,6 +19,20 @@ FIXTURES = ROOT / "fixtures"
 _counter = itertools.count()
 
 
+def run_side_by_side(*paths: Path) -> list[str]:
+    """The output of each script, run side by side (independent processes), stderr merged into stdout."""
+    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
+    env["PYTHONUNBUFFERED"] = "1"
+    procs = [subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, cwd=path.parent, env=env) for path in paths]
+    outputs = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+        outputs.append(out)
+    return outputs
+
+
 def load_module(path: Path):
     """Import a file under a unique module name (before and after must not clash)."""
     name = f"_fixitem_test_{path.stem}_{next(_counter)}"

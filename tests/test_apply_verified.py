@@ -118,7 +118,8 @@ def test_a_command_that_varies_on_the_same_code_judges_no_fix(tmp_path):
     script = tmp_path / "noisy.py"
     script.write_text(
         "import torch\n\n"
-        "x = torch.randn(8)\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "x = torch.randn(8, device=device)\n"
         "if x.abs().max().item() > 1e9:\n"
         "    x = x * 0.5\n"
         "print(f'loss {x.sum().item():.6f}')\n"

@@ -9,31 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import torch
 
 import fixitem
-from conftest import load_module
+from conftest import load_module, run_side_by_side
 from fixitem import runtime
 
 
 
-def _run(*paths: Path) -> list[str]:
-    """The output of each script, run side by side (they are independent processes)."""
-    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
-    env["PYTHONUNBUFFERED"] = "1"
-    procs = [subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, cwd=path.parent, env=env) for path in paths]
-    outputs = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out
-        outputs.append(out)
-    return outputs
 
 
 def _rewrite(copy_fixture, name: str, unsafe: bool = False):
@@ -63,7 +48,7 @@ def test_startup_and_evaluation_output_is_not_deferred(copy_fixture):
 
 def test_startup_and_sibling_output_keeps_its_order(copy_fixture):
     original, rewritten, _ = _rewrite(copy_fixture, "startup_and_sibling", unsafe=True)
-    before, after = _run(original, rewritten)
+    before, after = run_side_by_side(original, rewritten)
     assert before.splitlines()[:2] == ["Using device: cpu", "WARNING Nothing is fused."]
     assert before.splitlines()[6] == "Test set: epoch 1, 64 samples"
     assert after == before
@@ -88,7 +73,7 @@ def test_trainer_state_is_printed_as_it_was_when_the_line_was_written(copy_fixtu
     assert "        trainer.iter_num,\n" in text and "        len(batch),\n" in text
     assert "trainer.optimizer.param_groups[0]['lr'],\n" in text
     assert "lambda trainer" not in text and "lambda self" not in text
-    before, after = _run(original, rewritten)
+    before, after = run_side_by_side(original, rewritten)
     lines = before.splitlines()
     assert [line.split()[1] for line in lines if line.startswith("iter ")] == ["0", "1", "2", "3"]
     assert "lr 0.0125" in lines[-1] and "seen 8 rows (32 so far)" in lines[-1]
@@ -106,7 +91,7 @@ def test_wrappers_and_formats_print_the_same(copy_fixture):
     assert '    print0("starting")\n' in text
     assert "    if master_process:\n        print(s)\n" in text  # the wrapper itself is left as written
     assert ".item()" not in text
-    before, after = _run(original, rewritten)
+    before, after = run_side_by_side(original, rewritten)
     assert before.startswith("starting\nstep 0 loss ")
     assert "INFO correct " in before and "step 5: " in before
     assert "debug loss" not in before
@@ -134,7 +119,7 @@ def test_warning_once_in_forward_no_longer_breaks_the_graph(copy_fixture):
     assert "breaks the graph in traced code" in messages[32]
     assert _breaks(original) >= 1
     assert _breaks(rewritten) == 0
-    before, after = _run(original, rewritten)
+    before, after = run_side_by_side(original, rewritten)
     assert before.count("use_cache=True") == 1
     assert before.index("use_cache=True") < before.index("step 0 out")
     assert after == before

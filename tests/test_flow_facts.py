@@ -5,12 +5,10 @@ kinds same-file functions and methods return; and the fixes that rest on them.""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import libcst as cst
+from conftest import run_side_by_side
 import pytest
 from fixitem.codemods.context import FileContext
 from fixitem.codemods.engine import process
@@ -255,18 +253,6 @@ def test_a_container_filled_with_something_else_has_elements_of_unknown_kind():
 # -- the default mode rewrites these as the same program ---------------------------------------------
 
 
-def _run(*paths: Path) -> list[str]:
-    """The output of each script, run side by side, stderr merged into stdout."""
-    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
-    env["PYTHONUNBUFFERED"] = "1"
-    procs = [subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, cwd=path.parent, env=env) for path in paths]
-    outputs = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out
-        outputs.append(out)
-    return outputs
 
 
 @pytest.mark.parametrize("name", ["object_attribute_loss", "textbook_format"])
@@ -278,7 +264,7 @@ def test_the_default_mode_defers_the_loss_print_as_the_same_program(copy_fixture
     assert not result.errors, result.errors
     assert [f.rule for f in result.applied] == ["FX201"]
     assert "deferred.record(" in rewritten.read_text()
-    before, after = _run(original, rewritten)
+    before, after = run_side_by_side(original, rewritten)
     assert before.count("\n") >= 4
     assert after == before
 
