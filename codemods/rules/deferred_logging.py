@@ -14,6 +14,7 @@ import libcst as cst
 from ..context import FileContext
 from ..effects import PURE_BUILTINS
 from ..dtypes import certainly_integer
+from ..exceptions import catching_handler, read_exceptions
 from ..output_calls import (
     OutputCall,
     OutputKind,
@@ -643,6 +644,12 @@ class DeferredLogging(Rule):
     function, `<lambda>` at replay); and for a module formatted at replay.
     **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
     (replayed after the block, the text would go to the stream put back);
+    when a read may raise and a handler around it in the function catches
+    what it raises (`t.item()` raises `RuntimeError` and `float(t)` / `int(t)`
+    raise `ValueError` unless `t` holds one element, as a full reduction
+    does; `int(t)` of NaN raises `ValueError`; `{:d}` of a float too) inside
+    `try: ... except RuntimeError:` or `with suppress(...)`: deferred, the
+    error would be raised elsewhere and the handler would not run;
     when the call holds `await`, `yield` or `:=`, a tensor read
     inside a lambda or comprehension or in a branch evaluated only sometimes,
     a starred argument that reads a tensor, an f-string `=` around a read,
@@ -1053,6 +1060,13 @@ class DeferredLogging(Rule):
         if others:
             plan.blocker = "it formats a tensor itself; only one-element values read with `.item()` can be deferred"
             return plan
+        for site in plan.reads:
+            raised, why = read_exceptions(ctx, site)
+            handler = catching_handler(ctx, stmt, raised)
+            if handler:
+                plan.blocker = (f"`{ctx.code(site.node)}` raises {why}, which the `{handler}` around it handles; "
+                                "deferred, the error would be raised elsewhere, outside that handler")
+                return plan
         if found.kind is OutputKind.PROGRESS:
             plan.blocker = ("a progress bar draws its description at its next update: set at replay it would label "
                             "later steps, or never show once the bar is closed; set it every N steps instead")
@@ -1065,7 +1079,12 @@ class DeferredLogging(Rule):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
         plan.unsafe.extend(_unknown_loggers(ctx, call, found))
         formats = _formats(ctx, call, found)
-        plan.unsafe.extend(_raising_formats(ctx, formats, reads))
+        raising = _raising_formats(ctx, formats, reads)
+        handler = catching_handler(ctx, stmt, (ValueError,)) if raising else ""
+        if handler:
+            plan.blocker = f"{raising[0]}, not where the `{handler}` around it handles the error"
+            return plan
+        plan.unsafe.extend(raising)
         # The object whose method is called is taken now, as the original takes it:
         # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None

@@ -1,0 +1,117 @@
+"""FX201 where deferring changes what happens at the edges: reads whose exception a
+handler catches, `flush=True`, writes to a file of the program, values that may be
+whole tensors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fixitem
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+
+
+def _fixed(code: str, unsafe: bool = False) -> str | None:
+    return process(Path("example.py"), code, all_rules(), fix=True, unsafe=unsafe).new_text
+
+
+def _fx201(code: str, unsafe: bool = False):
+    return [f for f in process(Path("example.py"), code, all_rules(), unsafe=unsafe).findings if f.rule == "FX201"]
+
+
+def _run(path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                          cwd=path.parent, env=env)
+
+
+# -- a read that may raise, inside a handler that catches it ---------------------------------------
+
+
+def test_reads_whose_error_a_handler_catches_are_not_deferred(copy_fixture):
+    path = copy_fixture("logging/reads_in_handlers.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    text = path.read_text()
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and "acc n/a" in after.stdout
+    # The full reduction holds one element whatever the shape: its read is deferred.
+    assert [f.line for f in result.applied if f.rule == "FX201"] == [21]
+    assert "lambda value: print(f\"total {value:.3f}\")" in text
+    for read in ("per_class.item()", "float(per_class)", "int(scores.max())"):
+        assert read in text
+
+
+@pytest.mark.parametrize(("handler", "caught"), [
+    ("except RuntimeError:", True),
+    ("except Exception:", True),
+    ("except BaseException:", True),
+    ("except:", True),
+    ("except (KeyError, RuntimeError):", True),
+    ("except ERRORS:", True),  # a tuple bound in the file
+    ("except imported_errors:", True),  # an imported name: may be an alias of one
+    ("except KeyError:", False),
+    ("except ValueError:", False),  # `.item()` raises RuntimeError
+    ("except torch.cuda.OutOfMemoryError:", False),  # a subclass is no base
+    ("except MyError:", False),
+])
+def test_which_handlers_catch_the_error_of_an_item_read(handler, caught):
+    code = (
+        "import torch\n"
+        "from errors import imported_errors\n"
+        "ERRORS = (KeyError, RuntimeError)\n"
+        "class MyError(Exception):\n"
+        "    pass\n"
+        "def report(acc: torch.Tensor):\n"
+        "    try:\n"
+        "        print(f'acc {acc.item():.3f}')\n"
+        f"    {handler}\n"
+        "        print('acc n/a')\n"
+    )
+    [finding] = _fx201(code, unsafe=True)
+    if caught:
+        assert finding.fix == "none" and "raises `RuntimeError` unless `acc` holds exactly one element" in finding.note
+        assert f"`{handler.rstrip(':')}` around it" in finding.note
+    else:
+        assert finding.fix == "safe"
+
+
+def test_a_handler_after_the_read_or_in_another_function_does_not_count():
+    code = (
+        "import torch\n"
+        "def report(acc: torch.Tensor):\n"
+        "    try:\n"
+        "        pass\n"
+        "    except RuntimeError:\n"
+        "        print(f'acc {acc.item():.3f}')\n"
+        "    try:\n"
+        "        def later():\n"
+        "            print(f'acc {acc.item():.3f}')\n"
+        "    except RuntimeError:\n"
+        "        pass\n"
+    )
+    assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
+
+
+def test_int_of_a_float_inside_a_value_error_handler_is_not_deferred():
+    """`int(t)` of NaN raises ValueError: replayed, the lambda's `int(...)` would raise later."""
+    code = (
+        "import torch\n"
+        "def report(x: torch.Tensor, n: torch.Tensor):\n"
+        "    try:\n"
+        "        print(f'mean {int(x.mean())}')\n"
+        "        print(f'count {int(n.sum().long())}')\n"
+        "        print(f'loss {x.sum().item():d}')\n"
+        "    except ValueError:\n"
+        "        print('n/a')\n"
+    )
+    first, second, third = _fx201(code, unsafe=True)
+    assert first.fix == "none" and "NaN or infinite" in first.note
+    assert second.fix == "safe"  # an integer tensor's one element: nothing to raise
+    assert third.fix == "none" and "`:d` rejects a float" in third.note
