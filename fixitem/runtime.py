@@ -47,9 +47,10 @@ Ordering guarantee (by construction)
     * ``sys.stdout`` and ``sys.stderr`` are wrapped, so ``print``, progress
       bars, ``warnings.warn`` (which writes to ``sys.stderr``), tracebacks,
       the message of ``sys.exit("msg")`` and libraries writing to them
-      replay pending records before their text. The wrapper forwards
-      everything else to the original stream (``isatty``, ``fileno``,
-      ``encoding``, ``buffer``, ``flush``, attributes; ``isinstance`` sees
+      replay pending records before their text, and ``sys.stdout.flush()``
+      replays them before it flushes (the program asks for its text now).
+      The wrapper forwards everything else to the original stream
+      (``isatty``, ``fileno``, ``encoding``, ``buffer``, attributes; ``isinstance`` sees
       the original's class). When nothing is pending a write costs one
       attribute check more (about 0.1 us on CPU).
     * ``logging.Logger.callHandlers``: every LogRecord a logger hands to its
@@ -766,8 +767,8 @@ class _OrderedStream:
     """``sys.stdout`` / ``sys.stderr`` as seen by the program: the original
     stream, whose writes first replay pending records.
 
-    Everything but ``write`` / ``writelines`` is forwarded (``isatty``,
-    ``fileno``, ``encoding``, ``buffer``, ``flush``, attributes), and
+    Everything but ``write`` / ``writelines`` / ``flush`` is forwarded (``isatty``,
+    ``fileno``, ``encoding``, ``buffer``, attributes), and
     ``isinstance`` sees the original's class.
     """
 
@@ -786,6 +787,13 @@ class _OrderedStream:
         if _order.dirty and not _tls.in_logging:
             _before_output(_WRITE_WAIT_S)
         return self._fixitem_stream.writelines(lines)
+
+    def flush(self):
+        # ``sys.stdout.flush()`` asks for what was printed to reach the stream now: the
+        # pending records too (not while the interpreter is finalizing: atexit replayed them).
+        if _order.dirty and not _tls.in_logging and not sys.is_finalizing():
+            _before_output(_WRITE_WAIT_S)
+        return self._fixitem_stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fixitem_stream, name)

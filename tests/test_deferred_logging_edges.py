@@ -115,3 +115,45 @@ def test_int_of_a_float_inside_a_value_error_handler_is_not_deferred():
     assert first.fix == "none" and "NaN or infinite" in first.note
     assert second.fix == "safe"  # an integer tensor's one element: nothing to raise
     assert third.fix == "none" and "`:d` rejects a float" in third.note
+
+
+# -- `print(..., flush=True)`: the text now -----------------------------------------------------
+
+
+def test_a_print_with_flush_true_is_an_unsafe_fix_and_survives_a_hard_kill(copy_fixture):
+    path = copy_fixture("logging/flush_now.py")
+    before = _run(path)
+    assert before.returncode == -9 and len(before.stdout.splitlines()) == 3
+    result = fixitem.apply([path])  # safe fixes only: the line stays as written
+    assert not [f for f in result.applied if f.rule == "FX201"]
+    after = _run(path)
+    assert after.returncode == -9 and after.stdout == before.stdout
+    [finding] = _fx201(path.read_text(), unsafe=True)
+    assert finding.fix == "unsafe" and "`flush=True` asks for the text now" in finding.note
+    assert "`kill -9`" in finding.note
+
+
+def test_flush_false_stays_safe():
+    code = "import torch\ndef f(loss: torch.Tensor):\n    print(f'{loss.item():.3f}', flush=False)\n"
+    assert [f.fix for f in _fx201(code)] == ["safe"]
+
+
+# -- writes to a file of the program ----------------------------------------------------------
+
+
+def test_a_print_to_a_file_of_the_program_is_not_deferred(copy_fixture):
+    path = copy_fixture("logging/file_writes.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and "'mean', '0.583'" in after.stdout
+    assert not [f for f in result.applied if f.rule == "FX201"]
+    notes = [f.note for f in _fx201(path.read_text(), unsafe=True)]
+    assert len(notes) == 2 and all("it writes to `f`, a file of the program" in n for n in notes)
+
+
+@pytest.mark.parametrize("stream", ["sys.stderr", "sys.stdout", "None"])
+def test_a_print_to_the_standard_streams_is_deferred(stream):
+    code = f"import sys\nimport torch\ndef f(loss: torch.Tensor):\n    print(f'{{loss.item():.3f}}', file={stream})\n"
+    assert [f.fix for f in _fx201(code)] == ["safe"]

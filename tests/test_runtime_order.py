@@ -391,3 +391,12 @@ def test_a_recorder_dropped_with_records_does_not_keep_writes_flushing():
     assert runtime._order.dirty
     runtime._OrderedStream(io.StringIO()).write("x")
     assert not runtime._order.dirty and runtime._order.count == 0
+
+
+def test_flushing_stdout_writes_the_pending_records_before_a_hard_kill():
+    """``sys.stdout.flush()`` asks for the text now: what is pending is written first, so a
+    ``kill -9`` right after loses none of it."""
+    script = ROOT / "fixtures" / "runtime" / "flush_then_kill.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
+    assert done.returncode == -9
+    assert done.stdout.splitlines() == ["step 0 loss 0.0000", "step 1 loss 0.2500", "step 2 loss 0.5000"]

@@ -18,10 +18,12 @@ from ..exceptions import catching_handler, read_exceptions
 from ..output_calls import (
     OutputCall,
     OutputKind,
+    flushes_now,
     live_context,
     logger_origin,
     output_call,
     output_wrappers,
+    own_file,
     stable_receiver,
 )
 from ..provenance import COMPREHENSIONS, Kind, all_params, dotted_name
@@ -641,10 +643,15 @@ class DeferredLogging(Rule):
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
-    function, `<lambda>` at replay); and for a module formatted at replay.
+    function, `<lambda>` at replay); for a module formatted at replay; and for
+    `print(..., flush=True)`, which asks for the text now (deferred, it is
+    written within 2 s, and a `kill -9` meanwhile loses it).
     **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
     (replayed after the block, the text would go to the stream put back);
-    when a read may raise and a handler around it in the function catches
+    for `print(..., file=f)` to a file of the program rather than
+    `sys.stdout` / `sys.stderr` (the program may close it, `with open(...) as
+    f:`, or read it back before the replay, and its own writes to it are not
+    kept in order); when a read may raise and a handler around it in the function catches
     what it raises (`t.item()` raises `RuntimeError` and `float(t)` / `int(t)`
     raise `ValueError` unless `t` holds one element, as a full reduction
     does; `int(t)` of NaN raises `ValueError`; `{:d}` of a float too) inside
@@ -1051,6 +1058,11 @@ class DeferredLogging(Rule):
             plan.blocker = (f"it is inside `with {redirect}(...)`: replayed after the block, the text would go to "
                             "the stream put back, not the one it redirects to")
             return plan
+        file = own_file(ctx, call, found)
+        if file:
+            plan.blocker = (f"it writes to `{file}`, a file of the program: replayed later, the text could go to a "
+                            "file closed by then, or out of order with the program's own writes to it")
+            return plan
         collector = _Collector(ctx, reads, others)
         for arg in call.args:
             collector.walk(arg)
@@ -1073,6 +1085,9 @@ class DeferredLogging(Rule):
             return plan
         for replayed in collector.replayed:
             plan.unsafe.append(f"`{ctx.code(replayed.func)}(...)` is called at replay, not now")
+        if flushes_now(call):
+            plan.unsafe.append("`flush=True` asks for the text now: deferred, it is written later (within 2 s), and a "
+                               "process killed meanwhile (`kill -9`, the OOM killer) loses it")
         if found.kind is OutputKind.WARNING:
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
