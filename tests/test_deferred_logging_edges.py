@@ -157,3 +157,41 @@ def test_a_print_to_a_file_of_the_program_is_not_deferred(copy_fixture):
 def test_a_print_to_the_standard_streams_is_deferred(stream):
     code = f"import sys\nimport torch\ndef f(loss: torch.Tensor):\n    print(f'{{loss.item():.3f}}', file={stream})\n"
     assert [f.fix for f in _fx201(code)] == ["safe"]
+
+
+# -- values that may be whole tensors ------------------------------------------------------------
+
+
+def test_values_that_may_be_tensors_are_passed_by_reference_and_print_the_same(copy_fixture):
+    """`print(h)` of a layer's output in `forward` (a tensor fixitem cannot place), a helper's
+    result and a list of tensors: recorded as values, the runtime would reject the first
+    (TypeError) and print the others as numbers. Passed by reference, they print the same."""
+    path = copy_fixture("logging/whole_tensors.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    text = path.read_text()
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert "grad_fn=<ReluBackward0>" in before.stdout and "[tensor(2.7310)]" in before.stdout
+    assert after.stdout == before.stdout
+    assert len([f for f in result.applied if f.rule == "FX201"]) == 3
+    for value in ("deferred.by_reference(h)", "deferred.by_reference(accuracy(model.fc(x)))",
+                  "deferred.by_reference(list(history))"):
+        assert value in text
+
+
+@pytest.mark.parametrize(("call", "passed"), [
+    ("print(f'{loss.item():.3f}', n)", "n"),  # a number: as a value
+    ("print(f'{loss.item():.3f}', name)", "name"),  # bound to a string
+    ("print(f'{loss.item():.3f} {count():d}')", "count()"),  # formatted as a number
+    ("print(f'{loss.item():.3f} {str(model)}')", "str(model)"),  # text
+])
+def test_values_known_not_to_be_tensors_are_passed_as_values(call, passed):
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor, n: int, count, model):\n"
+        "    name = 'run'\n"
+        f"    {call}\n"
+    )
+    fixed = _fixed(code, unsafe=True)
+    assert fixed is not None and "by_reference" not in fixed and f"{passed}" in fixed.split("deferred.record(")[1]

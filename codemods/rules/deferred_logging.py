@@ -241,6 +241,43 @@ def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> boo
     return False
 
 
+def _may_hold_tensors(ctx: FileContext, expr: cst.BaseExpression,
+                      formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+    """May the value passed for ``expr`` be a tensor, or a container of them?
+
+    The runtime replays a recorded tensor as the number ``.item()`` gives (and
+    rejects one of more elements): such a value is passed with
+    ``deferred.by_reference(...)`` instead, so that ``fn`` gets the object itself
+    and prints what the original printed. Not for a number, a string, a module,
+    a name bound only to literals, nor a value formatted as a number (``:.3f``,
+    ``%d``: a tensor formatted so prints its number).
+    """
+    kind = ctx.kind(expr)
+    if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or isinstance(expr, LITERALS):
+        return False
+    if isinstance(expr, (cst.Attribute, cst.Subscript)) and _immutable(ctx, expr, formats):
+        return False  # ``x.shape``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
+    style_code = formats.get(expr)
+    if style_code is not None and style_code[1] in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT):
+        return False
+    if isinstance(expr, cst.Attribute) and not _of_a_module(ctx, expr):
+        # ``trainer.iter_num``, ``self.config.block_size``: passed as a value (and, unless known
+        # not to change, the fix says it is read at replay).
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return any(isinstance(e, cst.StarredElement) or _may_hold_tensors(ctx, e.value, {}) for e in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return _may_hold_tensors(ctx, expr.elt, {})
+    if isinstance(expr, cst.DictComp):
+        return _may_hold_tensors(ctx, expr.value, {})
+    if isinstance(expr, cst.Name):
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+        if bindings and all(how == "value" and (isinstance(v, LITERALS) or _is_text(v)) for how, v in bindings):
+            return False
+    return kind in (Kind.UNKNOWN, Kind.OTHER)
+
+
 def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     """An attribute of an ``nn.Module`` itself (``self.scale`` in a module class,
     ``self.fc.weight``): modules hold tensors, so one fixitem cannot place may be
@@ -601,6 +638,12 @@ class DeferredLogging(Rule):
     once in its scope outside any loop (a module-level `logger =
     logging.getLogger(__name__)`, a parameter). `float(t)` and `int(t)` stay
     `float(...)` / `int(...)` in the lambda, so the type is the original's.
+    A value passed that may be a tensor or hold some (a call's result, an
+    untyped parameter, a list, an item, an attribute of a module) is passed
+    as `deferred.by_reference(value)`:
+    the call gets that object itself at replay, so a tensor prints as
+    `print(x)` prints it, where a recorded tensor would be replayed as a
+    number (or rejected, with more than one element).
     The runtime is imported as `deferred`, or as `fixitem_deferred` in a
     file that has its own `deferred`.
 
@@ -899,7 +942,7 @@ class DeferredLogging(Rule):
                     stats["r"] += 1.0
                     deferred.record(
                         lambda r, loss: print(f"returns={r} loss={loss:.3f}"),
-                        stats['r'],
+                        deferred.by_reference(stats['r']),
                         loss,
                     )
                     stats["r"][:] = 0
@@ -924,7 +967,11 @@ class DeferredLogging(Rule):
 
                 def train(data: torch.Tensor, history):
                     loss = data.sum()
-                    deferred.record(lambda loss, history: print(loss, history), loss, history)
+                    deferred.record(
+                        lambda loss, history: print(loss, history),
+                        loss,
+                        deferred.by_reference(history),
+                    )
                 """
             ),
             unsafe=True,
@@ -1147,6 +1194,8 @@ class DeferredLogging(Rule):
                 body_replacements[receiver] = cst.Name(param)
             params.append(param)
             values.append(receiver)
+        alias = ctx.runtime_alias()
+        by_reference: set[int] = set()  # values passed as themselves (``deferred.by_reference(...)``)
         for what, item in collector.order:
             if what == "name":
                 name = str(item)
@@ -1162,6 +1211,8 @@ class DeferredLogging(Rule):
                     return plan
                 if not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
+                if _may_hold_tensors(ctx, node, formats):
+                    by_reference.add(params.index(name))
             elif what == "expr":
                 expr = item
                 assert isinstance(expr, cst.BaseExpression)
@@ -1172,13 +1223,16 @@ class DeferredLogging(Rule):
                 if kind is Kind.MODULE:
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
                 elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
-                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
+                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it is passed by reference "
+                                       "and read at replay, after the module may have changed it")
                 elif isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
                     plan.unsafe.append(
                         f"`{ctx.code(expr)}` may be a mutable object (an array): it is passed by reference and read "
                         "at replay, not now"
                     )
                 param = fresh(expr)
+                if _may_hold_tensors(ctx, expr, formats):
+                    by_reference.add(len(params))
                 params.append(param)
                 values.append(expr)
                 body_replacements[expr] = cst.Name(param)
@@ -1203,8 +1257,10 @@ class DeferredLogging(Rule):
             body = body.visit(_Indent("    "))
         empty = cst.Module(body=[])
         head = f"lambda {', '.join(params)}:" if params else "lambda:"
-        pieces = [f"{head} {empty.code_for_node(body)}", *[empty.code_for_node(v) for v in values]]
-        alias = ctx.runtime_alias()
+        texts = [empty.code_for_node(v) for v in values]
+        for i in by_reference:
+            texts[i] = f"{alias}.by_reference({texts[i]})"
+        pieces = [f"{head} {empty.code_for_node(body)}", *texts]
         record = cst.ensure_type(cst.parse_expression(f"{alias}.record({', '.join(pieces)})"), cst.Call)
         indent = ctx.positions[stmt].start.column
         text = empty.code_for_node(record)
