@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from .dtypes import certainly_integer_or_bool
 from .provenance import dotted_name
+from .scalar_shapes import plainly_zero_dim
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -47,9 +49,6 @@ _BUILTIN_EXCEPTIONS = {
 
 def read_exceptions(ctx: FileContext, site: SyncSite) -> tuple[tuple[type[BaseException], ...], str]:
     """The exceptions the scalar read ``site`` may raise, and why in words; ``()`` when none."""
-    from .dtypes import certainly_integer_or_bool  # noqa: PLC0415 - dtypes builds on provenance
-    from .scalar_shapes import plainly_zero_dim  # noqa: PLC0415
-
     if site.kind not in ("item", "float", "int"):
         return (), ""
     value = ctx.code(site.value)

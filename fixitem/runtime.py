@@ -879,7 +879,7 @@ class _Timer:
         for rec in due:
             try:
                 rec._replay_timed()
-            except Exception as exc:  # a replayed call failed: report it, as for an unrelated write
+            except Exception as exc:  # noqa: BLE001 - a replayed call failed: report it, as for a write
                 _report(exc)
         return 0.0
 

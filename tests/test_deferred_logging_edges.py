@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-import fixitem
 from fixitem.codemods.engine import process
 from fixitem.codemods.registry import all_rules
+
+import fixitem
 
 
 def _fixed(code: str, unsafe: bool = False) -> str | None:
@@ -26,7 +26,7 @@ def _fx201(code: str, unsafe: bool = False):
 
 def _run(path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, str(path)], check=False, capture_output=True, text=True, timeout=300,
                           cwd=path.parent, env=env)
 
 
