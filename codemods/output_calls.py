@@ -378,6 +378,41 @@ def live_context(found: OutputCall, call: cst.Call) -> str:
     return ""
 
 
+# -- where a print writes, and when --------------------------------------------------------
+
+# The streams the deferred-logging runtime keeps in order (it wraps them at import).
+STANDARD_STREAMS = frozenset({"sys.stdout", "sys.stderr"})
+
+
+def own_file(ctx: FileContext, call: cst.Call, found: OutputCall) -> str:
+    """For a print-like call (:attr:`OutputKind.PRINT`), the file it writes to when that
+    is not ``sys.stdout`` / ``sys.stderr`` (``f`` in ``print(..., file=f)``), as written;
+    "" otherwise.
+
+    Writes to such a file are the program's own: it may close the file (``with
+    open(...) as f:``) or read it back, and nothing keeps them in order with the
+    other writes to it. A call that writes there cannot be replayed later.
+    """
+    if found.kind is not OutputKind.PRINT:
+        return ""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "file" and not _none(arg.value):
+            if (ctx.provenance.imports.qualify(arg.value) or "") not in STANDARD_STREAMS:
+                return ctx.code(arg.value)
+    return ""
+
+
+def flushes_now(call: cst.Call) -> bool:
+    """``print(..., flush=True)``: the program asks for the text to reach the stream
+    now, before it goes on (a line that must survive a hard kill right after)."""
+    return any(arg.keyword is not None and arg.keyword.value == "flush" and not _none(arg.value)
+               and not (isinstance(arg.value, cst.Name) and arg.value.value == "False") for arg in call.args)
+
+
+def _none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
 # -- wrappers -------------------------------------------------------------------------------
 
 # Queries whose answer does not change while a program runs: a wrapper's condition

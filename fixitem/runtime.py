@@ -17,7 +17,8 @@ record(fn, /, *args, **kwargs)
     optimizer step) does not change what is replayed. A recorded tensor must
     hold exactly one element (what ``.item()`` accepts); others raise
     ``TypeError`` at once, since only scalars are deferred values (pass
-    ``len(x)`` or ``x.shape[0]``, computed at record time, instead). Lists,
+    ``len(x)`` or ``x.shape[0]``, computed at record time, instead, or
+    ``by_reference(x)`` for ``fn`` to get ``x`` itself at replay). Lists,
     tuples and dicts among the arguments are copied (nested ones too, not
     their other items); other arguments pass through unchanged, by reference: an object whose
     attribute changes after ``record`` is seen changed at replay, so pass
@@ -47,9 +48,10 @@ Ordering guarantee (by construction)
     * ``sys.stdout`` and ``sys.stderr`` are wrapped, so ``print``, progress
       bars, ``warnings.warn`` (which writes to ``sys.stderr``), tracebacks,
       the message of ``sys.exit("msg")`` and libraries writing to them
-      replay pending records before their text. The wrapper forwards
-      everything else to the original stream (``isatty``, ``fileno``,
-      ``encoding``, ``buffer``, ``flush``, attributes; ``isinstance`` sees
+      replay pending records before their text, and ``sys.stdout.flush()``
+      replays them before it flushes (the program asks for its text now).
+      The wrapper forwards everything else to the original stream
+      (``isatty``, ``fileno``, ``encoding``, ``buffer``, attributes; ``isinstance`` sees
       the original's class). When nothing is pending a write costs one
       attribute check more (about 0.1 us on CPU).
     * ``logging.Logger.callHandlers``: every LogRecord a logger hands to its
@@ -105,7 +107,22 @@ Flush triggers
     * by time, so that output still appears as a run goes: a record that comes
       2 s or more after the previous one (a sparse log, which gains nothing by
       waiting) is replayed at once, and pending records are replayed once the
-      oldest is 2 s old (checked at each ``record``; ``Recorder(flush_after=...)``);
+      oldest is 2 s old (``Recorder(flush_after=...)``): checked at each
+      ``record``, and, when the program goes quiet (a long evaluation, a
+      checkpoint), by a daemon thread of this module (``fixitem-flush``, started
+      by the first record that waits, asleep while nothing is pending). It takes
+      the same locks as every replay: its output never interleaves with
+      another replay, and a write of the program that comes meanwhile waits for
+      it (at most 5 s, as for any replay in another thread). It does not write
+      while ``sys.stdout`` / ``sys.stderr`` are replaced (``redirect_stdout``),
+      leaves records made inside compiled regions to the program's thread, and
+      on CUDA makes its stream wait (on the device) for the streams the copies
+      were queued on. A forked child starts its own; at exit it stops before
+      the atexit flush. A logging record it replays keeps the recording
+      thread's ``thread`` / ``threadName``;
+    * ``sys.stdout.flush()`` / ``sys.stderr.flush()``: the program asks for its
+      text now, so what is pending is written first (a ``kill -9`` right
+      after loses nothing);
     * any other output (see the ordering guarantee);
     * ``flush()``, on demand (blocks until everything is emitted);
     * never inside a ``torch.compile`` region (``torch.compiler.is_compiling()``).
@@ -204,6 +221,7 @@ __all__ = [
     "Accumulator",
     "DEFAULT_FLUSH_EVERY",
     "Recorder",
+    "by_reference",
     "configure",
     "flush",
     "pending",
@@ -236,6 +254,24 @@ def _env_flush_every() -> int | None:
 # Capturing arguments
 
 
+class _ByReference(collections.namedtuple("by_reference", "value")):
+    """What :func:`by_reference` wraps (a named tuple: Dynamo traces it in compiled regions)."""
+
+    __slots__ = ()
+
+
+def by_reference(value: Any) -> Any:
+    """``record(fn, ..., by_reference(x))``: pass ``x`` itself to ``fn`` at replay.
+
+    Not snapshotted and not converted, whatever it is: a tensor stays that tensor
+    (printed at replay as ``print(x)`` prints it, all its elements), a list of
+    tensors stays that list. Read at replay, so a change made to it meanwhile
+    shows. The codemod passes so a value it cannot tell is not a tensor (a call's
+    result, an untyped parameter), rather than one read as a number.
+    """
+    return _ByReference(value)
+
+
 def _snapshot_tree(value: Any) -> Any:
     """Copy the containers of ``value`` with every tensor snapshotted.
 
@@ -245,6 +281,8 @@ def _snapshot_tree(value: Any) -> Any:
     value replayed. Written so that Dynamo can trace it (used inside compiled
     regions too).
     """
+    if type(value) is _ByReference:
+        return value
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             raise TypeError(
@@ -270,6 +308,8 @@ def _snapshot_tree(value: Any) -> Any:
 
 def _collect_tensors(value: Any, out: list[torch.Tensor]) -> None:
     """Append the tensors of ``value`` to ``out`` in a fixed walk order."""
+    if type(value) is _ByReference:
+        return
     if isinstance(value, torch.Tensor):
         out.append(value)
     elif isinstance(value, (list, tuple)):
@@ -282,6 +322,8 @@ def _collect_tensors(value: Any, out: list[torch.Tensor]) -> None:
 
 def _substitute(value: Any, numbers: Any) -> Any:
     """Rebuild ``value`` with each tensor replaced by ``next(numbers)`` (same walk order)."""
+    if type(value) is _ByReference:
+        return value.value
     if isinstance(value, torch.Tensor):
         return next(numbers)
     if isinstance(value, list):
@@ -301,7 +343,7 @@ def _substitute(value: Any, numbers: Any) -> Any:
 class _Record:
     """One deferred call: ``fn``, its captured arguments and their tensors."""
 
-    __slots__ = ("fn", "args", "kwargs", "tensors", "origin")
+    __slots__ = ("fn", "args", "kwargs", "tensors", "origin", "thread", "stream")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict,
                  origin: tuple[str, int] | None = None) -> None:
@@ -310,8 +352,16 @@ class _Record:
         self.kwargs = kwargs
         self.tensors: list[torch.Tensor] = []
         self.origin = origin  # (function, line) of the ``record`` call
+        # The thread that recorded (a replay in another thread logs with its name) and, for
+        # CUDA tensors, the stream their copies were queued on.
+        self.thread = (threading.get_ident(), threading.current_thread().name)
+        self.stream: Any = None
         _collect_tensors(args, self.tensors)
         _collect_tensors(kwargs, self.tensors)
+        for t in self.tensors:
+            if t.is_cuda:
+                self.stream = torch.cuda.current_stream(t.device)
+                break
 
     def call(self, numbers: list[Any]) -> None:
         it = iter(numbers)
@@ -319,10 +369,12 @@ class _Record:
         kwargs = _substitute(self.kwargs, it)
         tls = _tls
         outer, tls.origin = tls.origin, self.origin
+        outer_thread, tls.thread = tls.thread, self.thread
         try:
             self.fn(*args, **kwargs)
         finally:
             tls.origin = outer
+            tls.thread = outer_thread
 
 
 def _caller_origin() -> tuple[str, int] | None:
@@ -367,8 +419,9 @@ class _Batch:
     an event); elsewhere the stack is read with ``tolist()`` in :meth:`values`.
     """
 
-    def __init__(self, records: list[_Record]) -> None:
+    def __init__(self, records: list[_Record], oldest: float = 0.0) -> None:
         self.records = records
+        self.oldest = oldest  # when its oldest record came (the recorder's clock)
         tensors = [t for r in records for t in r.tensors]
         self.count = len(tensors)
         groups: dict[tuple[torch.device, torch.dtype], list[int]] = {}
@@ -377,6 +430,8 @@ class _Batch:
         # (indices, tensor to read, CUDA event or None, device tensor kept alive)
         self._parts: list[tuple[list[int], torch.Tensor, Any, Any]] = []
         for (device, dtype), indices in groups.items():
+            if device.type == "cuda":
+                _wait_for_record_streams(device, records)
             stacked = torch.stack([tensors[i].reshape(()).to(dtype) for i in indices])
             if device.type == "cuda":
                 self._parts.append(_start_cuda_copy(indices, stacked, device))
@@ -396,6 +451,19 @@ class _Batch:
             for i, v in zip(indices, host.tolist()):
                 out[i] = v
         return out
+
+
+def _wait_for_record_streams(device: torch.device, records: list[_Record]) -> None:
+    """Make this thread's current stream on ``device`` wait (on the device, no host sync) for
+    the streams the records' copies were queued on: a batch started in another thread
+    (the timer) or under another stream reads them after they are written."""
+    current = torch.cuda.current_stream(device)
+    seen = []
+    for r in records:
+        stream = r.stream
+        if stream is not None and stream.device == device and stream != current and stream not in seen:
+            seen.append(stream)
+            current.wait_stream(stream)
 
 
 def _start_cuda_copy(indices: list[int], stacked: torch.Tensor, device: torch.device):
@@ -418,6 +486,7 @@ class _ThreadState(threading.local):
     replaying = False  # this thread is replaying records
     in_logging = 0  # > 0 inside Logger.callHandlers (already flushed there)
     origin: tuple[str, int] | None = None  # while a record is replayed: where it was recorded
+    thread: tuple[int, str] | None = None  # while a record is replayed: the thread that recorded it
 
 
 class _OrderState:
@@ -479,7 +548,7 @@ def _leave() -> None:
 
 def _drain_inbox_locked() -> None:
     items = _COMPILED_INBOX[:]
-    _COMPILED_INBOX.clear()
+    del _COMPILED_INBOX[: len(items)]  # an append in between (another thread) stays
     for rec, fn, args, kwargs in items:
         rec._pending.append(_Record(fn, args, kwargs))
     _order.count += len(items)
@@ -548,8 +617,10 @@ class Recorder:
                     _drain_inbox_locked()
                 sparse = now - self._last >= self.flush_after  # a sparse log gains nothing by waiting
                 self._last = now
+                poke = False
                 if not self._pending:
                     self._oldest = now
+                    poke = _timer.idle  # the timer waits for nothing: tell it a record waits
                 self._pending.append(rec)
                 _order.count += 1
                 _order.dirty = True
@@ -557,6 +628,8 @@ class Recorder:
                 if full:
                     self._start_batch_locked()
                 outstanding = len(self._batches)
+            if poke:
+                _timer.poke()
             if outstanding:
                 self._emit(block=sparse, keep=self.max_outstanding if full else None)
 
@@ -591,13 +664,37 @@ class Recorder:
     def _start_batch_locked(self) -> None:
         if self._pending:
             records, self._pending = self._pending, []
-            self._batches.append(_Batch(records))
+            self._batches.append(_Batch(records, self._oldest))
 
-    def _emit(self, block: bool, keep: int | None = None, wait: float = -1) -> None:
+    def _due_in_locked(self) -> float | None:
+        """Seconds until the oldest record not yet emitted is ``flush_after`` old (0 or
+        less: it is); None when nothing is pending."""
+        if self._batches:
+            oldest = self._batches[0].oldest
+        elif self._pending:
+            oldest = self._oldest
+        else:
+            return None
+        return self.flush_after - (self.clock() - oldest)
+
+    def _replay_timed(self) -> None:
+        """The timer's replay: everything pending, in order, from the timer's thread.
+
+        It leaves the compiled-region inbox alone (the thread running compiled code
+        appends to it without the lock) and leaves ``_order.dirty`` set: the next
+        write or record of the program's own threads settles it.
+        """
+        with _IN_RUNTIME:
+            with _LOCK:
+                self._start_batch_locked()
+            self._emit(block=True, wait=_WRITE_WAIT_S, settle=False)
+
+    def _emit(self, block: bool, keep: int | None = None, wait: float = -1, settle: bool = True) -> None:
         """Replay finished batches in order.
 
         ``block``: wait for every batch. Otherwise emit the ready prefix, and
         if ``keep`` is given also wait until at most ``keep`` batches remain.
+        ``settle``: clear ``_order.dirty`` once nothing is left.
         """
         if _tls.replaying:
             return  # a replayed fn recorded or flushed: it stays queued, in order
@@ -629,7 +726,7 @@ class Recorder:
                 finally:
                     with _LOCK:
                         _order.count -= len(batch.records)
-                        if _order.count <= 0 and not _COMPILED_INBOX:
+                        if settle and _order.count <= 0 and not _COMPILED_INBOX:
                             _order.count = 0
                             _order.dirty = False
         finally:
@@ -690,6 +787,118 @@ def _flush_reporting_errors() -> None:
         _flush_all()
     except BaseException as exc:  # noqa: BLE001
         _report(exc)
+
+
+# --------------------------------------------------------------------------
+# Time: records older than the promise are written when the program goes quiet
+
+
+class _Timer:
+    """A daemon thread that writes records once the oldest is ``flush_after`` old, when
+    nothing else (a record, a write) does: a line recorded before a long evaluation or
+    a checkpoint appears on time, as the original's did.
+
+    Started by the first record that waits (never at import, never inside a compiled
+    region); while nothing is pending it sleeps until a record pokes it. Each look
+    (:meth:`check`) takes the same locks as every other replay, so its output never
+    interleaves with another replay and a write of the program waits for it (at most
+    ``_WRITE_WAIT_S``), as a write waits for another thread's replay. It does not write
+    while ``sys.stdout`` / ``sys.stderr`` are replaced (``redirect_stdout``, a test's
+    capture), where a replay would go to the replacement. Stopped at exit (the atexit
+    flush writes the rest); a forked child starts its own. ``enabled = False`` stops
+    it from writing (tests that move a recorder's clock by hand drive :meth:`check`
+    themselves).
+    """
+
+    POLL_S = 0.5  # how soon it looks again when it could not write, or when a clock may have moved
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.wakeup = threading.Event()
+        self.idle = True  # waiting for a poke (nothing pending when it last looked)
+        self.stopped = False
+        self.enabled = True
+
+    def poke(self) -> None:
+        """A record waits: start the thread, or wake it to look at the new deadline."""
+        if self.stopped:
+            return
+        self.idle = False
+        if self.thread is None:
+            thread = threading.Thread(target=self._run, name="fixitem-flush", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # interpreter shutting down: the atexit flush covers it
+                return
+            self.thread = thread
+        else:
+            self.wakeup.set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wakeup.set()
+
+    def _run(self) -> None:
+        while not self.stopped:
+            try:
+                delay = self.check()
+            except BaseException as exc:  # noqa: BLE001 - never let the thread die silently
+                _report(exc)
+                delay = self.POLL_S
+            if self.stopped:
+                return
+            if delay is None or delay > 0:
+                self.wakeup.wait(delay)
+            self.wakeup.clear()
+
+    def check(self) -> float | None:
+        """Write the records that are due; return how many seconds until the next look
+        (0: at once; None: nothing is pending, wait for a poke)."""
+        if not self.enabled or self.stopped:
+            self.idle = True
+            return None
+        due: list[Recorder] = []
+        delay: float | None = None
+        with _IN_RUNTIME:
+            with _LOCK:
+                for rec in _recorders():
+                    left = rec._due_in_locked()
+                    if left is None:
+                        continue
+                    if left <= 0:
+                        due.append(rec)
+                    else:
+                        delay = left if delay is None else min(delay, left)
+                self.idle = not due and delay is None
+        if not due:
+            # Polled at least every POLL_S while records wait: a recorder's flush_after or
+            # clock may change meanwhile (``by_count_only``), and a clock is the program's.
+            return None if delay is None else min(delay, self.POLL_S)
+        if not _streams_in_place():
+            return self.POLL_S
+        for rec in due:
+            try:
+                rec._replay_timed()
+            except Exception as exc:  # noqa: BLE001 - a replayed call failed: report it, as for a write
+                _report(exc)
+        return 0.0
+
+
+def _streams_in_place() -> bool:
+    """Are ``sys.stdout`` / ``sys.stderr`` the streams this module wrapped (not replaced)?"""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is not None and not getattr(type(stream), "_fixitem_ordered", False):
+            return False
+    return True
+
+
+_timer = _Timer()
+
+
+def _at_exit() -> None:
+    _timer.stop()
+    _flush_reporting_errors()
 
 
 # --------------------------------------------------------------------------
@@ -766,8 +975,8 @@ class _OrderedStream:
     """``sys.stdout`` / ``sys.stderr`` as seen by the program: the original
     stream, whose writes first replay pending records.
 
-    Everything but ``write`` / ``writelines`` is forwarded (``isatty``,
-    ``fileno``, ``encoding``, ``buffer``, ``flush``, attributes), and
+    Everything but ``write`` / ``writelines`` / ``flush`` is forwarded (``isatty``,
+    ``fileno``, ``encoding``, ``buffer``, attributes), and
     ``isinstance`` sees the original's class.
     """
 
@@ -786,6 +995,13 @@ class _OrderedStream:
         if _order.dirty and not _tls.in_logging:
             _before_output(_WRITE_WAIT_S)
         return self._fixitem_stream.writelines(lines)
+
+    def flush(self):
+        # ``sys.stdout.flush()`` asks for what was printed to reach the stream now: the
+        # pending records too (not while the interpreter is finalizing: atexit replayed them).
+        if _order.dirty and not _tls.in_logging and not sys.is_finalizing():
+            _before_output(_WRITE_WAIT_S)
+        return self._fixitem_stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fixitem_stream, name)
@@ -916,6 +1132,9 @@ def _install_logging_hooks() -> None:
         if tls.origin is not None and record.funcName == "<lambda>":
             # A replayed ``lambda ...: logger.info(...)``: the function and line that recorded it.
             record.funcName, record.lineno = tls.origin
+        if tls.thread is not None:
+            # Replayed in another thread (the timer, a flush from a worker): the thread that recorded it.
+            record.thread, record.threadName = tls.thread
         tls.in_logging += 1
         try:
             return original(self, record)
@@ -1017,10 +1236,13 @@ def _before_fork() -> None:
 
 def _reset_after_fork() -> None:
     """In a forked child: empty buffers (the records belong to the parent)."""
-    global _LOCK, _REPLAY_LOCK, _tls, _MAIN_IDENT
+    global _LOCK, _REPLAY_LOCK, _tls, _MAIN_IDENT, _timer
     _LOCK = threading.Lock()
     _REPLAY_LOCK = threading.RLock()
     _tls = _ThreadState()
+    enabled = _timer.enabled
+    _timer = _Timer()  # the parent's thread is not in the child: it starts its own
+    _timer.enabled = enabled
     _MAIN_IDENT = threading.get_ident()
     _Signals.deferred = None
     _COMPILED_INBOX.clear()
@@ -1065,7 +1287,7 @@ def _register_child_flush(_recorder: Recorder) -> None:
 
 sys.excepthook = _excepthook
 threading.excepthook = _threading_excepthook
-atexit.register(_flush_reporting_errors)
+atexit.register(_at_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_reset_after_fork)
 multiprocessing.util.register_after_fork(_default, _register_child_flush)

@@ -78,7 +78,9 @@ def clean_default_recorder():
     runtime.flush()
     saved = runtime._default.flush_every, runtime._default.flush_after, runtime._default.clock
     runtime._default.flush_after = 1e9  # time never flushes here, however slow the machine
+    runtime._timer.enabled = False  # nor the timer thread (its tests drive it by hand)
     yield
+    runtime._timer.enabled = True
     runtime.flush()
     runtime._default.set_flush_every(saved[0])
     runtime._default.flush_after = saved[1]

@@ -67,7 +67,7 @@ def test_a_print_of_a_whole_value_that_may_be_a_tensor_is_not_a_safe_fix():
     assert {f.line for f in found} >= {15, 17, 18}
     assert not [f for f in found if f.line in (15, 17) and f.fix == "safe"]
     (imported,) = [f for f in found if f.line == 20]
-    assert imported.fix != "safe" and "`z.mean()` may be a tensor: replayed, it would print as a number" in imported.note
+    assert imported.fix != "safe" and "`z.mean()` may be a tensor: it is passed by reference and read at replay, not now" in imported.note
     # Formatted as a number, a one-element tensor writes the same text.
     assert [f.fix for f in found if f.line == 18] == ["safe"]
 

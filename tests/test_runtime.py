@@ -554,3 +554,32 @@ def test_cuda_accumulator_bitwise():
         acc += v
         total += v.item()
     assert acc._buf.device.type == "cuda" and acc.value() == total
+
+
+def test_a_value_passed_by_reference_reaches_the_call_as_itself():
+    """``by_reference(x)``: a whole tensor (which a recorded value may not be) or a list of
+    tensors is given to ``fn`` itself at replay, so it prints as the original printed it."""
+    got = []
+    h = torch.ones(2, 2, requires_grad=True) * 3
+    history = [torch.tensor(0.5)]
+    runtime.record(lambda loss, h, history: got.append(f"{loss} {h} {history}"),
+                   torch.tensor(1.5), runtime.by_reference(h), runtime.by_reference(history))
+    runtime.flush()
+    assert got == [f"1.5 {h} {history}"] and "grad_fn=<MulBackward0>" in got[0]
+    with pytest.raises(TypeError, match="one-element"):
+        runtime.record(lambda h: None, h)  # a recorded value must still be one element
+
+
+def test_by_reference_inside_a_compiled_region_breaks_no_graph():
+    torch._dynamo.reset()
+    got = []
+
+    def body(x):
+        y = x * 2
+        runtime.record(lambda y, s: got.append((y.tolist(), s)), runtime.by_reference(y), y.sum())
+        return y + 1
+
+    compiled = torch.compile(body, fullgraph=True, backend="eager")  # fullgraph: a break raises
+    compiled(torch.ones(3))
+    runtime.flush()
+    assert got == [([2.0, 2.0, 2.0], 6.0)]

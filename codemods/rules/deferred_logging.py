@@ -14,16 +14,19 @@ import libcst as cst
 from ..context import FileContext
 from ..effects import PURE_BUILTINS
 from ..dtypes import certainly_integer
+from ..exceptions import catching_handler, read_exceptions
 from ..output_calls import (
     OutputCall,
     OutputKind,
+    flushes_now,
     live_context,
     logger_origin,
     output_call,
     output_wrappers,
+    own_file,
     stable_receiver,
 )
-from ..provenance import COMPREHENSIONS, Certainty, Kind, all_params, dotted_name
+from ..provenance import COMPREHENSIONS, Certainty, Kind, all_params, dotted_name, is_text
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
 from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
@@ -255,6 +258,45 @@ def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> boo
     if isinstance(value, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
         return ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER) or _is_text(value) or how == "unpack"
     return False
+
+
+def _may_hold_tensors(ctx: FileContext, expr: cst.BaseExpression,
+                      formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+    """May the value passed for ``expr`` be a tensor, or a container of them?
+
+    The runtime replays a recorded tensor as the number ``.item()`` gives (and
+    rejects one of more elements): such a value is passed with
+    ``deferred.by_reference(...)`` instead, so that ``fn`` gets the object itself
+    and prints what the original printed. Not for a number, a string, a module,
+    a name bound only to literals, nor a value formatted as a number (``:.3f``,
+    ``%d``: a tensor formatted so prints its number).
+    """
+    kind = ctx.kind(expr)
+    if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or isinstance(expr, LITERALS):
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and is_text(expr.left):
+        return False  # ``"it %d" % (n,)``: a string
+    if isinstance(expr, (cst.Attribute, cst.Subscript)) and _immutable(ctx, expr, formats):
+        return False  # ``x.shape``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
+    style_code = formats.get(expr)
+    if style_code is not None and style_code[1] in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT):
+        return False
+    if isinstance(expr, cst.Attribute) and not _of_a_module(ctx, expr):
+        # ``trainer.iter_num``, ``self.config.block_size``: passed as a value (and, unless known
+        # not to change, the fix says it is read at replay).
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return any(isinstance(e, cst.StarredElement) or _may_hold_tensors(ctx, e.value, {}) for e in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return _may_hold_tensors(ctx, expr.elt, {})
+    if isinstance(expr, cst.DictComp):
+        return _may_hold_tensors(ctx, expr.value, {})
+    if isinstance(expr, cst.Name):
+        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+        if bindings and all(how == "value" and (isinstance(v, LITERALS) or _is_text(v)) for how, v in bindings):
+            return False
+    return kind in (Kind.UNKNOWN, Kind.OTHER)
 
 
 def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
@@ -617,6 +659,12 @@ class DeferredLogging(Rule):
     once in its scope outside any loop (a module-level `logger =
     logging.getLogger(__name__)`, a parameter). `float(t)` and `int(t)` stay
     `float(...)` / `int(...)` in the lambda, so the type is the original's.
+    A value passed that may be a tensor or hold some (a call's result, an
+    untyped parameter, a list, an item, an attribute of a module) is passed
+    as `deferred.by_reference(value)`:
+    the call gets that object itself at replay, so a tensor prints as
+    `print(x)` prints it, where a recorded tensor would be replayed as a
+    number (or rejected, with more than one element).
     The runtime is imported as `deferred`, or as `fixitem_deferred` in a
     file that has its own `deferred`.
 
@@ -659,9 +707,20 @@ class DeferredLogging(Rule):
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
-    function, `<lambda>` at replay); and for a module formatted at replay.
+    function, `<lambda>` at replay); for a module formatted at replay; and for
+    `print(..., flush=True)`, which asks for the text now (deferred, it is
+    written within 2 s, and a `kill -9` meanwhile loses it).
     **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
     (replayed after the block, the text would go to the stream put back);
+    for `print(..., file=f)` to a file of the program rather than
+    `sys.stdout` / `sys.stderr` (the program may close it, `with open(...) as
+    f:`, or read it back before the replay, and its own writes to it are not
+    kept in order); when a read may raise and a handler around it in the function catches
+    what it raises (`t.item()` raises `RuntimeError` and `float(t)` / `int(t)`
+    raise `ValueError` unless `t` holds one element, as a full reduction
+    does; `int(t)` of NaN raises `ValueError`; `{:d}` of a float too) inside
+    `try: ... except RuntimeError:` or `with suppress(...)`: deferred, the
+    error would be raised elsewhere and the handler would not run;
     when the call holds `await`, `yield` or `:=`, a tensor read
     inside a lambda or comprehension or in a branch evaluated only sometimes,
     a starred argument that reads a tensor, an f-string `=` around a read,
@@ -904,7 +963,7 @@ class DeferredLogging(Rule):
                     stats["r"] += 1.0
                     deferred.record(
                         lambda r, loss: print(f"returns={r} loss={loss:.3f}"),
-                        stats['r'],
+                        deferred.by_reference(stats['r']),
                         loss,
                     )
                     stats["r"][:] = 0
@@ -929,7 +988,11 @@ class DeferredLogging(Rule):
 
                 def train(data: torch.Tensor, history):
                     loss = data.sum()
-                    deferred.record(lambda loss, history: print(loss, history), loss, history)
+                    deferred.record(
+                        lambda loss, history: print(loss, history),
+                        loss,
+                        deferred.by_reference(history),
+                    )
                 """
             ),
             unsafe=True,
@@ -976,6 +1039,19 @@ class DeferredLogging(Rule):
 
                 def f(losses: torch.Tensor):
                     print([l.item() for l in losses])
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                def report(per_class: torch.Tensor):
+                    try:
+                        print(f"acc {per_class.item():.3f}")
+                    except RuntimeError:
+                        print("acc n/a")
                 """
             ),
         ),
@@ -1063,6 +1139,11 @@ class DeferredLogging(Rule):
             plan.blocker = (f"it is inside `with {redirect}(...)`: replayed after the block, the text would go to "
                             "the stream put back, not the one it redirects to")
             return plan
+        file = own_file(ctx, call, found)
+        if file:
+            plan.blocker = (f"it writes to `{file}`, a file of the program: replayed later, the text could go to a "
+                            "file closed by then, or out of order with the program's own writes to it")
+            return plan
         collector = _Collector(ctx, reads, others)
         for arg in call.args:
             collector.walk(arg)
@@ -1072,19 +1153,34 @@ class DeferredLogging(Rule):
         if others:
             plan.blocker = "it formats a tensor itself; only one-element values read with `.item()` can be deferred"
             return plan
+        for site in plan.reads:
+            raised, why = read_exceptions(ctx, site)
+            handler = catching_handler(ctx, stmt, raised)
+            if handler:
+                plan.blocker = (f"`{ctx.code(site.node)}` raises {why}, which the `{handler}` around it handles; "
+                                "deferred, the error would be raised elsewhere, outside that handler")
+                return plan
         if found.kind is OutputKind.PROGRESS:
             plan.blocker = ("a progress bar draws its description at its next update: set at replay it would label "
                             "later steps, or never show once the bar is closed; set it every N steps instead")
             return plan
         for replayed in collector.replayed:
             plan.unsafe.append(f"`{ctx.code(replayed.func)}(...)` is called at replay, not now")
+        if flushes_now(call):
+            plan.unsafe.append("`flush=True` asks for the text now: deferred, it is written later (within 2 s), and a "
+                               "process killed meanwhile (`kill -9`, the OOM killer) loses it")
         if found.kind is OutputKind.WARNING:
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
         plan.unsafe.extend(_unknown_loggers(ctx, call, found))
         formats = _formats(ctx, call, found)
-        plan.unsafe.extend(_raising_formats(ctx, formats, reads))
+        raising = _raising_formats(ctx, formats, reads)
+        handler = catching_handler(ctx, stmt, (ValueError,)) if raising else ""
+        if handler:
+            plan.blocker = f"{raising[0]}, not where the `{handler}` around it handles the error"
+            return plan
+        plan.unsafe.extend(raising)
         # The object whose method is called is taken now, as the original takes it:
         # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
@@ -1132,6 +1228,8 @@ class DeferredLogging(Rule):
                 body_replacements[receiver] = cst.Name(param)
             params.append(param)
             values.append(receiver)
+        alias = ctx.runtime_alias()
+        by_reference: set[int] = set()  # values passed as themselves (``deferred.by_reference(...)``)
         for what, item in collector.order:
             if what == "name":
                 name = str(item)
@@ -1145,7 +1243,12 @@ class DeferredLogging(Rule):
                 if ctx.kind(node) is Kind.TENSOR:
                     plan.blocker = f"`{name}` is a tensor used other than through `.item()`"
                     return plan
-                if any(_prints_as_number(ctx, use_node, formats) for use_node, use in uses if use != "read"):
+                if _may_hold_tensors(ctx, node, formats):
+                    # Passed as itself, so that it prints as the original printed it.
+                    by_reference.add(params.index(name))
+                    plan.unsafe.append(f"`{name}` may be a tensor: it is passed by reference and read at replay, "
+                                       "not now")
+                elif any(_prints_as_number(ctx, use_node, formats) for use_node, use in uses if use != "read"):
                     plan.unsafe.append(f"`{name}` may be a tensor: replayed, it would print as a number")
                 elif not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
@@ -1156,10 +1259,18 @@ class DeferredLogging(Rule):
                 if kind is Kind.TENSOR:
                     plan.blocker = f"`{ctx.code(expr)}` is a tensor used other than through `.item()`"
                     return plan
+                may_hold = _may_hold_tensors(ctx, expr, formats)
                 if kind is Kind.MODULE:
                     plan.unsafe.append(f"`{ctx.code(expr)}` is a module, formatted at replay, not now")
                 elif kind is Kind.UNKNOWN and _of_a_module(ctx, expr):
-                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number")
+                    plan.unsafe.append(
+                        f"`{ctx.code(expr)}` may be a tensor of the module: it is passed by reference "
+                        "and read at replay, after the module may have changed it" if may_hold else
+                        f"`{ctx.code(expr)}` may be a tensor of the module: it would print as a number"
+                    )
+                elif may_hold:
+                    plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: it is passed by reference and read at "
+                                       "replay, not now")
                 elif _prints_as_number(ctx, expr, formats):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: replayed, it would print as a number")
                 if isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
@@ -1168,6 +1279,8 @@ class DeferredLogging(Rule):
                         "at replay, not now"
                     )
                 param = fresh(expr)
+                if may_hold:
+                    by_reference.add(len(params))
                 params.append(param)
                 values.append(expr)
                 body_replacements[expr] = cst.Name(param)
@@ -1192,8 +1305,10 @@ class DeferredLogging(Rule):
             body = body.visit(_Indent("    "))
         empty = cst.Module(body=[])
         head = f"lambda {', '.join(params)}:" if params else "lambda:"
-        pieces = [f"{head} {empty.code_for_node(body)}", *[empty.code_for_node(v) for v in values]]
-        alias = ctx.runtime_alias()
+        texts = [empty.code_for_node(v) for v in values]
+        for i in by_reference:
+            texts[i] = f"{alias}.by_reference({texts[i]})"
+        pieces = [f"{head} {empty.code_for_node(body)}", *texts]
         record = cst.ensure_type(cst.parse_expression(f"{alias}.record({', '.join(pieces)})"), cst.Call)
         indent = ctx.positions[stmt].start.column
         text = empty.code_for_node(record)

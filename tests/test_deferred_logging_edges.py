@@ -1,0 +1,200 @@
+"""FX201 where deferring changes what happens at the edges: reads whose exception a
+handler catches, `flush=True`, writes to a file of the program, values that may be
+whole tensors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixitem.codemods.engine import process
+from fixitem.codemods.registry import all_rules
+
+import fixitem
+
+
+def _fixed(code: str, unsafe: bool = False) -> str | None:
+    return process(Path("example.py"), code, all_rules(), fix=True, unsafe=unsafe).new_text
+
+
+def _fx201(code: str, unsafe: bool = False):
+    return [f for f in process(Path("example.py"), code, all_rules(), unsafe=unsafe).findings if f.rule == "FX201"]
+
+
+def _run(path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
+    return subprocess.run([sys.executable, str(path)], check=False, capture_output=True, text=True, timeout=300,
+                          cwd=path.parent, env=env)
+
+
+# -- a read that may raise, inside a handler that catches it ---------------------------------------
+
+
+def test_reads_whose_error_a_handler_catches_are_not_deferred(copy_fixture):
+    path = copy_fixture("logging/reads_in_handlers.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    text = path.read_text()
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and "acc n/a" in after.stdout
+    # The full reduction holds one element whatever the shape: its read is deferred.
+    assert [f.line for f in result.applied if f.rule == "FX201"] == [21]
+    assert "lambda value: print(f\"total {value:.3f}\")" in text
+    for read in ("per_class.item()", "float(per_class)", "int(scores.max())"):
+        assert read in text
+
+
+@pytest.mark.parametrize(("handler", "caught"), [
+    ("except RuntimeError:", True),
+    ("except Exception:", True),
+    ("except BaseException:", True),
+    ("except:", True),
+    ("except (KeyError, RuntimeError):", True),
+    ("except ERRORS:", True),  # a tuple bound in the file
+    ("except imported_errors:", True),  # an imported name: may be an alias of one
+    ("except KeyError:", False),
+    ("except ValueError:", False),  # `.item()` raises RuntimeError
+    ("except torch.cuda.OutOfMemoryError:", False),  # a subclass is no base
+    ("except MyError:", False),
+])
+def test_which_handlers_catch_the_error_of_an_item_read(handler, caught):
+    code = (
+        "import torch\n"
+        "from errors import imported_errors\n"
+        "ERRORS = (KeyError, RuntimeError)\n"
+        "class MyError(Exception):\n"
+        "    pass\n"
+        "def report(acc: torch.Tensor):\n"
+        "    try:\n"
+        "        print(f'acc {acc.item():.3f}')\n"
+        f"    {handler}\n"
+        "        print('acc n/a')\n"
+    )
+    [finding] = _fx201(code, unsafe=True)
+    if caught:
+        assert finding.fix == "none" and "raises `RuntimeError` unless `acc` holds exactly one element" in finding.note
+        assert f"`{handler.rstrip(':')}` around it" in finding.note
+    else:
+        assert finding.fix == "safe"
+
+
+def test_a_handler_after_the_read_or_in_another_function_does_not_count():
+    code = (
+        "import torch\n"
+        "def report(acc: torch.Tensor):\n"
+        "    try:\n"
+        "        pass\n"
+        "    except RuntimeError:\n"
+        "        print(f'acc {acc.item():.3f}')\n"
+        "    try:\n"
+        "        def later():\n"
+        "            print(f'acc {acc.item():.3f}')\n"
+        "    except RuntimeError:\n"
+        "        pass\n"
+    )
+    assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
+
+
+def test_int_of_a_float_inside_a_value_error_handler_is_not_deferred():
+    """`int(t)` of NaN raises ValueError: replayed, the lambda's `int(...)` would raise later."""
+    code = (
+        "import torch\n"
+        "def report(x: torch.Tensor, n: torch.Tensor):\n"
+        "    try:\n"
+        "        print(f'mean {int(x.mean())}')\n"
+        "        print(f'count {int(n.sum().long())}')\n"
+        "        print(f'loss {x.sum().item():d}')\n"
+        "    except ValueError:\n"
+        "        print('n/a')\n"
+    )
+    first, second, third = _fx201(code, unsafe=True)
+    assert first.fix == "none" and "NaN or infinite" in first.note
+    assert second.fix == "safe"  # an integer tensor's one element: nothing to raise
+    assert third.fix == "none" and "`:d` rejects a float" in third.note
+
+
+# -- `print(..., flush=True)`: the text now -----------------------------------------------------
+
+
+def test_a_print_with_flush_true_is_an_unsafe_fix_and_survives_a_hard_kill(copy_fixture):
+    path = copy_fixture("logging/flush_now.py")
+    before = _run(path)
+    assert before.returncode == -9 and len(before.stdout.splitlines()) == 3
+    result = fixitem.apply([path])  # safe fixes only: the line stays as written
+    assert not [f for f in result.applied if f.rule == "FX201"]
+    after = _run(path)
+    assert after.returncode == -9 and after.stdout == before.stdout
+    [finding] = _fx201(path.read_text(), unsafe=True)
+    assert finding.fix == "unsafe" and "`flush=True` asks for the text now" in finding.note
+    assert "`kill -9`" in finding.note
+
+
+def test_flush_false_stays_safe():
+    code = "import torch\ndef f(loss: torch.Tensor):\n    print(f'{loss.item():.3f}', flush=False)\n"
+    assert [f.fix for f in _fx201(code)] == ["safe"]
+
+
+# -- writes to a file of the program ----------------------------------------------------------
+
+
+def test_a_print_to_a_file_of_the_program_is_not_deferred(copy_fixture):
+    path = copy_fixture("logging/file_writes.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and "'mean', '0.583'" in after.stdout
+    assert not [f for f in result.applied if f.rule == "FX201"]
+    notes = [f.note for f in _fx201(path.read_text(), unsafe=True)]
+    assert len(notes) == 2 and all("it writes to `f`, a file of the program" in n for n in notes)
+
+
+@pytest.mark.parametrize("stream", ["sys.stderr", "sys.stdout", "None"])
+def test_a_print_to_the_standard_streams_is_deferred(stream):
+    code = f"import sys\nimport torch\ndef f(loss: torch.Tensor):\n    print(f'{{loss.item():.3f}}', file={stream})\n"
+    assert [f.fix for f in _fx201(code)] == ["safe"]
+
+
+# -- values that may be whole tensors ------------------------------------------------------------
+
+
+def test_values_that_may_be_tensors_are_passed_by_reference_and_print_the_same(copy_fixture):
+    """A helper's result and a list of tensors, printed next to a read: recorded as values,
+    the runtime would reject a tensor of several elements (TypeError) and print a one-element
+    one as a number. Passed by reference, they print the same. A layer's output printed whole
+    in `forward` is a tensor of unknown size: reported with no fix."""
+    path = copy_fixture("logging/whole_tensors.py")
+    before = _run(path)
+    result = fixitem.apply([path], unsafe=True)
+    text = path.read_text()
+    after = _run(path)
+    assert before.returncode == 0 and after.returncode == 0, after.stderr
+    assert "grad_fn=<ReluBackward0>" in before.stdout and "[tensor(2.7310)]" in before.stdout
+    assert after.stdout == before.stdout
+    assert len([f for f in result.applied if f.rule == "FX201"]) == 2
+    for value in ("deferred.by_reference(accuracy(model.fc(x)))", "deferred.by_reference(list(history))"):
+        assert value in text
+    # `h` is known to be a tensor (what `self.hidden` returns) of unknown size: reported, left as written.
+    assert "        print(h)\n" in text
+    assert [f.rule for f in result.findings] == ["FX005"]
+
+
+@pytest.mark.parametrize(("call", "passed"), [
+    ("print(f'{loss.item():.3f}', n)", "n"),  # a number: as a value
+    ("print(f'{loss.item():.3f}', name)", "name"),  # bound to a string
+    ("print(f'{loss.item():.3f} {count():d}')", "count()"),  # formatted as a number
+    ("print(f'{loss.item():.3f} {str(model)}')", "str(model)"),  # text
+])
+def test_values_known_not_to_be_tensors_are_passed_as_values(call, passed):
+    code = (
+        "import torch\n"
+        "def f(loss: torch.Tensor, n: int, count, model):\n"
+        "    name = 'run'\n"
+        f"    {call}\n"
+    )
+    fixed = _fixed(code, unsafe=True)
+    assert fixed is not None and "by_reference" not in fixed and f"{passed}" in fixed.split("deferred.record(")[1]
