@@ -465,7 +465,7 @@ def unaliased_fresh_local(ctx: FileContext, anchor: cst.CSTNode, name: str) -> b
 
 
 def _reads(ctx: FileContext, scope, name: str):
-    from .tensor_values import reads_of  # tensor_values builds on this module's neighbours
+    from .name_reads import reads_of
 
     return reads_of(ctx, scope, name)
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from .context import FileContext
+from .name_reads import reads_of
 from .provenance import Kind, Scope, is_module_class
 from .tree import walk
 
@@ -604,10 +605,6 @@ def tensors_met(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpr
 
 
 def _meet(ctx: FileContext, node: cst.BaseExpression, found: list[cst.BaseExpression], depth: int) -> None:
-    from .tensor_values import (
-        reads_of,  # tensor_values builds on this module's neighbours
-    )
-
     parent = ctx.parents.get(node)
     if isinstance(parent, cst.BinaryOperation):
         other = parent.right if parent.left is node else parent.left

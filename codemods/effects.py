@@ -11,9 +11,9 @@ Three notions that several rules need, each defined once here:
   builtin that fixitem knows; :data:`PURE_BUILTINS` are the ones with no
   effect at all, :data:`TENSOR_SAFE_BUILTINS` the ones that may write text
   but never run user code on their arguments nor write to a tensor.
-* **reductions**: :data:`REDUCTIONS` are the tensor operations that, called
-  without a ``dim`` argument, reduce every element to one 0-dim result (and,
-  with one, shrink the shape).
+
+Which tensor operations reduce (``REDUCTIONS``) is a fact of torch's API, kept in
+:mod:`fixitem.codemods.model.reductions` below this module and provenance.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import libcst as cst
+
+from .provenance import Kind, dotted_name, is_module_class, module_class_of
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -76,17 +78,6 @@ PURE_BUILTINS = frozenset(name for name, effect in _BUILTINS.items() if effect i
 TENSOR_SAFE_BUILTINS = frozenset(name for name, effect in _BUILTINS.items() if effect.writes_no_tensor)
 
 # -- reductions --------------------------------------------------------------------------------
-
-# Called without a ``dim`` (``x.sum()``, ``torch.mean(x)``) these reduce every
-# element to one 0-dim tensor; with a ``dim`` they shrink the shape. ``dot``,
-# ``vdot`` and ``trace`` always give a 0-dim tensor.
-REDUCTIONS = frozenset(
-    {
-        "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "std", "var", "all", "any",
-        "count_nonzero", "nansum", "nanmean", "median", "nanmedian", "trace", "dot", "vdot",
-        "argmax", "argmin",
-    }
-)
 
 # -- randomness and state ----------------------------------------------------------------------
 
@@ -142,7 +133,6 @@ class CallEffect:
 
 def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
     """What evaluating ``call`` can do besides computing its value, and why."""
-    from .provenance import Kind, dotted_name, is_module_class  # noqa: PLC0415 - provenance imports nothing of ours
 
     code = ctx.code(call)
     func = call.func
@@ -187,7 +177,6 @@ def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
 
 
 def _module_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
-    from .provenance import module_class_of  # noqa: PLC0415
 
     code = ctx.code(call)
     func = call.func.value if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("forward", "__call__") else call.func

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from . import shortcuts
-from .effects import REDUCTIONS
+from .model.reductions import REDUCTIONS
 from .model import devices, torch_stubs
 from .reaching import Bindings, reaching_value
 from .tree import children_of, node_at, nodes_within, number_of, subtree_stop

@@ -17,9 +17,9 @@ from __future__ import annotations
 import libcst as cst
 
 from .context import FileContext
-from .effects import REDUCTIONS
+from .model.reductions import REDUCTIONS
 from .provenance import Kind
-from .tensor_values import method_call
+from .tree import method_call
 
 
 def split_arguments(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]] | None:

@@ -19,9 +19,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .context import FileContext
-from .effects import REDUCTIONS, call_effect
+from .dtypes import same_dtype
+from .effects import call_effect
+from .model.reductions import REDUCTIONS
 from .provenance import Kind
-from .tree import walk
+from .name_reads import reads_of
+from .scalar_shapes import detached_scalar, plainly_zero_dim
+from .tree import method_call, walk
 
 # Functions whose gradient is infinite or NaN somewhere in their domain: in the
 # branch that was not taken, 0 * inf = NaN reaches the gradient.
@@ -94,13 +98,6 @@ def _read_of(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExpres
     return None
 
 
-def method_call(value: cst.BaseExpression, name: str) -> cst.Call:
-    """``value.name()``, with parentheses around ``value`` where the syntax needs them."""
-    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(name)))
-
-
 def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = False) -> Converted | None:
     """Arithmetic over tensor reads as a tensor expression; None if it reads no tensor.
 
@@ -117,8 +114,6 @@ def convert_value(ctx: FileContext, expr: cst.BaseExpression, detach: bool = Fal
         if how == "int":
             converted = method_call(tensor, "long")
         elif detach:
-            from .scalar_shapes import detached_scalar  # scalar_shapes builds on this module
-
             # ``.reshape(())`` unless plainly 0-dim: a ``(1,)`` tensor would broadcast
             # into the result's shape where the number did not.
             converted = detached_scalar(ctx, tensor)
@@ -850,40 +845,6 @@ def _in_loop_with(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
 
 
-def reads_of(ctx: FileContext, scope, name: str, nested: bool = False) -> list[cst.Name | None]:
-    """Every read of the local ``name`` of ``scope`` (None for a read from a nested
-    function, lambda or comprehension, or by ``locals()``; with ``nested``, such a
-    read itself)."""
-    found: list[cst.Name | None] = []
-    # A read of a local of ``scope`` lies below its node; a target of ``name += ...`` counts
-    # wherever it is.
-    nodes = ctx.names(name, scope.node)
-    elsewhere = [n for n in ctx.augmented_names(name) if not ctx.below(n, scope.node)]
-    if elsewhere:
-        nodes = sorted([*nodes, *elsewhere], key=ctx.positions.offset)
-    for node in nodes:
-        assert isinstance(node, cst.Name)
-        if node.value != name:
-            continue
-        parent = ctx.parents.get(node)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.attr is node):
-            continue
-        if isinstance(parent, cst.AugAssign) and parent.target is node:
-            found.append(node)
-            continue
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
-            continue
-        if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias)):
-            continue
-        if isinstance(parent, (cst.AnnAssign, cst.For)) and getattr(parent, "target", None) is node:
-            continue
-        inner = ctx.provenance.scope_of(node)
-        if inner.lookup(name) is not scope:
-            continue
-        found.append(node if inner is scope or nested else None)
-    return found
-
-
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -1067,8 +1028,6 @@ def threshold_rounding(ctx: FileContext, test: cst.BaseExpression) -> str:
                 continue
             held = _held_read(ctx, operand)
             if held is not None:  # ``best = y.min().item()``: two tensor values are compared
-                from .dtypes import same_dtype  # dtypes builds on this module
-
                 other = next((o for o, r in zip(operands, reads) if r), None)
                 tensor = _read_of(ctx, other) if other is not None else None
                 if tensor is not None and same_dtype(ctx, tensor[0], held):
@@ -1105,8 +1064,6 @@ def zero_dim_condition(ctx: FileContext, condition: cst.BaseExpression, sites, v
     any one-element tensor, ``(1,)`` too, and a ``(1,)`` condition would make the
     selection ``(1,)`` where the value was 0-dim. (Selected tensors that are not
     plainly 0-dim are taken to have at least the condition's dimensions.)"""
-    from .scalar_shapes import plainly_zero_dim
-
     if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
         return condition
     from .syncs import kept_reads

@@ -354,3 +354,10 @@ def _walk_unindexed(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         node = stack.pop()
         yield node
         stack.extend(reversed(children_of(node)))
+
+
+def method_call(value: cst.BaseExpression, name: str) -> cst.Call:
+    """``value.name()``, with parentheses around ``value`` where the syntax needs them."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(name)))

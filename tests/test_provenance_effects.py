@@ -8,6 +8,7 @@ import libcst as cst
 import pytest
 
 from fixitem.codemods import effects
+from fixitem.codemods.model import reductions
 from fixitem.codemods.context import FileContext
 from fixitem.codemods.effects import Effect, call_effect
 from fixitem.codemods.tree import walk
@@ -85,8 +86,10 @@ def test_rules_ask_effects_instead_of_keeping_copies():
     from fixitem.codemods import scalar_shapes, tensor_values
     from fixitem.codemods.rules import deferred_logging, one_tolist
 
-    assert tensor_values.REDUCTIONS is effects.REDUCTIONS
-    assert scalar_shapes.REDUCTIONS is effects.REDUCTIONS
+    from fixitem.codemods import provenance
+
+    for module in (tensor_values, scalar_shapes, provenance):
+        assert module.REDUCTIONS is reductions.REDUCTIONS
     assert deferred_logging.PURE_BUILTINS is effects.PURE_BUILTINS
     for module, name in [(tensor_values, "PURE_BUILTINS"), (tensor_values, "RANDOM_FUNCTIONS"),
                          (tensor_values, "RANDOM_MODULES"), (tensor_values, "STATEFUL_MODULES"),
@@ -119,7 +122,7 @@ def test_reductions_give_zero_dim_results():
     import torch
 
     x = torch.arange(6.0).reshape(2, 3)
-    for name in effects.REDUCTIONS:
+    for name in reductions.REDUCTIONS:
         if name in ("dot", "vdot"):
             result = getattr(torch, name)(x[0], x[1])
         elif name == "trace":
