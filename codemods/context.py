@@ -2,37 +2,41 @@
 
 from __future__ import annotations
 
+import ast
 import bisect
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import libcst as cst
-
 from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import Index, Positions, index, number_of, parse_module, subtree_stop, walk
-
+from .tree import Index, Parents, Positions, index, number_of, parse_module, subtree_stop, walk
 
 COMPILE_CHECKS = frozenset(
     {"is_compiling", "is_dynamo_compiling", "is_tracing", "is_scripting", "is_exporting", "is_fx_tracing"}
 )
 DISPLAY_METHODS = frozenset({"__repr__", "__str__", "__format__", "extra_repr"})
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Statements with a body: their header ends with ``:``.
+COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+            ast.AsyncFunctionDef, ast.ClassDef, ast.Match) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 T = TypeVar("T")
+_COMMENT_LINE = re.compile(r"^[ \t\f]*(#.*)$")
 
 
 @dataclass
 class FileContext:
     path: Path
     source: str
-    module: cst.Module
+    module: ast.Module
     positions: Positions
-    parents: dict[cst.CSTNode, cst.CSTNode]
-    by_type: dict[type, list[cst.CSTNode]]
+    parents: Parents
+    by_type: dict[type, list[ast.AST]]
     provenance: Provenance
-    traced: set[cst.FunctionDef]
+    traced: set[ast.AST]
     suppressions: Suppressions
     flush_every: int | None = None  # ``apply --flush-every N`` for the deferred-logging runtime
     tree_index: Index | None = field(default=None, repr=False)
@@ -41,9 +45,9 @@ class FileContext:
 
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
-        """Parse ``source``; raises ``libcst.ParserSyntaxError`` when it does not parse."""
+        """Parse ``source``; raises ``SyntaxError`` (or ``ValueError``) when it does not parse."""
         module = parse_module(source)
-        found = index(module)
+        found = index(module, source)
         parents = found.parents
         provenance = Provenance(module, parents)
         traced = traced_functions(module, provenance.imports, parents)
@@ -57,18 +61,29 @@ class FileContext:
 
     # -- navigation ---------------------------------------------------------------------------
 
-    def nodes(self, *types: type) -> list[cst.CSTNode]:
+    def nodes(self, *types: type) -> list[ast.AST]:
         if len(types) == 1:
             return self.by_type.get(types[0], [])
         found = [n for t in types for n in self.by_type.get(t, [])]
-        found.sort(key=self.positions.offset)
+        found.sort(key=number_of)  # type: ignore[arg-type,return-value]
         return found
 
-    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         current = self.parents.get(node)
         while current is not None:
             yield current
             current = self.parents.get(current)
+
+    def field_of(self, node: ast.AST) -> str | None:
+        """The field of its parent that holds ``node`` (``"body"``, ``"orelse"``, ``"test"``...)."""
+        parent = self.parents.get(node)
+        if parent is None:
+            return None
+        for name in parent._fields:
+            value = getattr(parent, name, None)
+            if value is node or (type(value) is list and any(item is node for item in value)):
+                return name
+        return None
 
     def memo(self, key: object, build: Callable[[], T]) -> T:
         """``build()``, made once for this file under ``key``: the indexes that answer a
@@ -80,12 +95,12 @@ class FileContext:
             found = self._memo[key] = build()
             return found
 
-    def sites_below(self, sites: Sequence, root: cst.CSTNode) -> list:
+    def sites_below(self, sites: Sequence, root: ast.AST) -> list:
         """The sync sites of ``sites`` whose node is ``root`` or lies below it, in the order of
         ``sites``. A subtree is a run of source-order numbers: this is a search in the sites
         sorted by number (sorted once per list), not a walk up from every site for each root."""
         number = number_of(root)
-        if number is None:  # a node built after indexing: nothing indexed lies below it
+        if number is None:
             return [s for s in sites if s.node is root]
 
         def by_number() -> tuple[Sequence, int, list[int], list[int]]:
@@ -101,13 +116,13 @@ class FileContext:
         hi = bisect.bisect_left(numbers, subtree_stop(number), lo)
         return [sites[k] for k in sorted(places[lo:hi])]
 
-    def names(self, value: str, within: cst.CSTNode | None = None) -> list[cst.Name]:
+    def names(self, value: str, within: ast.AST | None = None) -> list[ast.Name]:
         """The ``Name`` nodes spelled ``value`` (at or below ``within``), in source order."""
-        def by_value() -> dict[str, tuple[list[int], list[cst.Name]]]:
-            found: dict[str, tuple[list[int], list[cst.Name]]] = {}
-            for node in self.nodes(cst.Name):
-                numbers, nodes = found.setdefault(node.value, ([], []))  # type: ignore[attr-defined]
-                numbers.append(number_of(node))  # type: ignore[arg-type]  # every node of the index has one
+        def by_value() -> dict[str, tuple[list[int], list[ast.Name]]]:
+            found: dict[str, tuple[list[int], list[ast.Name]]] = {}
+            for node in self.nodes(ast.Name):
+                numbers, nodes = found.setdefault(node.id, ([], []))  # type: ignore[attr-defined]
+                numbers.append(number_of(node))  # type: ignore[arg-type]
                 nodes.append(node)  # type: ignore[arg-type]
             return found
 
@@ -115,88 +130,249 @@ class FileContext:
         if within is None:
             return list(nodes)
         number = number_of(within)
-        if number is None:  # a node built after indexing
-            return [n for n in walk(within) if type(n) is cst.Name and n.value == value]  # type: ignore[attr-defined]
+        if number is None:
+            return [n for n in walk(within) if type(n) is ast.Name and n.id == value]  # type: ignore[attr-defined]
         lo = bisect.bisect_left(numbers, number)
         return nodes[lo:bisect.bisect_left(numbers, subtree_stop(number), lo)]
 
-    def augmented_names(self, value: str) -> list[cst.Name]:
+    def augmented_names(self, value: str) -> list[ast.Name]:
         """The targets of ``value += ...`` (and the other augmented assignments), in source order."""
-        def by_value() -> dict[str, list[cst.Name]]:
-            found: dict[str, list[cst.Name]] = {}
-            for node in self.nodes(cst.AugAssign):
+        def by_value() -> dict[str, list[ast.Name]]:
+            found: dict[str, list[ast.Name]] = {}
+            for node in self.nodes(ast.AugAssign):
                 target = node.target  # type: ignore[attr-defined]
-                if type(target) is cst.Name:
-                    found.setdefault(target.value, []).append(target)
+                if type(target) is ast.Name:
+                    found.setdefault(target.id, []).append(target)
             return found
 
         return self.memo("augmented names", by_value).get(value, [])
 
-    def below(self, node: cst.CSTNode, root: cst.CSTNode) -> bool:
-        """Is ``node`` ``root`` or inside it? (As a walk up from ``node`` would say.)"""
+    def below(self, node: ast.AST, root: ast.AST) -> bool:
+        """Is ``node`` ``root`` or inside it?"""
         number, top = number_of(node), number_of(root)
         if number is None or top is None:
             return node is root or any(parent is root for parent in self.ancestors(node))
         return top <= number < subtree_stop(top)
 
-    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | None:
         for parent in self.ancestors(node):
-            if isinstance(parent, cst.FunctionDef):
-                return parent
+            if isinstance(parent, FUNCTIONS):
+                return parent  # type: ignore[return-value]
         return None
 
-    def in_traced_code(self, node: cst.CSTNode) -> bool:
+    def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
+        """The statement ``node`` is part of (``node`` itself when it is one)."""
+        current: ast.AST | None = node
+        while current is not None and not isinstance(current, ast.stmt):
+            current = self.parents.get(current)
+        return current  # type: ignore[return-value]
+
+    def in_traced_code(self, node: ast.AST) -> bool:
         func = self.enclosing_function(node)
         return func is not None and func in self.traced and not self.compile_guard(node)
 
-    def compile_guard(self, node: cst.CSTNode) -> cst.If | None:
+    def compile_guard(self, node: ast.AST) -> ast.If | None:
         """The enclosing ``if`` that tests ``torch.compiler.is_compiling()`` (or
         ``torch.jit.is_tracing()``, ...): code under it already keeps out of, or
         is written for, compiled regions."""
         child = node
         for parent in self.ancestors(node):
-            in_branch = isinstance(parent, cst.If) and (child is parent.body or child is parent.orelse)
+            in_branch = type(parent) is ast.If and child is not parent.test  # type: ignore[attr-defined]
             child = parent
             if in_branch:
-                for sub in walk(parent.test):
-                    if isinstance(sub, cst.Call):
-                        func = sub.func
-                        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+                for sub in walk(parent.test):  # type: ignore[attr-defined]
+                    if type(sub) is ast.Call:
+                        func = sub.func  # type: ignore[attr-defined]
+                        name = func.attr if type(func) is ast.Attribute else getattr(func, "id", "")
                         if name in COMPILE_CHECKS:
-                            return parent
+                            return parent  # type: ignore[return-value]
         return None
 
-    def in_display_method(self, node: cst.CSTNode) -> bool:
+    def in_display_method(self, node: ast.AST) -> bool:
         """Inside ``__repr__`` / ``__str__`` / ``extra_repr``: code that exists to show values."""
         func = self.enclosing_function(node)
-        return func is not None and func.name.value in DISPLAY_METHODS
+        return func is not None and func.name in DISPLAY_METHODS
 
-    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+    # -- the text -----------------------------------------------------------------------------
+
+    def position(self, node: ast.AST) -> tuple[int, int]:
         """1-based line and column of ``node``."""
         start = self.positions[node].start
         return start.line, start.column + 1
 
-    def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        """Start and end character offsets of ``node``, with the parentheses around an
+        expression that belong to it (``(a + b)`` in ``(a + b).sum()``): the text a
+        replacement of ``node`` replaces."""
+        start, end = self.positions.span(node)
+        if not isinstance(node, ast.expr):
+            return start, end
+        return self.memo(("span", id(node)), lambda: self._with_parentheses(node, start, end))
+
+    def parenthesized(self, node: ast.AST) -> bool:
+        """Is the expression ``node`` written in parentheses of its own (libcst's ``node.lpar``)?"""
+        return isinstance(node, ast.expr) and self.span(node)[0] != self.positions.span(node)[0]
+
+    def code(self, node: ast.AST) -> str:
+        """The source text of ``node`` (an expression with its own parentheses)."""
+        start, end = self.span(node)
+        return self.source[start:end]
+
+    def _with_parentheses(self, node: ast.AST, start: int, end: int) -> tuple[int, int]:
+        source = self.source
+        holder = self.parents.get(node)
+        while holder is not None and getattr(holder, "end_lineno", None) is None and type(holder) is not ast.Module:
+            holder = self.parents.get(holder)  # ``comprehension``, ``withitem``, ``arguments``: no position
+        if holder is None:
+            return start, end
+        low, high = self.positions.span(holder)
+        call_paren = self._call_parenthesis(holder)
+        while True:
+            i = _skip_back(source, start)
+            j = _skip_forward(source, end)
+            if (i - 1 >= low and j + 1 <= high and source[i - 1:i] == "(" and source[j:j + 1] == ")"
+                    and i - 1 != call_paren):
+                start, end = i - 1, j + 1
+            else:
+                return start, end
+
+    def _call_parenthesis(self, holder: ast.AST) -> int:
+        """Where the ``(`` of a call's (or a class's) own argument list stands, or -1."""
+        if type(holder) is ast.Call:
+            # After the function's text and the closing parentheses of its own.
+            i = self.positions.span(holder.func)[1]  # type: ignore[attr-defined]
+            source = self.source
+            while True:
+                i = _skip_forward(source, i)
+                if source[i:i + 1] != ")":
+                    return i
+                i += 1
+        if type(holder) is ast.ClassDef:
+            return self.source.find("(", self.positions.span(holder)[0])
+        return -1
+
+    def line(self, number: int) -> str:
+        """Line ``number`` (1-based) of the file, without its line ending."""
+        assert self.tree_index is not None
+        return self.tree_index.text.line_text(number)
+
+    def indent(self, statement: ast.AST) -> str:
+        """The whitespace before ``statement`` on its first line."""
+        start = self.positions[statement].start
+        return self.line(start.line)[:start.column]
+
+    def trailing_comment(self, statement: ast.AST) -> str | None:
+        """The comment after ``statement`` on its last line (``x = 1  # note``), when nothing
+        else follows it there; for a statement with a body, the comment of its last line."""
+        end = self.positions[statement].end
+        rest = self.line(end.line)[end.column:]
+        match = _COMMENT_LINE.match(rest)
+        return match.group(1).rstrip() if match else None
+
+    def header_comment(self, node: ast.AST) -> str | None:
+        """The comment at the end of a compound statement's header (``if x:  # note``)."""
+        header = self.header_end(node)
+        if header is None:
+            return None
+        line, column = header
+        match = _COMMENT_LINE.match(self.line(line)[column:])
+        return match.group(1).rstrip() if match else None
+
+    def header_end(self, node: ast.AST) -> tuple[int, int] | None:
+        """(line, column) just after the ``:`` that ends ``node``'s header."""
+        body = getattr(node, "body", None)
+        if not isinstance(node, COMPOUND) or not body:
+            return None
+        first = self.positions.span(body[0])[0]
+        colon = self._colon_before(first)
+        if colon < 0:
+            return None
+        position = self.tree_index.text.position(colon + 1)  # type: ignore[union-attr]
+        return position.line, position.column
+
+    def _colon_before(self, offset: int) -> int:
+        """The ``:`` that ends the header whose body starts at ``offset``: the last code
+        character before it, leaving out comments and blank lines."""
+        source = self.source
+        i = offset
+        while i > 0:
+            i = _skip_back(source, i)
+            line_start = source.rfind("\n", 0, i) + 1
+            text = source[line_start:i]
+            hash_at = _comment_start(text)
+            if hash_at >= 0:  # the line ends with a comment: look before it
+                i = line_start + hash_at
+                continue
+            return i - 1 if source[i - 1:i] == ":" else -1
+        return -1
+
+    def else_line(self, node: ast.AST) -> int | None:
+        """The line of the ``else:`` of an ``if`` / ``for`` / ``while`` / ``try`` (None when it has
+        none, or has ``elif``)."""
+        orelse = getattr(node, "orelse", None)
+        if not orelse:
+            return None
+        if type(node) is ast.If and len(orelse) == 1 and type(orelse[0]) is ast.If:
+            first = self.positions[orelse[0]].start
+            if self.line(first.line)[first.column:].startswith("elif"):
+                return None
+        colon = self._colon_before(self.positions.span(orelse[0])[0])
+        if colon < 0:
+            return None
+        return self.tree_index.text.position(colon).line  # type: ignore[union-attr]
+
+    def else_comments(self, node: ast.AST) -> list[str]:
+        """The comments of an ``if``'s ``else:`` line and of the lines just above it that are
+        indented as the ``if`` (libcst's ``Else.leading_lines`` and header comment)."""
+        line = self.else_line(node)
+        if line is None:
+            return []
+        found = self._comments_above(line, len(self.indent(node)))
+        match = _COMMENT_LINE.match(self.line(line)[self.line(line).index(":") + 1:]) if ":" in self.line(line) else None
+        if match:
+            found.append(match.group(1).rstrip())
+        return found
+
+    def leading_comments(self, statement: ast.AST) -> list[str]:
+        """The comment lines just above ``statement`` (blank lines between them allowed), not
+        indented deeper than it: those of the block before it belong to that block."""
+        start = self.positions[statement].start
+        return self._comments_above(start.line, start.column)
+
+    def _comments_above(self, line: int, column: int) -> list[str]:
+        found: list[str] = []
+        number = line - 1
+        while number >= 1:
+            text = self.line(number)
+            if not text.strip():
+                number -= 1
+                continue
+            match = _COMMENT_LINE.match(text)
+            if match is None or len(text) - len(text.lstrip()) > column:
+                break
+            found.append(match.group(1).rstrip())
+            number -= 1
+        found.reverse()
+        return found
 
     # -- provenance ---------------------------------------------------------------------------
 
-    def kind(self, expr: cst.CSTNode) -> Kind:
+    def kind(self, expr: ast.AST) -> Kind:
         return self.provenance.kind(expr)
 
-    def is_tensor(self, expr: cst.CSTNode) -> bool:
+    def is_tensor(self, expr: ast.AST) -> bool:
         return self.provenance.is_tensor(expr)
 
-    def certainty(self, expr: cst.CSTNode) -> Certainty:
+    def certainty(self, expr: ast.AST) -> Certainty:
         """:attr:`Certainty.TENSOR` where the code proves ``expr`` is a tensor (what a
         rewrite needs), :attr:`Certainty.POSSIBLY` where only a heuristic or nothing
         says so (a report then says "if `x` is a tensor"), :attr:`Certainty.NOT_TENSOR`."""
         return self.provenance.certainty(expr)
 
-    def certainly_tensor(self, expr: cst.CSTNode) -> bool:
+    def certainly_tensor(self, expr: ast.AST) -> bool:
         return self.provenance.certainty(expr) is Certainty.TENSOR
 
-    def on_cpu(self, expr: cst.CSTNode) -> bool:
+    def on_cpu(self, expr: ast.AST) -> bool:
         """Does the tensor ``expr`` certainly live in host memory? Reading it is no
         device sync (but still a graph break in traced code)."""
         return self.provenance.on_cpu(expr)
@@ -235,3 +411,56 @@ class FileContext:
     def torch_name(self) -> str:
         """How this file spells ``torch`` (``import torch as th`` gives ``th``)."""
         return self.provenance.imports.torch_alias() or "torch"
+
+
+def _skip_back(source: str, i: int) -> int:
+    """The offset just after the last character before ``i`` that is not whitespace or a
+    line continuation."""
+    while i > 0:
+        c = source[i - 1]
+        if c in " \t\f\r\n":
+            i -= 1
+        elif c == "\\" and i < len(source) and source[i] in "\r\n":
+            i -= 1
+        else:
+            return i
+    return i
+
+
+def _skip_forward(source: str, i: int) -> int:
+    """The offset of the first character at or after ``i`` that is not whitespace, a line
+    continuation or a comment."""
+    n = len(source)
+    while i < n:
+        c = source[i]
+        if c in " \t\f\r\n":
+            i += 1
+        elif c == "\\" and i + 1 < n and source[i + 1] in "\r\n":
+            i += 1
+        elif c == "#":
+            end = source.find("\n", i)
+            i = n if end < 0 else end
+        else:
+            return i
+    return i
+
+
+def _comment_start(line: str) -> int:
+    """Where the comment of a line of code starts (-1 when it has none), outside strings."""
+    quote = ""
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif line.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif c in "\"'":
+            quote = c * 3 if line.startswith(c * 3, i) else c
+            i += len(quote) - 1
+        elif c == "#":
+            return i
+        i += 1
+    return -1

@@ -16,14 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import libcst as cst
-
-from . import shortcuts
-from .context import FileContext
+from . import gen, shortcuts
+from .context import COMPOUND, FileContext
 from .imports import add_imports
 from .rule import Fix, Report, Rule, Safety
 from .syncs import SyncSite, find_sync_sites, kept_reads
-from .tree import module_code
+from .tree import parse_module
 
 MAX_PASSES = 8
 
@@ -112,16 +110,8 @@ def worth_parsing(text: str) -> bool:
     return any(token in text for token in PREFILTER)
 
 
-def _syntax_error(path: Path, text: str, exc: cst.ParserSyntaxError) -> str:
-    """Python's own message where it has one: it is clearer than the parser's."""
-    try:
-        ast.parse(text, str(path))
-    except SyntaxError as python_error:
-        return f"{path}:{python_error.lineno}:{python_error.offset or 1}: syntax error: {python_error.msg}"
-    except (ValueError, RecursionError):
-        pass
-    message = str(exc.message).strip().splitlines()[0] if exc.message else "invalid syntax"
-    return f"{path}:{exc.raw_line}:{exc.raw_column + 1}: cannot parse (libcst): {message}"
+def _syntax_error(path: Path, exc: SyntaxError) -> str:
+    return f"{path}:{exc.lineno or 1}:{exc.offset or 1}: syntax error: {exc.msg}"
 
 
 def _analyse(ctx: FileContext, rules: Sequence[Rule]) -> list[tuple[Rule, Report]]:
@@ -153,7 +143,7 @@ def _drop_kept_reads(ctx: FileContext, report: Report) -> None:
     fix = report.fix
     if fix is None or not report.sites:
         return
-    kept = kept_reads(report.sites, list(fix.replacements.values()))
+    kept = kept_reads(ctx, report.sites, list(fix.replacements.values()))
     if not kept:
         return
     removed = [s for s in report.sites if s not in kept]
@@ -183,46 +173,70 @@ def _finding(ctx: FileContext, rule: Rule, report: Report, path: Path, applied: 
     )
 
 
-def _span(ctx: FileContext, fix: Fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    spans = []
-    for node in fix.replacements:
-        r = ctx.positions[node]
-        spans.append(((r.start.line, r.start.column), (r.end.line, r.end.column)))
-    return spans
+def _span(ctx: FileContext, fix: Fix) -> list[tuple[int, int]]:
+    return [_edit(ctx, node, replacement)[:2] for node, replacement in fix.replacements.items()]
 
 
-def _overlaps(a: list, taken: dict[int, list]) -> bool:
-    """Does a span of ``a`` overlap one of ``taken`` (spans filed under each line they touch:
-    two spans that overlap share a line)?"""
-    return any(x0 < y1 and y0 < x1 for (x0, x1) in a for line in range(x0[0], x1[0] + 1)
-               for (y0, y1) in taken.get(line, ()))
+def _overlaps(spans: list[tuple[int, int]], taken: list[tuple[int, int]]) -> bool:
+    """Does a span of ``spans`` overlap one of ``taken`` (character offsets; two empty
+    insertions at the same place overlap too)?"""
+    return any(a0 < b1 and b0 < a1 or (a0 == a1 == b0 == b1) for a0, a1 in spans for b0, b1 in taken)
 
 
-def _take(spans: list, taken: dict[int, list]) -> None:
-    for start, end in spans:
-        for line in range(start[0], end[0] + 1):
-            taken.setdefault(line, []).append((start, end))
+def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tuple[int, int, str]:
+    """The text edit (start, end, new text) that puts ``replacement`` in place of ``node``."""
+    source = ctx.source
+    if not isinstance(node, ast.stmt):
+        start, end = ctx.span(node)
+        statement = ctx.enclosing_statement(node)
+        indent = ctx.indent(statement) if statement is not None else ""
+        return start, end, gen.show(ctx, replacement, indent)  # type: ignore[arg-type]
+    start, end = ctx.positions.span(node)
+    indent = ctx.indent(node)
+    if replacement is gen.REMOVE:
+        line_start = start - len(indent)
+        rest = source[end:]
+        after = len(rest) - len(rest.lstrip(" \t"))
+        if source[line_start:start].strip() == "" and (end + after == len(source) or source[end + after] in "\r\n#"):
+            newline = source.find("\n", end)
+            return line_start, len(source) if newline < 0 else newline + 1, ""
+        if source[end + after:end + after + 1] == ";":  # ``a; b``: ``a`` and its semicolon
+            following = end + after + 1
+            following += len(source[following:]) - len(source[following:].lstrip(" \t"))
+            return start, following, ""
+        before = source[:start].rstrip(" \t")
+        return len(before) - 1 if before.endswith(";") else start, end, ""
+    if isinstance(node, COMPOUND):
+        # A statement with a body ends with its last line, whose comment goes with it.
+        newline = source.find("\n", end)
+        last = source[end:len(source) if newline < 0 else newline]
+        if last.strip().startswith("#") or not last.strip():
+            end += len(last.rstrip("\r"))
+    if isinstance(replacement, gen.Statements):
+        text = gen.render_statements(ctx, replacement.statements, indent)
+    elif isinstance(replacement, gen.Statement):
+        text = replacement.render(ctx, indent)
+    else:
+        text = gen.show(ctx, replacement, indent)  # type: ignore[arg-type]
+    return start, end, text
 
 
-class _Replacer(cst.CSTTransformer):
-    """Puts the replacements in; visits only the nodes on the way to one (the rest of
-    the tree is kept as it is, which libcst would otherwise rebuild node by node)."""
+def _outermost(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The edits of one fix that no other of its edits contains: a node replaced as a whole
+    takes what was inside it with it (its replacement says what it keeps)."""
+    return [e for e in edits if not any(o is not e and o[0] <= e[0] and e[1] <= o[1] and (o[0], o[1]) != (e[0], e[1])
+                                        for o in edits)]
 
-    def __init__(self, ctx: FileContext, replacements: dict[cst.CSTNode, object]) -> None:
-        super().__init__()
-        self.replacements = replacements
-        self.on_the_way: set[cst.CSTNode] = set()
-        for node in replacements:
-            self.on_the_way.add(node)
-            self.on_the_way.update(ctx.ancestors(node))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return not shortcuts.ENABLED or node in self.on_the_way
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        if original_node in self.replacements:
-            return self.replacements[original_node]
-        return updated_node
+def _apply_edits(source: str, edits: list[tuple[int, int, str]]) -> str:
+    pieces = []
+    at = 0
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1])):
+        pieces.append(source[at:start])
+        pieces.append(text)
+        at = end
+    pieces.append(source[at:])
+    return "".join(pieces)
 
 
 class Analyses:
@@ -260,14 +274,15 @@ def _analysis(
     path = outcome.path
     try:
         ctx = FileContext.build(path, current, flush_every)
-    except cst.ParserSyntaxError as exc:
+    except (SyntaxError, ValueError) as exc:
         if current is text:
-            outcome.error = _syntax_error(path, text, exc)
+            outcome.error = (_syntax_error(path, exc) if isinstance(exc, SyntaxError)
+                             else f"{path}:1:1: syntax error: {exc}")
         else:  # our own rewrite broke the file: keep the original
             outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
             outcome.new_text = None
         return None
-    except RecursionError:
+    except (RecursionError, MemoryError):
         outcome.error = f"{path}: too deeply nested to analyse; file left unchanged"
         outcome.new_text = None
         return None
@@ -322,7 +337,7 @@ def _process(
             return outcome
         ctx, reports = analysed
         chosen: list[tuple[Rule, Report]] = []
-        taken: dict[int, list] = {}
+        taken: list[tuple[int, int]] = []
         if fix:
             for rule, report in reports:
                 f = report.fix
@@ -331,24 +346,25 @@ def _process(
                 span = _span(ctx, f)
                 if _overlaps(span, taken):
                     continue
-                _take(span, taken)
+                taken.extend(span)
                 chosen.append((rule, report))
         if not chosen:
             outcome.findings = [_finding(ctx, rule, report, path) for rule, report in reports]
             break
-        replacements: dict[cst.CSTNode, object] = {}
+        edits: list[tuple[int, int, str]] = []
         imports: list[str] = []
         for rule, report in chosen:
             assert report.fix is not None
-            replacements.update(report.fix.replacements)
+            edits.extend(_outermost([_edit(ctx, node, r) for node, r in report.fix.replacements.items()]))
             imports.extend(i for i in report.fix.imports if i not in imports)
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
         try:
-            new_module = ctx.module.visit(_Replacer(ctx, replacements))
-            new_module = add_imports(new_module, imports, ctx.provenance.imports if shortcuts.ENABLED else None)
-            new_text = module_code(new_module)
-            ast.parse(new_text)
-        except (SyntaxError, cst.CSTValidationError, ValueError, TypeError):
+            new_text = _apply_edits(current, edits)
+            if imports:
+                new_text = add_imports(new_text, parse_module(new_text), imports,
+                                       ctx.provenance.imports.torch_alias() is not None)
+            parse_module(new_text)
+        except (SyntaxError, ValueError):
             outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
             outcome.new_text = None
             outcome.applied = []

@@ -4,66 +4,72 @@ An import is given as the statement text (``"import torch"``,
 ``"from fixitem import runtime as deferred"``); the bare word ``"torch"``
 means ``import torch`` unless the file already binds the torch module under
 any name. New imports go after the file's leading block of imports (after
-the docstring and ``from __future__`` imports when there are no others).
+the docstring and ``from __future__`` imports when there are no others), as
+lines of text: nothing else in the file is touched.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
-import libcst as cst
-
-from .provenance import Imports
+from .tree import Text
 
 
 def _statement(spec: str) -> str:
     return "import torch" if spec == "torch" else spec
 
 
-def add_imports(module: cst.Module, specs: Sequence[str], imports: Imports | None = None) -> cst.Module:
-    """``imports``: the module's imports when the caller knows them (a rewrite
-    changes no import); else they are read from ``module``."""
+def add_imports(source: str, module: ast.Module, specs: Sequence[str], torch_bound: bool) -> str:
+    """``source`` (parsed as ``module``) with the imports of ``specs`` it lacks.
+    ``torch_bound``: the file binds the torch module already (``import torch as th``)."""
     if not specs:
-        return module
-    # Statements that can be one of ``specs``: imports and ``deferred.configure(...)``.
-    existing = {
-        module.code_for_node(stmt).strip() for stmt in module.body
-        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom, cst.Expr))
-    }
-    if imports is None:
-        imports = Imports(module)
-    wanted: list[cst.SimpleStatementLine] = []
-    for spec in specs:
-        if spec == "torch" and imports.torch_alias() is not None:
-            continue
-        text = _statement(spec)
-        if text in existing:
-            continue
-        existing.add(text)
-        wanted.append(cst.parse_statement(text + "\n"))  # type: ignore[arg-type]
-    if not wanted:
-        return module
+        return source
+    text = Text(source)
 
-    body = list(module.body)
+    def code(stmt: ast.stmt) -> str:
+        start = text.offset(stmt.lineno, stmt.col_offset)
+        end = text.offset(stmt.end_lineno, stmt.end_col_offset)  # type: ignore[arg-type]
+        return source[start:end].strip()
+
+    body = module.body
+    # Statements that can be one of ``specs``: imports and ``deferred.configure(...)``.
+    existing = {code(stmt) for stmt in body if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr))}
+    wanted: list[str] = []
+    for spec in specs:
+        if spec == "torch" and torch_bound:
+            continue
+        statement = _statement(spec)
+        if statement in existing:
+            continue
+        existing.add(statement)
+        wanted.append(statement)
+    if not wanted:
+        return source
+
     insert_at = 0
     for index, stmt in enumerate(body):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            break
-        first = stmt.body[0] if stmt.body else None
-        is_docstring = index == 0 and isinstance(first, cst.Expr) and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString))
-        if is_docstring or isinstance(first, (cst.Import, cst.ImportFrom)):
+        is_docstring = index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(
+            stmt.value.value, str)
+        if is_docstring or isinstance(stmt, (ast.Import, ast.ImportFrom)):
             insert_at = index + 1
             continue
         break
-    only_docstring_above = insert_at == 1 and not any(
-        isinstance(s.body[0], (cst.Import, cst.ImportFrom)) for s in body[:1] if isinstance(s, cst.SimpleStatementLine)
-    )
+    lines = "".join(f"{w}\n" for w in wanted)
+    if insert_at == 0:
+        if not body:
+            return source + ("" if not source or source.endswith("\n") else "\n") + lines
+        # Above the first statement (below the comments at the top of the file), with a
+        # blank line between the imports and the code.
+        at = text.line_starts[body[0].lineno - 1]
+        return source[:at] + lines + "\n" + source[at:]
+    last = body[insert_at - 1]
+    line = last.end_lineno or last.lineno
+    at = text.line_starts[line] if line < len(text.line_starts) else len(source)
+    prefix = source[:at]
+    if not prefix.endswith("\n"):
+        prefix += "\n"
+    only_docstring_above = insert_at == 1 and not isinstance(body[0], (ast.Import, ast.ImportFrom))
     if only_docstring_above:
-        wanted[0] = wanted[0].with_changes(leading_lines=[cst.EmptyLine()])
-    if insert_at == 0 and body:
-        # The new imports take the first statement's comments (a licence, a
-        # shebang-like header) above them, and a blank line before the code.
-        first = body[0]
-        wanted[0] = wanted[0].with_changes(leading_lines=first.leading_lines)
-        body[0] = first.with_changes(leading_lines=[cst.EmptyLine()])
-    return module.with_changes(body=body[:insert_at] + wanted + body[insert_at:])
+        lines = "\n" + lines
+    return prefix + lines + source[at:]

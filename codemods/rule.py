@@ -17,20 +17,18 @@ A rule is one class in one module of ``codemods/rules``. It carries
 
 from __future__ import annotations
 
+import ast
 import enum
 import inspect
 import textwrap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar, Union
-
-import libcst as cst
+from typing import ClassVar
 
 from .context import FileContext
+from .gen import Replacement
 from .graph_break_codes import describe
 from .syncs import SyncSite
-
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 
 
 class Safety(str, enum.Enum):
@@ -41,9 +39,11 @@ class Safety(str, enum.Enum):
 
 @dataclass
 class Fix:
-    """Replace nodes of the file; ``imports`` are the modules the new code needs."""
+    """Replace nodes of the file (an expression with the parentheses that belong to it; a
+    statement by statements, :class:`~codemods.gen.Statements`, or nothing,
+    :data:`~codemods.gen.REMOVE`); ``imports`` are the modules the new code needs."""
 
-    replacements: dict[cst.CSTNode, Replacement]
+    replacements: dict[ast.AST, Replacement]
     safety: Safety = Safety.SAFE
     reason: str = ""  # why the fix is unsafe
     imports: tuple[str, ...] = ("torch",)
@@ -51,7 +51,7 @@ class Fix:
 
 @dataclass
 class Report:
-    node: cst.CSTNode
+    node: ast.AST
     message: str
     fix: Fix | None = None
     sites: list[SyncSite] = field(default_factory=list)

@@ -1,274 +1,219 @@
-"""One pass over a parsed file: every node's children, parent and position.
+"""One pass over a module parsed by Python's own ``ast``: every node's parent, its
+place in source order, where its subtree ends, and where it stands in the text.
 
-libcst offers each of these separately, and each is slow on large files:
-``CSTNode.children`` visits the node on every access, and
-``PositionProvider`` runs a full code generation that builds a ``CodeRange``
-for every node through generator-based context managers. Here a single code
-generation pass, with a lean :class:`_IndexingState`, records the nodes in
-source order, their parents and children, and the character offsets where
-each starts and ends; offsets become line and column only for the nodes
-someone asks about. The positions are the same as ``PositionProvider``'s
-(tests compare them on real files).
+``ast.parse`` is Python's own C parser: several times faster than any parser
+written in Python, and its nodes are plain C-backed objects (hashed by
+identity, compared by identity). The analysis reads this tree only; rewritten
+code is produced as text edits over the source (:mod:`codemods.gen`), so the
+tree never has to be printed back.
 
-``children_of`` answers from the record and falls back to libcst for nodes
-built later (replacement code). One file is analysed at a time per process.
+One pass (:class:`Index`) numbers the nodes in source order, records each
+node's parent and where its subtree ends (a subtree is a run of numbers), and
+files the nodes by type. Lines and columns are worked out only for the nodes
+someone asks about, in characters (``ast`` counts columns in UTF-8 bytes).
+
+The module-level lookups (``walk``, ``nodes_within``, ``children_of``,
+``number_of``) answer for the index made or :meth:`Index.activate`-d last:
+one file is analysed at a time per process.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
-import libcst as cst
-from libcst._nodes.base import CSTNode
-from libcst._nodes.expression import _BaseParenthesizedNode
-from libcst._nodes.internal import CodegenState
-from libcst._position import CodePosition, CodeRange
+# Node types that carry no position and nothing to analyse: ``Load``/``Store``, operators.
+# (CPython shares one instance of each between all trees, so they have no parent.)
+_SHARED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+# Fields that never hold nodes: skipped without looking at their values.
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "n", "s", "kind", "type_comment", "conversion", "level",
+     "module", "is_async", "simple", "tag"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
-from . import shortcuts
-
-# id(node) -> its place in source order, for the file being analysed. Keyed by id: a
-# libcst node's __hash__ is Python code, id() is not (the index keeps every node alive).
+# id(node) -> its place in source order, for the file being analysed.
 _number: dict[int, int] = {}
-_order: list[cst.CSTNode] = []
+_order: list[ast.AST] = []
 _stop: list[int] = []  # node number -> one past the number of its last descendant
 _by_type: dict[type, list[int]] = {}  # node type -> numbers of the nodes of that type, ascending
-_child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}  # node number -> its children
 
 
-# libcst's own methods, put back after each parse or code generation (saved once, so
-# that two overlapping uses in different threads cannot leave the lean ones in place).
-_VALIDATE = CSTNode.__post_init__
-_PARENTHESIZE = _BaseParenthesizedNode._parenthesize
+def parse_module(source: str) -> ast.Module:
+    """``ast.parse`` without the warnings Python prints for the code it parses (an
+    invalid escape sequence such as ``"\\d"`` in the user's file is not fixitem's to report).
+    Raises ``SyntaxError`` (``ValueError`` for a null byte) as ``ast.parse`` does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
 
 
-def _no_validation(self: CSTNode) -> None:
-    pass
+def _fields(t: type) -> tuple[str, ...]:
+    found = _FIELDS.get(t)
+    if found is None:
+        found = _FIELDS[t] = tuple(f for f in t._fields if f not in _SCALAR_FIELDS)
+    return found
 
 
-def parse_module(source: str) -> cst.Module:
-    """``libcst.parse_module`` without validating each node as it is built.
-
-    A node validates its fields when constructed (for nodes built by hand);
-    the parser builds only valid nodes from valid source, and the checks cost
-    about a tenth of the parse. Raises ``libcst.ParserSyntaxError`` as libcst does.
-    """
-    if not shortcuts.ENABLED:
-        return cst.parse_module(source)
-    CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(source)
-    finally:
-        CSTNode.__post_init__ = _VALIDATE  # type: ignore[method-assign]
-
-
-class _Parentheses:
-    """``_BaseParenthesizedNode._parenthesize`` as a plain context manager: libcst's is a
-    generator-based one, created for every expression generated, about a tenth of the
-    time of code generation. Same tokens, same order."""
-
-    __slots__ = ("node", "state", "inner")
-
-    def __init__(self, node: _BaseParenthesizedNode, state: CodegenState) -> None:
-        self.node = node
-        self.state = state
-
-    def __enter__(self) -> None:
-        for lpar in self.node.lpar:
-            lpar._codegen(self.state)
-        self.inner = self.state.record_syntactic_position(self.node)
-        self.inner.__enter__()
-
-    def __exit__(self, kind, value, traceback) -> bool:
-        suppressed = bool(self.inner.__exit__(kind, value, traceback))
-        if kind is not None and not suppressed:
-            return False
-        for rpar in self.node.rpar:
-            rpar._codegen(self.state)
-        return suppressed
+def _in_source_order(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` in the order they stand in the text (``ast``'s field order
+    differs for decorators, conditional expressions, dict displays, arguments and calls
+    that mix positional and keyword arguments)."""
+    t = type(node)
+    special = _ORDER.get(t)
+    if special is not None:
+        return [c for c in special(node) if c is not None and not isinstance(c, _SHARED)]
+    kids: list[ast.AST] = []
+    for field in _fields(t):
+        value = getattr(node, field, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _SHARED):
+                    kids.append(item)
+        elif isinstance(value, ast.AST) and not isinstance(value, _SHARED):
+            kids.append(value)
+    return kids
 
 
-def _lean_parenthesize(self: _BaseParenthesizedNode, state: CodegenState) -> _Parentheses:
-    return _Parentheses(self, state)
+def _function_children(node):
+    return [*node.decorator_list, node.args, node.returns, *node.body]
 
 
-def _generate(module: cst.Module, state: CodegenState) -> None:
-    """``module._codegen(state)``, with lean parentheses."""
-    if not shortcuts.ENABLED:
-        module._codegen(state)
-        return
-    _BaseParenthesizedNode._parenthesize = _lean_parenthesize  # type: ignore[method-assign,assignment]
-    try:
-        module._codegen(state)
-    finally:
-        _BaseParenthesizedNode._parenthesize = _PARENTHESIZE  # type: ignore[method-assign]
+def _class_children(node):
+    return [*node.decorator_list, *node.bases, *node.keywords, *node.body]
 
 
-class _TextState(CodegenState):
-    """Code generation of text alone: positions are not recorded (libcst's own state
-    opens a generator-based context manager for each of them)."""
-
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
-        return self
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc) -> None:
-        pass
+def _dict_children(node):
+    kids = []
+    for key, value in zip(node.keys, node.values):
+        kids.append(key)
+        kids.append(value)
+    return kids
 
 
-def module_code(module: cst.Module) -> str:
-    """``module.code``, generated faster (see :class:`_Parentheses`, :class:`_TextState`)."""
-    if not shortcuts.ENABLED:
-        return module.code
-    state = _TextState(default_indent=module.default_indent, default_newline=module.default_newline)
-    _generate(module, state)
-    return "".join(state.tokens)
+def _call_children(node):
+    if node.args and node.keywords:
+        return [node.func, *sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))]
+    return [node.func, *node.args, *node.keywords]
 
 
-class _IndexingState(CodegenState):
-    """Code generation that keeps offsets, source order and parents instead of text positions.
-
-    Nodes are numbered in the order they are generated (source order), and
-    everything is kept in lists by number: hashing a libcst node runs Python
-    code, so dictionaries keyed by nodes are built once, at the end.
-    """
-
-    def __init__(self, module: cst.Module) -> None:
-        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.offset = 0
-        self.popped = ""
-        self.order: list[cst.CSTNode] = []
-        self.parent: list[int] = []
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.stop: list[int] = []
-        self._open: list[int] = []
-        self._syntactic: list[tuple] = []
-
-    def add_indent_tokens(self) -> None:
-        for token in self.indent_tokens:
-            self.tokens.append(token)
-            self.offset += len(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self.offset += len(value)
-
-    def pop_trailing_newline(self) -> None:
-        # The module's text loses its last newline; positions keep counting it
-        # (as ``PositionProvider`` does), so lines are counted on the text with it.
-        if self.tokens:
-            self.popped = self.tokens.pop()
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        number = len(self.order)
-        self.order.append(node)
-        self.parent.append(self._open[-1] if self._open else -1)
-        self._open.append(number)
-        self.start.append(self.offset)
-        self.end.append(-1)
-        self.stop.append(-1)
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        number = self._open.pop()
-        self.stop[number] = len(self.order)
-        if self.end[number] < 0:  # else a syntactic position recorded inside wins
-            self.end[number] = self.offset
-
-    # ``with state.record_syntactic_position(node, start_node=..., end_node=...)``:
-    # the state is its own context manager (no generator, no object per call).
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
-        self._syntactic.append((self._open[-1], self.offset, start_node, end_node))
-        return self
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc) -> None:
-        number, start, start_node, end_node = self._syntactic.pop()
-        end = self.offset
-        if start_node is not None or end_node is not None:
-            for kid in _child_numbers(self.stop, number, len(self.order)):
-                if self.order[kid] is start_node:
-                    start = self.start[kid]
-                if self.order[kid] is end_node:
-                    end = self.end[kid]
-        self.start[number] = start
-        self.end[number] = end
+def _arguments_children(node: ast.arguments):
+    kids: list = []
+    positional = [*node.posonlyargs, *node.args]
+    defaults = [None] * (len(positional) - len(node.defaults)) + list(node.defaults)
+    for arg, default in zip(positional, defaults):
+        kids.append(arg)
+        kids.append(default)
+    kids.append(node.vararg)
+    for arg, default in zip(node.kwonlyargs, node.kw_defaults):
+        kids.append(arg)
+        kids.append(default)
+    kids.append(node.kwarg)
+    return kids
 
 
-class Positions(Mapping):
-    """Node -> ``CodeRange`` (as ``PositionProvider`` gives), computed on first access."""
+_ORDER = {
+    ast.FunctionDef: _function_children,
+    ast.AsyncFunctionDef: _function_children,
+    ast.ClassDef: _class_children,
+    ast.IfExp: lambda n: [n.body, n.test, n.orelse],
+    ast.Dict: _dict_children,
+    ast.Call: _call_children,
+    ast.arguments: _arguments_children,
+}
 
-    def __init__(self, order: list[cst.CSTNode], number: dict[int, int], start: list[int], end: list[int],
-                 text: str) -> None:
-        self._order = order
-        self._number = number
-        self._start = start
-        self._end = end
-        self._text = text
-        self._line_starts: list[int] | None = None
-        self._ranges: dict[int, CodeRange] = {}
 
-    def _position(self, offset: int) -> CodePosition:
-        if self._line_starts is None:
-            starts = [0]
-            text = self._text
-            i = text.find("\n")
+@dataclass(frozen=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 0-based, in characters
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Position
+    end: Position
+
+
+class Text:
+    """The source text: lines, and conversions between ``ast``'s (line, byte column)
+    and character offsets."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        starts = [0]
+        if "\r" in source:
+            i, n = 0, len(source)
+            while i < n:
+                c = source[i]
+                if c == "\n" or (c == "\r" and (i + 1 == n or source[i + 1] != "\n")):
+                    starts.append(i + 1)
+                i += 1
+        else:
+            i = source.find("\n")
             while i >= 0:
                 starts.append(i + 1)
-                i = text.find("\n", i + 1)
-            self._line_starts = starts
-        line = bisect.bisect_right(self._line_starts, offset)
-        return CodePosition(line, offset - self._line_starts[line - 1])
+                i = source.find("\n", i + 1)
+        self.line_starts = starts
+        self.ascii = source.isascii()
+        self._encoded: dict[int, bytes] = {}
 
-    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        number = self._number[id(node)]
-        found = self._ranges.get(number)
-        if found is None:
-            found = CodeRange(self._position(self._start[number]), self._position(self._end[number]))
-            self._ranges[number] = found
-        return found
+    def offset(self, line: int, byte_column: int) -> int:
+        """The character offset of ``ast``'s (1-based line, UTF-8 byte column)."""
+        start = self.line_starts[line - 1]
+        if self.ascii or byte_column == 0:
+            return start + byte_column
+        encoded = self._encoded.get(line)
+        if encoded is None:
+            end = self.line_starts[line] if line < len(self.line_starts) else len(self.source)
+            encoded = self._encoded[line] = self.source[start:end].encode("utf-8", "surrogatepass")
+        return start + len(encoded[:byte_column].decode("utf-8", "replace"))
 
-    def __contains__(self, node: object) -> bool:
-        return id(node) in self._number
+    def position(self, offset: int) -> Position:
+        line = bisect.bisect_right(self.line_starts, offset)
+        return Position(line, offset - self.line_starts[line - 1])
 
-    def __iter__(self) -> Iterator[cst.CSTNode]:
-        return iter(self._order)
-
-    def __len__(self) -> int:
-        return len(self._number)
-
-    def offset(self, node: cst.CSTNode) -> int:
-        """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
-        return self._start[self._number[id(node)]]
+    def line_text(self, line: int) -> str:
+        """Line ``line`` (1-based) without its line ending."""
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.source)
+        return self.source[start:end].rstrip("\r\n")
 
 
 class Index:
-    """What one pass over ``module`` found: nodes in source order, parents, positions.
+    """What one pass over ``module`` found: nodes in source order, parents, spans."""
 
-    The module-level lookups (``children_of``, ``walk``, ``nodes_within``) answer
-    for the index made or :meth:`activate`-d last.
-    """
-
-    def __init__(self, module: cst.Module) -> None:
-        state = _IndexingState(module)
-        _generate(module, state)
-        text = "".join(state.tokens) + state.popped
-        # Lines are counted on the generated text, which is the source with
-        # its own line endings; "\r\n" and a lone "\r" end lines too.
-        if "\r" in text:
-            text = text.replace("\r\n", " \n").replace("\r", "\n")
-        order = state.order
+    def __init__(self, module: ast.Module, source: str) -> None:
+        order: list[ast.AST] = []
+        parent: list[int] = []
+        stop: list[int] = []
+        # Depth-first, children pushed in reverse so that they come out in source order.
+        # A negative entry closes the subtree of node ~entry.
+        stack: list = [(module, -1)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            item = pop()
+            if type(item) is int:
+                stop[~item] = len(order)
+                continue
+            node, up = item
+            number = len(order)
+            order.append(node)
+            parent.append(up)
+            stop.append(0)
+            push(~number)
+            for kid in reversed(_in_source_order(node)):
+                push((kid, number))
         self.order = order
-        self.stop = state.stop
+        self.parent = parent
+        self.stop = stop
         self.number: dict[int, int] = dict(zip(map(id, order), range(len(order))))
-        self.parents = {node: order[p] for node, p in zip(order, state.parent) if p >= 0}
-        self.positions = Positions(order, self.number, state.start, state.end, text)
+        self.parents = Parents(self)
         self.numbers_by_type: dict[type, list[int]] = {}
-        self.by_type: dict[type, list[cst.CSTNode]] = {}  # node type -> its nodes, in source order
+        self.by_type: dict[type, list[ast.AST]] = {}  # node type -> its nodes, in source order
         for number, node in enumerate(order):
             numbers = self.numbers_by_type.get(type(node))
             if numbers is None:
@@ -277,42 +222,145 @@ class Index:
             else:
                 numbers.append(number)
                 self.by_type[type(node)].append(node)
-        self.child_tuples: dict[int, tuple[cst.CSTNode, ...]] = {}
+        self.text = Text(source)
+        self.positions = Positions(self)
         self.activate()
 
     def activate(self) -> None:
         """Make the module-level lookups answer for this index again."""
-        global _number, _order, _stop, _by_type, _child_tuples
+        global _number, _order, _stop, _by_type
         _number, _order, _stop = self.number, self.order, self.stop
-        _by_type, _child_tuples = self.numbers_by_type, self.child_tuples
+        _by_type = self.numbers_by_type
 
 
-def index(module: cst.Module) -> Index:
-    """Record the children of every node of ``module``, with parents and positions."""
-    return Index(module)
+class Parents(Mapping):
+    """Node -> its parent node (the module has none)."""
+
+    def __init__(self, index: Index) -> None:
+        self._index = index
+
+    def get(self, node: ast.AST, default=None):  # type: ignore[override]
+        number = self._index.number.get(id(node))
+        if number is None:
+            return default
+        up = self._index.parent[number]
+        return self._index.order[up] if up >= 0 else default
+
+    def __getitem__(self, node: ast.AST) -> ast.AST:
+        found = self.get(node)
+        if found is None:
+            raise KeyError(node)
+        return found
+
+    def __contains__(self, node: object) -> bool:
+        number = self._index.number.get(id(node))
+        return number is not None and self._index.parent[number] >= 0
+
+    def __iter__(self) -> Iterator[ast.AST]:
+        return iter(self._index.order[1:])
+
+    def __len__(self) -> int:
+        return len(self._index.order) - 1
 
 
-def _child_numbers(stop: list[int], number: int, end: int) -> Iterator[int]:
-    """The children of node ``number`` among the nodes numbered below ``end``: in source
-    order each child follows the whole subtree of the one before."""
-    child = number + 1
-    while child < end:
-        yield child
-        child = stop[child]
+class Positions(Mapping):
+    """Node -> :class:`Range` (1-based lines, 0-based character columns), worked out on
+    first access. The span of a node is the span ``ast`` gives it, without the
+    parentheses around it (as libcst's syntactic positions); nodes ``ast`` gives no
+    position (``arguments``, ``comprehension``, ``withitem``) span their children, and
+    a ``{...}`` of an f-string spans its braces."""
+
+    def __init__(self, index: Index) -> None:
+        self._index = index
+        self._spans: dict[int, tuple[int, int]] = {}
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        """Start and end character offsets of ``node``."""
+        key = id(node)
+        found = self._spans.get(key)
+        if found is None:
+            found = self._spans[key] = self._span(node)
+        return found
+
+    def _span(self, node: ast.AST) -> tuple[int, int]:
+        text = self._index.text
+        t = type(node)
+        if t is ast.FormattedValue:
+            return _braces(text.source, self.span(node.value))  # type: ignore[attr-defined]
+        if t is ast.Constant and self._in_fstring(node):
+            return self.span(self._index.parents.get(node))  # ``ast`` gives the whole f-string
+        if t is ast.Module:
+            return 0, len(text.source)
+        lineno = getattr(node, "lineno", None)
+        if lineno is not None and getattr(node, "end_lineno", None) is not None:
+            return text.offset(lineno, node.col_offset), text.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        kids = _in_source_order(node)
+        if not kids:
+            up = self._index.parents.get(node)
+            return self.span(up) if up is not None else (0, 0)
+        first, last = self.span(kids[0]), self.span(kids[-1])
+        start = first[0]
+        if t is ast.comprehension:
+            start = text.source.rfind("for", 0, start)
+            if getattr(node, "is_async", 0):
+                start = text.source.rfind("async", 0, start)
+        return start, last[1]
+
+    def _in_fstring(self, node: ast.AST) -> bool:
+        up = self._index.parents.get(node)
+        return type(up) is ast.JoinedStr or type(up) is ast.FormattedValue
+
+    def __getitem__(self, node: ast.AST) -> Range:
+        if id(node) not in self._index.number:
+            raise KeyError(node)
+        start, end = self.span(node)
+        text = self._index.text
+        return Range(text.position(start), text.position(end))
+
+    def __contains__(self, node: object) -> bool:
+        return id(node) in self._index.number
+
+    def __iter__(self) -> Iterator[ast.AST]:
+        return iter(self._index.order)
+
+    def __len__(self) -> int:
+        return len(self._index.order)
+
+    def offset(self, node: ast.AST) -> int:
+        """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
+        return self.span(node)[0]
 
 
-def children_of(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
-    number = _number.get(id(node))
-    if number is None:
-        return tuple(node.children)
-    kids = _child_tuples.get(number)
-    if kids is None:
-        kids = _child_tuples[number] = tuple([_order[k] for k in _child_numbers(_stop, number, _stop[number])])
-    return kids
+def _braces(source: str, inner: tuple[int, int]) -> tuple[int, int]:
+    """The span of the ``{...}`` of an f-string around the expression spanning ``inner``."""
+    start = source.rfind("{", 0, inner[0])
+    depth, i, n = 0, inner[1], len(source)
+    while i < n:
+        c = source[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]":
+            depth = max(depth - 1, 0)  # a closing parenthesis of the expression's own
+        elif c == "}":
+            if depth == 0:
+                return start, i + 1
+            depth -= 1
+        i += 1
+    return start, inner[1]
 
 
-def number_of(node: cst.CSTNode) -> int | None:
-    """``node``'s place in source order, or None for a node built after indexing."""
+def index(module: ast.Module, source: str) -> Index:
+    """Record the parent, source-order place and span of every node of ``module``."""
+    return Index(module, source)
+
+
+def children_of(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` in source order."""
+    return _in_source_order(node)
+
+
+def number_of(node: ast.AST) -> int | None:
+    """``node``'s place in source order, or None for a node of another tree."""
     return _number.get(id(node))
 
 
@@ -321,11 +369,11 @@ def subtree_stop(number: int) -> int:
     return _stop[number]
 
 
-def node_at(number: int) -> cst.CSTNode:
+def node_at(number: int) -> ast.AST:
     return _order[number]
 
 
-def nodes_within(root: cst.CSTNode, *types: type) -> list[cst.CSTNode]:
+def nodes_within(root: ast.AST, *types: type) -> list[ast.AST]:
     """The nodes of exactly these types in ``root``'s subtree (``root`` included), in source order."""
     number = _number.get(id(root))
     if number is None:
@@ -340,7 +388,7 @@ def nodes_within(root: cst.CSTNode, *types: type) -> list[cst.CSTNode]:
     return [_order[i] for i in found]
 
 
-def walk(root: cst.CSTNode) -> Iterable[cst.CSTNode]:
+def walk(root: ast.AST) -> Iterable[ast.AST]:
     """``root`` and everything below it, in source order."""
     number = _number.get(id(root))
     if number is not None:  # a contiguous run of the source-order list
@@ -348,16 +396,9 @@ def walk(root: cst.CSTNode) -> Iterable[cst.CSTNode]:
     return _walk_unindexed(root)
 
 
-def _walk_unindexed(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _walk_unindexed(root: ast.AST) -> Iterator[ast.AST]:
     stack = [root]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(children_of(node)))
-
-
-def method_call(value: cst.BaseExpression, name: str) -> cst.Call:
-    """``value.name()``, with parentheses around ``value`` where the syntax needs them."""
-    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
-        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Call(func=cst.Attribute(value=value, attr=cst.Name(name)))
+        stack.extend(reversed(_in_source_order(node)))
