@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
-from .context import FileContext
-from .output_calls import output_call
+from .context import FUNCTIONS, FileContext
+from .output_calls import argument_values, output_call
 from .provenance import Kind, dotted_name
-from .tree import nodes_within, walk
+from .tree import walk
 
 SIZE_FUNCTIONS = frozenset(
     {
@@ -18,41 +18,68 @@ SIZE_FUNCTIONS = frozenset(
 )
 
 
-def usage(ctx: FileContext, node: cst.CSTNode) -> str:
+_CONDITIONS = (ast.If, ast.While, ast.Assert, ast.IfExp, ast.BoolOp)
+_STORES = (ast.Assign, ast.AnnAssign, ast.Dict, ast.List, ast.Tuple)
+
+
+def usage(ctx: FileContext, node: ast.AST) -> str:
     """``size``, ``output``, ``accumulate`` (``accumulate_tensor`` into a tensor), ``condition``,
     ``returned``, ``stored`` or ``other``."""
     child = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, cst.Slice) or isinstance(parent, cst.SubscriptElement):
+        t = type(parent)
+        if t is ast.Slice or _indexes(ctx, parent, child):
             return "size"
-        if isinstance(parent, cst.Call):
-            func = parent.func
-            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-            if output_call(ctx, parent) is not None:
+        if t is ast.Call:
+            func = parent.func  # type: ignore[attr-defined]
+            name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+            if output_call(ctx, parent) is not None:  # type: ignore[arg-type]
                 return "output"
             if name in SIZE_FUNCTIONS and child is not func:
                 return "size"
-        if isinstance(parent, (cst.FormattedString, cst.FormattedStringExpression)):
+        if t is ast.JoinedStr or t is ast.FormattedValue:
             return "output"
-        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) and isinstance(
-            parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
-        ):
+        if t is ast.BinOp and type(parent.op) is ast.Mod and _is_string(parent.left):  # type: ignore[attr-defined]
             return "output"  # ``"%.3f" % loss``
-        if isinstance(parent, cst.AugAssign):
+        if t is ast.AugAssign:
             # ``totals[0] += loss.item()``: the total is a tensor already.
-            return "accumulate_tensor" if ctx.kind(parent.target) is Kind.TENSOR else "accumulate"
-        if isinstance(parent, cst.CompIf):
+            return "accumulate_tensor" if ctx.kind(parent.target) is Kind.TENSOR else "accumulate"  # type: ignore[attr-defined]
+        if t is ast.comprehension and any(child is test for test in parent.ifs):  # type: ignore[attr-defined]
             return "condition"  # ``[x for x in xs if t]``: the filter decides, whatever the list is for
-        if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.BooleanOperation)):
+        if t in _CONDITIONS:
             return "condition"
-        if isinstance(parent, cst.Return):
+        if t is ast.Return:
             return "returned"
-        if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Dict, cst.List, cst.Tuple)):
+        if t in _STORES:
             return "stored"
-        if isinstance(parent, cst.BaseStatement):
+        if isinstance(parent, ast.stmt):
             break
         child = parent
     return "other"
+
+
+def _indexes(ctx: FileContext, parent: ast.AST, child: ast.AST) -> bool:
+    """Is ``child`` an index of the subscript ``parent`` (``i`` of ``x[i]``), or ``parent`` the
+    bare tuple of indices of one (``x[i, j]``; not ``x[(i, j)]``, a tuple used as the index)?"""
+    t = type(parent)
+    if t is ast.Subscript:
+        return child is parent.slice  # type: ignore[attr-defined]
+    if t is ast.Tuple:
+        holder = ctx.parents.get(parent)
+        return type(holder) is ast.Subscript and holder.slice is parent and _bare_tuple(ctx, parent)  # type: ignore[attr-defined]
+    return False
+
+
+def _bare_tuple(ctx: FileContext, node: ast.Tuple) -> bool:
+    """A tuple written without parentheses of its own (``ast`` counts them in its span)."""
+    return bool(node.elts) and ctx.positions.span(node)[0] == ctx.span(node.elts[0])[0]
+
+
+def _is_string(node: ast.AST) -> bool:
+    """A string literal or an f-string (libcst's ``SimpleString`` / ``ConcatenatedString`` /
+    ``FormattedString``)."""
+    t = type(node)
+    return t is ast.JoinedStr or (t is ast.Constant and isinstance(node.value, (str, bytes)))  # type: ignore[attr-defined]
 
 
 ADVICE = {
@@ -141,7 +168,7 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.pe
                     "time.monotonic_ns", "timeit.default_timer"})
 
 
-def advice(ctx: FileContext, node: cst.CSTNode) -> str:
+def advice(ctx: FileContext, node: ast.AST) -> str:
     return unseen_callee_advice(ctx, node) or ADVICE[detailed_usage(ctx, node)]
 
 
@@ -149,7 +176,7 @@ def advice(ctx: FileContext, node: cst.CSTNode) -> str:
 _OUTPUT_WORDS = ("print", "log", "write", "echo", "report", "info", "warn", "debug")
 
 
-def unseen_callee_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+def unseen_callee_advice(ctx: FileContext, node: ast.AST) -> str:
     """Advice for a read passed (as it is, or formatted into text) to a function that is
     not defined in this file (``print0`` imported from the project's ``utils``): fixitem
     reads one file at a time, so it cannot tell what that function does with the value,
@@ -176,74 +203,84 @@ def unseen_callee_advice(ctx: FileContext, node: cst.CSTNode) -> str:
     )
 
 
-def _receiving_call(ctx: FileContext, node: cst.CSTNode) -> cst.Call | None:
+_TEXT_OR_ARITHMETIC = (ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.UnaryOp)
+
+
+def _receiving_call(ctx: FileContext, node: ast.AST) -> ast.Call | None:
     """The call that ``node`` is an argument of, directly or through the text or arithmetic
     built from it for that argument."""
+    child = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, cst.Arg):
+        t = type(parent)
+        if t is ast.Call:
+            # An argument (not the function called).
+            return parent if child is not parent.func else None  # type: ignore[attr-defined,return-value]
+        if t is ast.keyword or t is ast.Starred:
+            # ``f(k=x)``, ``f(**x)``, ``f(*x)``: an argument of a call (not of a class
+            # statement's bases, nor ``*x`` of a display).
             call = ctx.parents.get(parent)
-            return call if isinstance(call, cst.Call) and parent in call.args else None
-        if not isinstance(parent, (cst.FormattedString, cst.FormattedStringExpression, cst.BinaryOperation,
-                                   cst.UnaryOperation, cst.ConcatenatedString)):
+            return call if type(call) is ast.Call else None  # type: ignore[return-value]
+        if t not in _TEXT_OR_ARITHMETIC:
             return None
+        child = parent
     return None
 
 
-def _defined_elsewhere(ctx: FileContext, func: cst.BaseExpression) -> str:
+def _defined_elsewhere(ctx: FileContext, func: ast.expr) -> str:
     """Where ``func`` comes from when it is a function of another module of the program
     (not the standard library, torch or numpy, whose functions fixitem knows or that need
     numbers): "in another module (`utils`)"; "" when it is defined in this file or not known."""
     import sys
 
     root = func
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name):
+    while type(root) is ast.Attribute:
+        root = root.value  # type: ignore[attr-defined]
+    if type(root) is not ast.Name:
         return ""
-    owner = ctx.provenance.scope_of(func).lookup(root.value)
-    bindings = owner.bindings.get(root.value, []) if owner is not None else []
+    owner = ctx.provenance.scope_of(func).lookup(root.id)  # type: ignore[attr-defined]
+    bindings = owner.bindings.get(root.id, []) if owner is not None else []  # type: ignore[attr-defined]
     if not bindings or any(how != "import" for how, _ in bindings):
         return ""  # defined here, a parameter, a builtin
-    origin = _import_origin(ctx, root.value)
+    origin = _import_origin(ctx, root.id)  # type: ignore[attr-defined]
     top = origin.lstrip(".").split(".")[0]
     if not origin or top in sys.stdlib_module_names or top in ("torch", "numpy", "builtins"):
         return ""
-    if isinstance(func, cst.Attribute):
-        return f"in `{origin}`" if func.value is root else ""
+    if type(func) is ast.Attribute:
+        return f"in `{origin}`" if func.value is root else ""  # type: ignore[attr-defined]
     return f"in another module (`{origin}`)"
 
 
 def _import_origin(ctx: FileContext, name: str) -> str:
     """The module ``name`` is imported from (``utils``, ``.utils``), or the module it is."""
-    for node in ctx.nodes(cst.ImportFrom):
-        assert isinstance(node, cst.ImportFrom)
-        if isinstance(node.names, cst.ImportStar):
+    for node in ctx.nodes(ast.ImportFrom):
+        assert type(node) is ast.ImportFrom
+        if node.names[0].name == "*":
             continue
         for alias in node.names:
-            local = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(local, cst.Name) and local.value == name:
-                return "." * len(node.relative) + (dotted_name(node.module) or "" if node.module else "")
-    for node in ctx.nodes(cst.Import):
-        assert isinstance(node, cst.Import)
+            if (alias.asname or alias.name) == name:
+                return "." * node.level + (node.module or "")
+    for node in ctx.nodes(ast.Import):
+        assert type(node) is ast.Import
         for alias in node.names:
-            full = dotted_name(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
+            full = alias.name
+            local = alias.asname if alias.asname is not None else full.split(".")[0]
             if local == name:
                 return full
     return ""
 
 
-def _read_tensor(node: cst.CSTNode) -> cst.CSTNode:
+def _read_tensor(node: ast.AST) -> ast.AST:
     """``t`` of ``t.item()`` / ``float(t)``; the node itself otherwise."""
-    if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("item", "tolist"):
-            return node.func.value
-        if isinstance(node.func, cst.Name) and node.func.value in ("float", "int", "bool") and node.args:
-            return node.args[0].value
+    if type(node) is ast.Call:
+        func = node.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute and func.attr in ("item", "tolist"):
+            return func.value
+        if type(func) is ast.Name and func.id in ("float", "int", "bool") and (node.args or node.keywords):  # type: ignore[attr-defined]
+            return argument_values(node)[0]  # type: ignore[arg-type]
     return node
 
 
-def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+def synchronize_advice(ctx: FileContext, node: ast.AST) -> str:
     """``torch.cuda.synchronize()``: keep it where the same function reads a clock, or,
     for a helper (``def sync(device): torch.cuda.synchronize(device)``), where a
     function of the file that calls the helper does."""
@@ -253,84 +290,84 @@ def synchronize_advice(ctx: FileContext, node: cst.CSTNode) -> str:
         return ADVICE["synchronize_timing" if clock_read else "synchronize"]
     if id(function) in timed:
         return ADVICE["synchronize_timing"]
-    for call in callees.get(function.name.value, ()):
+    for call in callees.get(function.name, ()):
         if any(id(caller) in timed for caller in ctx.ancestors(call)
-               if isinstance(caller, cst.FunctionDef) and caller is not function):
+               if isinstance(caller, FUNCTIONS) and caller is not function):
             return ADVICE["synchronize_timing"]
     return ADVICE["synchronize"]
 
 
-def _timing(ctx: FileContext) -> tuple[dict[str, list[cst.Call]], set[int], bool]:
+def _timing(ctx: FileContext) -> tuple[dict[str, list[ast.Call]], set[int], bool]:
     """For :func:`synchronize_advice`, from one pass over the calls of the file: the calls by
     the last part of the name called (``self.sync(...)``: ``sync``), the ids of the functions
     that read a clock (at any depth), and whether the file reads one anywhere."""
-    callees: dict[str, list[cst.Call]] = {}
+    callees: dict[str, list[ast.Call]] = {}
     timed: set[int] = set()
     clock_read = False
-    for call in ctx.nodes(cst.Call):
-        assert isinstance(call, cst.Call)
-        if isinstance(call.func, (cst.Name, cst.Attribute)):
+    for call in ctx.nodes(ast.Call):
+        assert type(call) is ast.Call
+        if type(call.func) is ast.Name or type(call.func) is ast.Attribute:
             callees.setdefault((dotted_name(call.func) or "").split(".")[-1], []).append(call)
         q = ctx.provenance.imports.qualify(call.func) or ""
         if q in CLOCKS or q.endswith(".elapsed_time"):
             clock_read = True
-            timed.update(id(f) for f in ctx.ancestors(call) if isinstance(f, cst.FunctionDef))
+            timed.update(id(f) for f in ctx.ancestors(call) if isinstance(f, FUNCTIONS))
     return callees, timed, clock_read
 
 
-def per_element(ctx: FileContext, value: cst.CSTNode) -> cst.BaseExpression | None:
+def per_element(ctx: FileContext, value: ast.AST) -> ast.expr | None:
     """The tensor a loop or comprehension iterates when ``value`` is its variable
     (``int(i) for i in idx`` gives ``idx``), or an element of it picked by the index of
     a loop over its length (``int(idx[i])`` in ``for i in range(idx.size(0))``), else None."""
-    if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
-        index = value.slice[0].slice.value
-        if isinstance(index, cst.Name) and ctx.certainly_tensor(value.value) and _loops_over_length_of(
+    if type(value) is ast.Subscript:
+        index = value.slice  # ``x[i, j]`` / ``x[a:b]``: a tuple / a slice, no name
+        if type(index) is ast.Name and ctx.certainly_tensor(value.value) and _loops_over_length_of(
             ctx, index, value.value
         ):
             return value.value
         return None
-    if not isinstance(value, cst.Name):
+    if type(value) is not ast.Name:
         return None
-    scope = ctx.provenance.scope_of(value).lookup(value.value)
+    scope = ctx.provenance.scope_of(value).lookup(value.id)  # type: ignore[attr-defined]
     if scope is None:
         return None
-    bindings = scope.bindings.get(value.value, [])
+    bindings = scope.bindings.get(value.id, [])  # type: ignore[attr-defined]
     if len(bindings) != 1:
         return None
     how, node = bindings[0]
-    if how == "iter" and isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR:
+    if how == "iter" and isinstance(node, ast.expr) and ctx.kind(node) is Kind.TENSOR:
         return node
     return None
 
 
-def _loops_over_length_of(ctx: FileContext, index: cst.Name, tensor: cst.BaseExpression) -> bool:
+def _loops_over_length_of(ctx: FileContext, index: ast.Name, tensor: ast.expr) -> bool:
     """``index`` is bound only by ``for index in range(n)`` where ``n`` is ``len(tensor)``,
     ``tensor.size(0)`` or ``tensor.shape[0]``."""
-    scope = ctx.provenance.scope_of(index).lookup(index.value)
-    bindings = scope.bindings.get(index.value, []) if scope is not None else []
+    scope = ctx.provenance.scope_of(index).lookup(index.id)
+    bindings = scope.bindings.get(index.id, []) if scope is not None else []
     if len(bindings) != 1 or bindings[0][0] != "iter":
         return False
     loop = bindings[0][1]
-    if not (isinstance(loop, cst.Call) and dotted_name(loop.func) == "range" and len(loop.args) == 1):
+    if not (type(loop) is ast.Call and dotted_name(loop.func) == "range" and len(loop.args) + len(loop.keywords) == 1):
         return False
-    n = loop.args[0].value
+    n = argument_values(loop)[0]
     code = ctx.code(tensor)
     return ctx.code(n) in (f"len({code})", f"{code}.size(0)", f"{code}.shape[0]", f"{code}.numel()")
 
 
-def per_element_advice(ctx: FileContext, iterable: cst.BaseExpression) -> str:
+def per_element_advice(ctx: FileContext, iterable: ast.expr) -> str:
     code = ctx.code(iterable)
-    if not isinstance(iterable, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+    if not isinstance(iterable, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
         code = f"({code})"
     return ADVICE["per_element"].replace("`values = t.tolist()`", f"`values = {code}.tolist()`")
 
 
-def size_advice(ctx: FileContext, node: cst.CSTNode) -> str:
+def size_advice(ctx: FileContext, node: ast.AST) -> str:
     """Advice for a value used as a size or an index."""
     return ADVICE["module_index" if _indexes_modules(ctx, node) else "size"]
 
 
-def detailed_usage(ctx: FileContext, node: cst.CSTNode) -> str:
+def detailed_usage(ctx: FileContext, node: ast.AST) -> str:
     """:func:`usage`, with ``module_index``, ``nan_skip`` and ``leaves`` told apart."""
     use = usage(ctx, node)
     if use == "stored":
@@ -348,20 +385,20 @@ def detailed_usage(ctx: FileContext, node: cst.CSTNode) -> str:
 _STORED_USES = ("size", "condition", "output", "accumulate", "accumulate_tensor", "returned")
 
 
-def _use_of_stored_name(ctx: FileContext, node: cst.CSTNode, use: str) -> tuple[str, cst.CSTNode]:
+def _use_of_stored_name(ctx: FileContext, node: ast.AST, use: str) -> tuple[str, ast.AST]:
     """``n = int(t.sum())`` then ``x[:n]``: the advice follows the name to its later reads
     in the same function (and to the read that decides it)."""
-    statement = next((a for a in ctx.ancestors(node) if isinstance(a, cst.BaseSmallStatement)), None)
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+    statement = next((a for a in ctx.ancestors(node) if isinstance(a, ast.stmt)), None)
+    if type(statement) is not ast.Assign or len(statement.targets) != 1:
         return use, node
-    target = statement.targets[0].target
+    target = statement.targets[0]
     function = ctx.enclosing_function(statement)
-    if not isinstance(target, cst.Name) or function is None:
+    if type(target) is not ast.Name or function is None:
         return use, node
     after = ctx.positions.offset(statement)
-    found: dict[str, cst.CSTNode] = {}
-    for name in nodes_within(function, cst.Name):
-        if name.value == target.value and name is not target and ctx.positions.offset(name) > after:
+    found: dict[str, ast.AST] = {}
+    for name in ctx.names(target.id, function):
+        if name is not target and ctx.positions.offset(name) > after:
             found.setdefault(usage(ctx, name), name)
     for candidate in _STORED_USES:
         if candidate in found:
@@ -369,59 +406,59 @@ def _use_of_stored_name(ctx: FileContext, node: cst.CSTNode, use: str) -> tuple[
     return use, node
 
 
-def _indexes_modules(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _indexes_modules(ctx: FileContext, node: ast.AST) -> bool:
     """``self.experts[i]`` / ``layers[i]``: a subscript of a module container."""
     for parent in ctx.ancestors(node):
-        if isinstance(parent, cst.Subscript):
-            return ctx.kind(parent.value) is Kind.MODULE or _module_container_name(parent.value)
-        if isinstance(parent, cst.BaseStatement):
+        if type(parent) is ast.Subscript:
+            return ctx.kind(parent.value) is Kind.MODULE or _module_container_name(parent.value)  # type: ignore[attr-defined]
+        if isinstance(parent, ast.stmt):
             break
     return False
 
 
-def _module_container_name(expr: cst.BaseExpression) -> bool:
-    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+def _module_container_name(expr: ast.expr) -> bool:
+    name = expr.attr if type(expr) is ast.Attribute else expr.id if type(expr) is ast.Name else ""  # type: ignore[attr-defined]
     return name in ("experts", "layers", "blocks", "heads", "modules_list") or name.endswith("_experts")
 
 
-def checks_finite(ctx: FileContext, node: cst.CSTNode) -> bool:
+def checks_finite(ctx: FileContext, node: ast.AST) -> bool:
     """Is the test around ``node`` a NaN/inf check (``torch.isnan(loss).any()``, ``loss != loss``)?"""
     test = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp)):
+        if isinstance(parent, (ast.If, ast.While, ast.Assert, ast.IfExp)):
             test = parent.test
             break
-        if isinstance(parent, cst.BaseStatement):
+        if isinstance(parent, ast.stmt):
             return False
     for sub in walk(test):
-        if isinstance(sub, cst.Call):
-            func = sub.func
-            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        t = type(sub)
+        if t is ast.Call:
+            func = sub.func  # type: ignore[attr-defined]
+            name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
             if name in NAN_CHECKS:
                 return True
-        if isinstance(sub, cst.Comparison) and len(sub.comparisons) == 1:
-            target = sub.comparisons[0]
-            if isinstance(target.operator, cst.NotEqual) and ctx.code(sub.left) == ctx.code(target.comparator):
-                return True
+        elif t is ast.Compare and len(sub.ops) == 1 and type(sub.ops[0]) is ast.NotEq and (  # type: ignore[attr-defined]
+                ctx.code(sub.left) == ctx.code(sub.comparators[0])):  # type: ignore[attr-defined]
+            return True
     return False
 
 
-def _leaves_program(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _leaves_program(ctx: FileContext, node: ast.AST) -> bool:
     """Is the value written out (``json.dump``, ``torch.save``, ...) or type-checked
     (``isinstance``) in the statement that reads it?"""
     for parent in ctx.ancestors(node):
-        if isinstance(parent, cst.Call) and _serializer(parent):
+        if type(parent) is ast.Call and _serializer(parent):  # type: ignore[arg-type]
             return True
-        if isinstance(parent, cst.BaseStatement):
+        if isinstance(parent, ast.stmt):
             break
     return False
 
 
-def _serializer(call: cst.Call) -> bool:
+def _serializer(call: ast.Call) -> bool:
     func = call.func
-    if isinstance(func, cst.Name):
-        return func.value == "isinstance"
-    if isinstance(func, cst.Attribute) and func.attr.value in SERIALIZERS:
+    if type(func) is ast.Name:
+        return func.id == "isinstance"
+    if type(func) is ast.Attribute and func.attr in SERIALIZERS:
         receiver = func.value
-        return isinstance(receiver, cst.Name) and receiver.value in ("json", "yaml", "torch", "pickle", "np", "numpy")
+        return type(receiver) is ast.Name and receiver.id in ("json", "yaml", "torch", "pickle", "np", "numpy")
     return False

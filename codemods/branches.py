@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import libcst as cst
-
-from .context import FileContext
+from . import gen
+from .context import COMPOUND, FUNCTIONS, FileContext
 from .provenance import Kind
-from .tree import walk
+from .tree import nodes_within, walk
 
 
 class BranchError(Exception):
@@ -18,88 +19,101 @@ class BranchError(Exception):
 @dataclass
 class Assignment:
     name: str
-    value: cst.BaseExpression
-    augmented: cst.BaseAugOp | None = None
-    comments: list[cst.EmptyLine] = field(default_factory=list)
+    value: ast.expr
+    augmented: ast.operator | None = None  # ``y += v``: the binary operator (``ast.Add``)
+    comments: list[str] = field(default_factory=list)  # comment lines that go with it (``"# note"``)
+    # The value is written in parentheses of its own (``y += (a + b)``).
+    parenthesized: bool = False
 
     @property
     def op_text(self) -> str:
         assert self.augmented is not None
-        return self.augmented.__class__.__name__ and _AUG_TEXT[type(self.augmented)]
+        return _OP_TEXT[type(self.augmented)]
 
-    def value_expr(self) -> cst.BaseExpression:
-        """The value the name holds after this statement."""
+    def value_expr(self) -> gen.Expr_:
+        """The value the name holds after this statement: the file's own expression, or for
+        ``y op= v`` new code ``y op v``."""
         if self.augmented is None:
             return self.value
-        binary = _AUG_TO_BINARY[type(self.augmented)]()
-        right = self.value
-        if isinstance(right, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp)) and not right.lpar:
-            right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        return cst.BinaryOperation(left=cst.Name(self.name), operator=binary, right=right)
+        right: gen.Expr_ = self.value
+        if type(right) in (ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp) and not self.parenthesized:
+            right = gen.Paren(right)
+        return gen.BinaryOperation(gen.Name(self.name), self.op_text, right)
 
 
-_AUG_TO_BINARY = {
-    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
-    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
-    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,
-    cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
-    cst.LeftShiftAssign: cst.LeftShift, cst.RightShiftAssign: cst.RightShift,
-}
-_AUG_TEXT = {
-    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
-    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
-    cst.MatrixMultiplyAssign: "@", cst.BitAndAssign: "&", cst.BitOrAssign: "|", cst.BitXorAssign: "^",
-    cst.LeftShiftAssign: "<<", cst.RightShiftAssign: ">>",
+_OP_TEXT = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+    ast.LShift: "<<", ast.RShift: ">>",
 }
 
 
-def _describe(statement: cst.CSTNode) -> str:
+def _describe(statement: ast.AST) -> str:
     names = {
-        cst.Return: "returns", cst.Raise: "raises", cst.Break: "breaks out of the loop",
-        cst.Continue: "continues the loop", cst.Expr: "calls a function for its effect",
-        cst.Assert: "asserts", cst.Del: "deletes a name", cst.Global: "declares a global",
-        cst.Nonlocal: "declares a nonlocal", cst.Import: "imports", cst.ImportFrom: "imports",
+        ast.Return: "returns", ast.Raise: "raises", ast.Break: "breaks out of the loop",
+        ast.Continue: "continues the loop", ast.Expr: "calls a function for its effect",
+        ast.Assert: "asserts", ast.Delete: "deletes a name", ast.Global: "declares a global",
+        ast.Nonlocal: "declares a nonlocal", ast.Import: "imports", ast.ImportFrom: "imports",
     }
     for kind, text in names.items():
         if isinstance(statement, kind):
             return f"a branch {text}"
-    if isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+    if isinstance(statement, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
         return "a branch holds a nested block"
-    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+    if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
         return "a branch defines a function or class"
     return f"a branch holds `{type(statement).__name__}`"
 
 
-def branch_assignments(ctx: FileContext, block: cst.BaseSuite) -> list[Assignment]:
-    """The branch as plain ``name = value`` / ``name op= value`` statements."""
-    statements: list[cst.CSTNode] = []
-    comments: list[list[cst.EmptyLine]] = []
-    if isinstance(block, cst.SimpleStatementSuite):
-        statements.extend(block.body)
-        comments.extend([] for _ in block.body)
+def in_one_line_suite(ctx: FileContext, statements: Sequence[ast.stmt]) -> bool:
+    """Do ``statements`` (a compound statement's block) stand on the line of its header
+    (``if c: x = 1``)?"""
+    if not statements:
+        return False
+    first = ctx.positions[statements[0]].start
+    return ctx.line(first.line)[:first.column].rstrip().endswith(":")
+
+
+def branch_assignments(ctx: FileContext, block: Sequence[ast.stmt]) -> list[Assignment]:
+    """The branch (the statements of an ``if``'s body or ``else``) as plain ``name = value`` /
+    ``name op= value`` statements."""
+    statements: list[ast.stmt] = list(block)
+    comments: list[list[str]] = []
+    if in_one_line_suite(ctx, statements):
+        comments.extend([] for _ in statements)
     else:
-        for line in block.body:  # type: ignore[union-attr]
-            if not isinstance(line, cst.SimpleStatementLine):
-                raise BranchError(_describe(line))
-            for i, small in enumerate(line.body):
-                statements.append(small)
-                comments.append([l for l in line.leading_lines if l.comment is not None] if i == 0 else [])
-            if line.trailing_whitespace.comment is not None:
-                comments[-1] = comments[-1] + [cst.EmptyLine(comment=line.trailing_whitespace.comment)]
+        for statement in statements:
+            if isinstance(statement, COMPOUND):
+                raise BranchError(_describe(statement))
+        previous_end = 0
+        for statement in statements:
+            where = ctx.positions[statement]
+            # The first statement of its line takes the comment lines above it; the last,
+            # the comment at the end of the line.
+            comments.append(ctx.leading_comments(statement) if where.start.line != previous_end else [])
+            previous_end = where.end.line
+            trailing = ctx.trailing_comment(statement)
+            if trailing is not None:
+                comments[-1] = comments[-1] + [trailing]
     found: list[Assignment] = []
     for statement, notes in zip(statements, comments):
-        if isinstance(statement, cst.Pass):
+        t = type(statement)
+        if t is ast.Pass:
             continue
-        if isinstance(statement, cst.Assign):
-            if len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+        if t is ast.Assign:
+            if len(statement.targets) != 1 or type(statement.targets[0]) is not ast.Name:  # type: ignore[attr-defined]
                 raise BranchError("a branch assigns to something other than a single name")
-            found.append(Assignment(statement.targets[0].target.value, statement.value, None, notes))
-        elif isinstance(statement, cst.AnnAssign) and statement.value is not None and isinstance(statement.target, cst.Name):
-            found.append(Assignment(statement.target.value, statement.value, None, notes))
-        elif isinstance(statement, cst.AugAssign):
-            if not isinstance(statement.target, cst.Name):
+            value = statement.value  # type: ignore[attr-defined]
+            found.append(Assignment(statement.targets[0].id, value, None, notes, ctx.parenthesized(value)))  # type: ignore[attr-defined]
+        elif t is ast.AnnAssign and statement.value is not None and type(statement.target) is ast.Name:  # type: ignore[attr-defined]
+            value = statement.value  # type: ignore[attr-defined]
+            found.append(Assignment(statement.target.id, value, None, notes, ctx.parenthesized(value)))  # type: ignore[attr-defined]
+        elif t is ast.AugAssign:
+            if type(statement.target) is not ast.Name:  # type: ignore[attr-defined]
                 raise BranchError("a branch updates an attribute or item")
-            found.append(Assignment(statement.target.value, statement.value, statement.operator, notes))
+            value = statement.value  # type: ignore[attr-defined]
+            found.append(Assignment(statement.target.id, value, statement.op, notes,  # type: ignore[attr-defined]
+                                    ctx.parenthesized(value)))
         else:
             raise BranchError(_describe(statement))
     if not found:
@@ -107,7 +121,37 @@ def branch_assignments(ctx: FileContext, block: cst.BaseSuite) -> list[Assignmen
     return found
 
 
-def defined_before(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+def _statement_of(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The statement ``node`` is part of, as a block holds it: a small statement written on
+    its compound statement's header line (``if c: x = 1``) is part of that compound
+    statement (the one-line block is no statement of its own)."""
+    statement = ctx.enclosing_statement(node)
+    if statement is None or isinstance(statement, COMPOUND):
+        return statement
+    parent = ctx.parents.get(statement)
+    if parent is None or type(parent) is ast.Module:
+        return statement
+    holder = getattr(parent, ctx.field_of(statement) or "body", None)
+    if isinstance(holder, list) and in_one_line_suite(ctx, holder):
+        return ctx.enclosing_statement(parent)  # an ``except`` / ``case`` clause: its ``try`` / ``match``
+    return statement
+
+
+def _block_holds(ctx: FileContext, statement: ast.AST, node: ast.AST) -> bool:
+    """Does the block (statement list) holding ``statement`` hold ``node`` or one of its
+    ancestors (is the block around ``node``)?"""
+    parent = ctx.parents.get(statement)
+    if parent is None or not ctx.below(node, parent) or node is parent:
+        return False
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if ancestor is parent:
+            return ctx.field_of(child) == ctx.field_of(statement)
+        child = ancestor
+    return False
+
+
+def defined_before(ctx: FileContext, node: ast.AST, name: str) -> bool:
     """Does ``name`` certainly hold a value when ``node`` runs?
 
     True for parameters, names of an enclosing scope, and assignments that
@@ -125,17 +169,17 @@ def defined_before(ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
     for how, binding in owner.bindings[name]:
         if how == "param" or binding is None:
             return True
-        statement = next((a for a in [binding, *ctx.ancestors(binding)] if isinstance(a, cst.BaseStatement)), None)
+        statement = _statement_of(ctx, binding)
         if statement is None:
             continue
         if statement in ancestors:  # a loop whose body holds ``node``
             return True
-        if ctx.parents.get(statement) in ancestors and ctx.position(statement)[0] < line:
+        if _block_holds(ctx, statement, node) and ctx.position(statement)[0] < line:
             return True
     return False
 
 
-def branch_local(ctx: FileContext, node: cst.If, name: str) -> bool:
+def branch_local(ctx: FileContext, node: ast.If, name: str) -> bool:
     """Is ``name`` a temporary: every read of it follows an assignment in the same block?
 
     Then its value never outlives the block that computed it (``clamp_value``
@@ -146,36 +190,68 @@ def branch_local(ctx: FileContext, node: cst.If, name: str) -> bool:
     if scope.lookup(name) is not scope:
         return False
     for other in ctx.names(name, scope.node):  # a name of ``scope`` lies below its node
-        if other.value != name or ctx.provenance.scope_of(other) is not scope:
+        if ctx.provenance.scope_of(other) is not scope:
             continue
         parent = ctx.parents.get(other)
-        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.Attribute) and parent.attr is other):
-            continue
-        if isinstance(parent, cst.Arg) and parent.keyword is other:
+        if type(parent) is ast.Assign and any(t is other for t in parent.targets):  # type: ignore[attr-defined]
             continue
         if not _assigned_earlier_in_block(ctx, other, name):
+            return False
+    # Names ``ast`` keeps as strings: a function or class defined, a name imported, caught,
+    # matched or declared global in this scope.
+    for holder in nodes_within(scope.node, *_NAMING):
+        if (name in _names_of(holder) and ctx.provenance.scope_of(holder) is scope
+                and not _assigned_earlier_in_block(ctx, holder, name)):
             return False
     return True
 
 
-def _assigned_earlier_in_block(ctx: FileContext, use: cst.CSTNode, name: str) -> bool:
-    statement = next((a for a in ctx.ancestors(use) if isinstance(a, cst.SimpleStatementLine)), None)
-    block = ctx.parents.get(statement) if statement is not None else None
-    if not isinstance(block, cst.IndentedBlock):
+_NAMING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global,
+           ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping)
+
+
+def _names_of(node: ast.AST) -> set[str]:
+    """The names a statement or clause spells as strings in ``ast``."""
+    t = type(node)
+    if t in (ast.Import, ast.ImportFrom):
+        found = {part for alias in node.names for part in alias.name.split(".")}  # type: ignore[attr-defined]
+        found.update(alias.asname for alias in node.names if alias.asname)  # type: ignore[attr-defined]
+        if t is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
+            found.update(node.module.split("."))  # type: ignore[attr-defined]
+        return found
+    if t in (ast.Global, ast.Nonlocal):
+        return set(node.names)  # type: ignore[attr-defined]
+    if t is ast.MatchMapping:
+        return {node.rest} if node.rest else set()  # type: ignore[attr-defined]
+    value = getattr(node, "name", None)
+    return {value} if isinstance(value, str) else set()
+
+
+def _assigned_earlier_in_block(ctx: FileContext, use: ast.AST, name: str) -> bool:
+    """Is ``name`` assigned (``name = ...``) by an earlier line of the indented block whose
+    line holds ``use``?"""
+    statement = ctx.enclosing_statement(use)
+    if statement is None or isinstance(statement, COMPOUND):
         return False
-    for sibling in block.body:
-        if sibling is statement:
-            return False
-        if isinstance(sibling, cst.SimpleStatementLine):
-            for small in sibling.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                ):
-                    return True
+    parent = ctx.parents.get(statement)
+    if parent is None or type(parent) is ast.Module:
+        return False
+    block = getattr(parent, ctx.field_of(statement) or "body", None)
+    if not isinstance(block, list) or in_one_line_suite(ctx, block):
+        return False
+    index = next(i for i, s in enumerate(block) if s is statement)
+    # The earlier lines: not the statements before it on its own line (``x = 1; y = x``).
+    while index > 0 and ctx.positions[block[index - 1]].end.line == ctx.positions[block[index]].start.line:
+        index -= 1
+    for sibling in block[:index]:
+        if type(sibling) is ast.Assign and any(
+            type(t) is ast.Name and t.id == name for t in sibling.targets  # type: ignore[attr-defined]
+        ):
+            return True
     return False
 
 
-def value_kind(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> Kind:
+def value_kind(ctx: FileContext, anchor: ast.AST, assignment: Assignment | None, name: str) -> Kind:
     """The kind of what ``name`` holds after ``assignment`` (or before ``anchor``, when None)."""
     before = ctx.provenance.name_kind_at(name, anchor)
     if assignment is None:
@@ -186,9 +262,9 @@ def value_kind(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | N
     return value
 
 
-def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
+def not_selectable(ctx: FileContext, anchor: ast.AST, assignment: Assignment | None, name: str) -> str:
     """Why ``torch.where`` cannot select this value at all (``None``, a tuple, a string)."""
-    if assignment is not None and isinstance(assignment.value, cst.Name) and assignment.value.value in ("True", "False"):
+    if assignment is not None and type(assignment.value) is ast.Constant and isinstance(assignment.value.value, bool):
         # A flag (``to_drop = True``) feeds Python control flow later: a tensor
         # there would be read back all the same.
         return f"`{assignment.name} = {assignment.value.value}` sets a Python flag"
@@ -202,7 +278,7 @@ def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment
         return f"`{text}` is neither a tensor nor a number"
     if (
         kind is Kind.UNKNOWN and assignment is not None and assignment.augmented is None
-        and isinstance(assignment.value, (cst.Name, cst.Attribute))
+        and (type(assignment.value) in (ast.Name, ast.Attribute) or _is_none(assignment.value))
     ):
         # ``mode = Mode.TRAIN``: an ``Enum`` member, a constant of another module, a string...
         return (f"`{ctx.code(assignment.value)}` is not known to be a tensor or a number "
@@ -210,11 +286,27 @@ def not_selectable(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment
     return ""
 
 
-def _is_none(node: cst.CSTNode | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
+def _is_none(node: ast.AST | None) -> bool:
+    return type(node) is ast.Constant and node.value is None  # type: ignore[attr-defined]
 
 
-def _none_before(ctx: FileContext, anchor: cst.CSTNode, name: str) -> str:
+def _param_default(ctx: FileContext, param: ast.arg) -> ast.expr | None:
+    """The default value of a parameter (``ast`` keeps defaults on the ``arguments``)."""
+    arguments = ctx.parents.get(param)
+    if type(arguments) is not ast.arguments:
+        return None
+    positional = [*arguments.posonlyargs, *arguments.args]
+    for i, arg in enumerate(positional):
+        if arg is param:
+            k = i - (len(positional) - len(arguments.defaults))
+            return arguments.defaults[k] if k >= 0 else None
+    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if arg is param:
+            return default
+    return None
+
+
+def _none_before(ctx: FileContext, anchor: ast.AST, name: str) -> str:
     """Why ``name`` may still hold ``None`` when ``anchor`` runs (the value an
     ``if`` without ``else`` keeps): the last assignment before it is ``None``, or
     an earlier ``None`` (a parameter's default too) is overwritten only in a
@@ -223,16 +315,15 @@ def _none_before(ctx: FileContext, anchor: cst.CSTNode, name: str) -> str:
     if scope.lookup(name) is not scope:
         return ""
     start = ctx.positions.offset(anchor)
-    ancestors = set(ctx.ancestors(anchor))
     earlier: list[tuple[int, bool, bool]] = []  # (offset, is None, dominates anchor)
     for how, binding in scope.bindings.get(name, []):
-        if how == "param" and isinstance(binding, cst.Param):
-            earlier.append((-1, _is_none(binding.default), True))
+        if how == "param" and type(binding) is ast.arg:
+            earlier.append((-1, _is_none(_param_default(ctx, binding)), True))
             continue
         if binding is None or binding not in ctx.positions or ctx.positions.offset(binding) >= start:
             continue
-        statement = next((a for a in [binding, *ctx.ancestors(binding)] if isinstance(a, cst.BaseStatement)), None)
-        dominates = statement is not None and ctx.parents.get(statement) in ancestors
+        statement = _statement_of(ctx, binding)
+        dominates = statement is not None and _block_holds(ctx, statement, anchor)
         earlier.append((ctx.positions.offset(binding), how == "value" and _is_none(binding), dominates))
     earlier.sort()
     # Walk back from the anchor: a None reached before a dominating assignment may be what is kept.
@@ -244,7 +335,7 @@ def _none_before(ctx: FileContext, anchor: cst.CSTNode, name: str) -> str:
     return ""
 
 
-def kept_value_problem(ctx: FileContext, anchor: cst.CSTNode, assignment: Assignment | None, name: str) -> str:
+def kept_value_problem(ctx: FileContext, anchor: ast.AST, assignment: Assignment | None, name: str) -> str:
     """Why a selected value might not be a tensor (then it becomes one)."""
     kind = value_kind(ctx, anchor, assignment, name)
     if kind is Kind.TENSOR:
@@ -271,12 +362,13 @@ PARAMETERLESS_MODULES = frozenset(
 )
 
 
-def branch_only_parameters(ctx: FileContext, anchor: cst.CSTNode, taken: cst.BaseExpression, other: cst.BaseExpression) -> str:
+def branch_only_parameters(ctx: FileContext, anchor: ast.AST, taken: gen.Expr_, other: gen.Expr_) -> str:
     """Why selecting between ``taken`` and ``other`` with ``torch.where`` changes training:
     a module or parameter that only one of them depends on (followed through the
     local names they read) gets a zero gradient instead of ``None`` when the other
     value is selected, and AdamW (weight decay, moments) or SGD with momentum then
     update it where the original left it alone. "" when both depend on the same ones.
+    (``taken`` and ``other``: expressions of the file, or new code built from them.)
     """
     from .grad_mode import gradients_off
 
@@ -294,46 +386,79 @@ def branch_only_parameters(ctx: FileContext, anchor: cst.CSTNode, taken: cst.Bas
     )
 
 
-def _parameter_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpression) -> set[str]:
+def _parameter_sources(ctx: FileContext, anchor: ast.AST, expr: gen.Expr_) -> set[str]:
     found: set[str] = set()
     _collect_sources(ctx, anchor, expr, found, set())
     return found
 
 
-def _collect_sources(ctx: FileContext, anchor: cst.CSTNode, expr: cst.BaseExpression, found: set[str],
+def _file_parts(expr: gen.Expr_) -> Iterator[ast.AST | str]:
+    """What new code is made of, for the analysis: the file's nodes it prints, and the
+    names it spells itself (the kept ``y`` of ``y + z``)."""
+    stack: list[gen.Expr_] = [expr]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.AST):
+            yield item
+        elif isinstance(item, (gen.Source, gen.Splice)):
+            yield item.node
+            if isinstance(item, gen.Splice):
+                stack.extend(item.replacements.values())
+        elif isinstance(item, gen.Raw):
+            if item.text.isidentifier():
+                yield item.text
+        elif isinstance(item, str):
+            if item.isidentifier():
+                yield item
+        elif isinstance(item, gen.Node):
+            stack.extend(reversed(item.children()))
+
+
+def _collect_sources(ctx: FileContext, anchor: ast.AST, expr: gen.Expr_, found: set[str],
                      seen: set[tuple[int, str]]) -> None:
-    """(Nodes the fix builds, such as the kept ``x`` of ``torch.where(c, x * 2, x)``,
+    """(Names the fix writes, such as the kept ``x`` of ``torch.where(c, x * 2, x)``,
     are not in the file: they are looked up from ``anchor``.) What only gives a
     value no gradient flows through (``torch.zeros_like(out)``, ``out.detach()``,
     ``out.shape``, ``out > 0``) takes no part."""
+    if not isinstance(expr, ast.AST):
+        for part in _file_parts(expr):
+            if isinstance(part, str):
+                _collect_name(ctx, anchor, None, part, found, seen)
+            else:
+                _collect_sources(ctx, anchor, part, found, seen)
+        return
     cut = _gradient_cut(ctx, expr)
     for node in walk(expr):
         if id(node) in cut:
             continue
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        t = type(node)
+        if t is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
             if _may_hold_parameters(ctx, node):
-                found.add(f"self.{node.attr.value}")
+                found.add(f"self.{node.attr}")  # type: ignore[attr-defined]
             continue
-        if not isinstance(node, cst.Name) or node.value in ("self", "True", "False", "None"):
+        if t is not ast.Name or node.id == "self":  # type: ignore[attr-defined]
             continue
-        parent = ctx.parents.get(node)
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            continue
-        where = node if node in ctx.parents else anchor
-        kind = ctx.provenance.name_kind_at(node.value, where)
-        if kind is Kind.MODULE:
-            if _may_hold_parameters(ctx, node):
-                found.add(node.value)
-            continue
-        scope = ctx.provenance.scope_of(where).lookup(node.value)
-        if scope is None or (id(scope), node.value) in seen or not isinstance(scope.node, (cst.FunctionDef, cst.Module)):
-            continue
-        seen.add((id(scope), node.value))
-        for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(node.value, [])):
-            if how in ("value", "unpack", "iter") and isinstance(value, cst.BaseExpression):
-                _collect_sources(ctx, anchor, value, found, seen)
-            elif how == "aug" and isinstance(value, cst.AugAssign):
-                _collect_sources(ctx, anchor, value.value, found, seen)
+        _collect_name(ctx, anchor, node, node.id, found, seen)  # type: ignore[attr-defined]
+
+
+def _collect_name(ctx: FileContext, anchor: ast.AST, node: ast.Name | None, name: str, found: set[str],
+                  seen: set[tuple[int, str]]) -> None:
+    """A read of ``name`` (``node``, or None for a name the fix writes)."""
+    where = node if node is not None and node in ctx.parents else anchor
+    kind = ctx.provenance.name_kind_at(name, where)
+    if kind is Kind.MODULE:
+        if node is None or _may_hold_parameters(ctx, node):
+            found.add(name)
+        return
+    scope = ctx.provenance.scope_of(where).lookup(name)
+    if scope is None or (id(scope), name) in seen or not isinstance(scope.node, (*FUNCTIONS, ast.Module)):
+        return
+    seen.add((id(scope), name))
+    for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(name, [])):
+        if how in ("value", "unpack", "iter") and isinstance(value, ast.expr):
+            _collect_sources(ctx, anchor, value, found, seen)
+        elif how == "aug" and type(value) is ast.AugAssign:
+            _collect_sources(ctx, anchor, value.value, found, seen)  # type: ignore[attr-defined]
 
 
 # What gives a value that no gradient flows through, whatever its tensor inputs.
@@ -348,41 +473,43 @@ _NO_GRADIENT_METHODS = frozenset(
 _NO_GRADIENT_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout"})
 
 
-def _gradient_cut(ctx: FileContext, expr: cst.BaseExpression) -> set[int]:
+def _gradient_cut(ctx: FileContext, expr: ast.AST) -> set[int]:
     """The nodes below ``expr`` whose values reach its result only through something
     that passes no gradient on."""
     cut: set[int] = set()
     for node in walk(expr):
         if id(node) in cut:
             continue
-        hidden: list[cst.CSTNode] = []
-        if isinstance(node, cst.Comparison):
+        hidden: list[ast.AST] = []
+        t = type(node)
+        if t is ast.Compare:
             hidden = [node]
-        elif isinstance(node, cst.Attribute) and node.attr.value in _NO_GRADIENT_ATTRIBUTES:
-            hidden = [node.value]
-        elif isinstance(node, cst.Call):
-            func = node.func
+        elif t is ast.Attribute and node.attr in _NO_GRADIENT_ATTRIBUTES:  # type: ignore[attr-defined]
+            hidden = [node.value]  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
             qualified = ctx.provenance.imports.qualify(func) or ""
             if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NO_GRADIENT_FUNCTIONS:
-                hidden = list(node.args)
-            elif isinstance(func, cst.Attribute) and func.attr.value in _NO_GRADIENT_METHODS:
-                hidden = [func.value, *node.args]
+                hidden = [*node.args, *node.keywords]  # type: ignore[attr-defined]
+            elif type(func) is ast.Attribute and func.attr in _NO_GRADIENT_METHODS:
+                hidden = [func.value, *node.args, *node.keywords]  # type: ignore[attr-defined]
         for root in hidden:
             cut.update(id(n) for n in walk(root))
     return cut
 
 
-def _bindings_seen_by(ctx: FileContext, anchor: cst.CSTNode, read: cst.CSTNode, bindings):
+def _bindings_seen_by(ctx: FileContext, anchor: ast.AST, read: ast.AST | None, bindings):
     """The bindings a read may see: those outside ``anchor`` (the ``if`` being
     rewritten), and for a read inside one of its branches, the earlier ones of
-    that branch (``y = y + x`` after ``x = x * self.scale``)."""
-    def block_in_anchor(node: cst.CSTNode | None):
+    that branch (``y = y + x`` after ``x = x * self.scale``). (``read`` None: a name
+    the fix writes, outside the file.)"""
+    def block_in_anchor(node: ast.AST | None) -> str | None:
+        """The field of ``anchor`` (``"body"``, ``"orelse"``, ``"test"``) ``node`` lies below."""
         if node is None or node not in ctx.parents:
             return None
         for ancestor in ctx.ancestors(node):
-            parent = ctx.parents.get(ancestor)
-            if parent is anchor or (isinstance(parent, cst.Else) and ctx.parents.get(parent) is anchor):
-                return ancestor
+            if ctx.parents.get(ancestor) is anchor:
+                return ctx.field_of(ancestor)
         return None
 
     read_block = block_in_anchor(read)
@@ -390,27 +517,34 @@ def _bindings_seen_by(ctx: FileContext, anchor: cst.CSTNode, read: cst.CSTNode, 
         block = block_in_anchor(value)
         if block is None:
             yield how, value
-        elif block is read_block and ctx.positions[value].start.line < ctx.positions[read].start.line:
+        elif block == read_block and ctx.positions[value].start.line < ctx.positions[read].start.line:  # type: ignore[index]
             yield how, value
 
 
-def _may_hold_parameters(ctx: FileContext, func: cst.BaseExpression) -> bool:
+def _may_hold_parameters(ctx: FileContext, func: ast.AST) -> bool:
     kind = ctx.kind(func) if func in ctx.parents else Kind.UNKNOWN
     if kind in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY):
         return False
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+    if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":  # type: ignore[attr-defined]
         values = ctx.provenance.assigned_values(func)
-        if values and all(isinstance(v, cst.Name) and v.value == "__buffer__" for v in values):
+        if values and all(_is_buffer(v) for v in values):
             return False  # a buffer: no gradient
         classes = set()
         for value in values:
-            if not isinstance(value, cst.Call):
+            if type(value) is not ast.Call:
                 classes.add("")
                 continue
-            classes.add((ctx.provenance.imports.qualify(value.func) or "").rsplit(".", 1)[-1])
+            classes.add((ctx.provenance.imports.qualify(value.func) or "").rsplit(".", 1)[-1])  # type: ignore[attr-defined]
         if values and classes <= PARAMETERLESS_MODULES:
             return False
     return True
+
+
+def _is_buffer(value: object) -> bool:
+    """The mark :mod:`provenance` stores for ``self.register_buffer("name", ...)``."""
+    if type(value) is ast.Name:
+        return value.id == "__buffer__"  # type: ignore[attr-defined]
+    return getattr(value, "text", None) == "__buffer__"
 
 
 # -- augmented assignments that may become plain ones -----------------------------------------------
@@ -432,10 +566,11 @@ FRESH_METHODS = frozenset(
     }
 )
 _FRESH_MODULES = ("torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.Bilinear")
-_NEW_TENSOR_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power)
+_NEW_TENSOR_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.Pow)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def unaliased_fresh_local(ctx: FileContext, anchor: cst.CSTNode, name: str) -> bool:
+def unaliased_fresh_local(ctx: FileContext, anchor: ast.AST, name: str) -> bool:
     """Is ``name`` a local tensor that only this function can see, so that updating
     it in place (``h += 1.0``) and rebinding it to a new tensor (``h = h + 1.0``)
     cannot differ? Every binding creates a new tensor (arithmetic, a factory,
@@ -443,12 +578,12 @@ def unaliased_fresh_local(ctx: FileContext, anchor: cst.CSTNode, name: str) -> b
     that shares its memory (no ``view``, no ``g = h``, not passed to a function,
     stored or returned) before ``anchor`` runs."""
     scope = ctx.provenance.scope_of(anchor)
-    if scope.lookup(name) is not scope or not isinstance(scope.node, cst.FunctionDef):
+    if scope.lookup(name) is not scope or not isinstance(scope.node, FUNCTIONS):
         return False
     for how, value in scope.bindings.get(name, []):
         if how == "aug":
             continue
-        if how != "value" or not isinstance(value, cst.BaseExpression) or not _creates_new_tensor(ctx, value):
+        if how != "value" or not isinstance(value, ast.expr) or not _creates_new_tensor(ctx, value):
             return False
     start = ctx.positions[anchor].start.line
     for read in _reads(ctx, scope, name):
@@ -470,42 +605,50 @@ def _reads(ctx: FileContext, scope, name: str):
     return reads_of(ctx, scope, name)
 
 
-def _shares_loop(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, (cst.For, cst.While))}
-    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
+def _shares_loop(ctx: FileContext, a: ast.AST, b: ast.AST) -> bool:
+    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, _LOOPS)}
+    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, _LOOPS))
 
 
-def _creates_new_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.BinaryOperation):
-        return isinstance(value.operator, _NEW_TENSOR_OPERATORS) and Kind.TENSOR in (ctx.kind(value.left), ctx.kind(value.right))
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        return ctx.kind(value.expression) is Kind.TENSOR
-    if isinstance(value, cst.Call):
-        qualified = ctx.provenance.imports.qualify(value.func) or ""
+def _creates_new_tensor(ctx: FileContext, value: ast.expr) -> bool:
+    t = type(value)
+    if t is ast.BinOp:
+        return isinstance(value.op, _NEW_TENSOR_OPERATORS) and Kind.TENSOR in (  # type: ignore[attr-defined]
+            ctx.kind(value.left), ctx.kind(value.right))  # type: ignore[attr-defined]
+    if t is ast.UnaryOp and type(value.op) is ast.USub:  # type: ignore[attr-defined]
+        return ctx.kind(value.operand) is Kind.TENSOR  # type: ignore[attr-defined]
+    if t is ast.Call:
+        func = value.func  # type: ignore[attr-defined]
+        qualified = ctx.provenance.imports.qualify(func) or ""
         if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in FRESH_TORCH:
             return True
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in FRESH_METHODS and ctx.kind(value.func.value) is Kind.TENSOR:
-            return value.func.attr.value not in ("item",)
+        if type(func) is ast.Attribute and func.attr in FRESH_METHODS and ctx.kind(func.value) is Kind.TENSOR:
+            return func.attr not in ("item",)
         from .provenance import module_class_of
 
-        module = module_class_of(ctx.provenance, value.func)
+        module = module_class_of(ctx.provenance, func)
         return module in _FRESH_MODULES
     return False
 
 
-def _fresh_read(ctx: FileContext, read: cst.Name) -> bool:
+def _fresh_read(ctx: FileContext, read: ast.Name) -> bool:
     """Does this read of the tensor leave no second reference to its memory?"""
     parent = ctx.parents.get(read)
-    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+    t = type(parent)
+    if t is ast.BinOp or t is ast.Compare:
         return True
-    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+    if t is ast.UnaryOp and type(parent.op) is ast.USub:  # type: ignore[union-attr]
         return True
-    if isinstance(parent, cst.Attribute) and parent.value is read:
+    if t is ast.Attribute and parent.value is read:  # type: ignore[union-attr]
         call = ctx.parents.get(parent)
-        return isinstance(call, cst.Call) and call.func is parent and parent.attr.value in FRESH_METHODS
-    if isinstance(parent, cst.Arg):
+        return type(call) is ast.Call and call.func is parent and parent.attr in FRESH_METHODS  # type: ignore[union-attr]
+    # An argument of a call (``f(x)``, ``f(*x)``, ``f(k=x)``, ``f(**x)``).
+    call = None
+    if t is ast.Call and read is not parent.func:  # type: ignore[union-attr]
+        call = parent
+    elif t is ast.keyword or t is ast.Starred:
         call = ctx.parents.get(parent)
-        if isinstance(call, cst.Call):
-            qualified = ctx.provenance.imports.qualify(call.func) or ""
-            return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in FRESH_TORCH
+    if type(call) is ast.Call:
+        qualified = ctx.provenance.imports.qualify(call.func) or ""  # type: ignore[union-attr]
+        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in FRESH_TORCH
     return False

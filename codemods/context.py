@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,9 +216,57 @@ class FileContext:
         return isinstance(node, ast.expr) and self.span(node)[0] != self.positions.span(node)[0]
 
     def code(self, node: ast.AST) -> str:
-        """The source text of ``node`` (an expression with its own parentheses)."""
+        """The source text of ``node`` (an expression with its own parentheses). Lines after
+        the first that continue it inside brackets lose the indentation of the block it
+        stands in, as libcst prints a node alone: the text it has wherever it is put."""
         start, end = self.span(node)
-        return self.source[start:end]
+        text = self.source[start:end]
+        if "\n" not in text:
+            return text
+        return self.memo(("code", id(node)), lambda: self.moved(node, start, end, ""))
+
+    def moved(self, node: ast.AST, start: int, end: int, indent: str) -> str:
+        """``source[start:end]`` (part of the text of ``node``) for a place indented by
+        ``indent``: its lines that continue an expression inside brackets, and start with
+        the indentation of the block ``node`` stands in, get ``indent`` instead. Lines inside
+        a string, and after a ``\\``, are the string's and the backslash's: kept."""
+        text = self.source[start:end]
+        if "\n" not in text:
+            return text
+        statement = self.enclosing_statement(node)
+        block = self.indent(statement) if statement is not None else ""
+        if block == indent:
+            return text
+        lines = text.split("\n")
+        offset = start
+        for i, line in enumerate(lines):
+            if i:
+                previous = lines[i - 1].rstrip("\r")
+                if line.startswith(block) and not previous.endswith("\\") and not self._in_string(node, offset):
+                    lines[i] = indent + line[len(block):]
+            offset += len(line) + 1
+        return "\n".join(lines)
+
+    def _in_string(self, node: ast.AST, offset: int) -> bool:
+        """Is ``offset`` inside a string token of ``node``'s text (a line of a multi-line string)?"""
+        for found in self.memo(("strings", id(node)), lambda: self._string_tokens(node)):
+            if found[0] < offset < found[1]:
+                return True
+        return False
+
+    def _string_tokens(self, node: ast.AST) -> list[tuple[int, int]]:
+        """The spans of the string tokens of ``node``'s text that run over several lines."""
+        spans: list[tuple[int, int]] = []
+        for sub in walk(node):
+            if type(sub) is ast.JoinedStr or (type(sub) is ast.Constant and isinstance(sub.value, (str, bytes))):  # type: ignore[attr-defined]
+                if type(self.parents.get(sub)) in (ast.JoinedStr, ast.FormattedValue):
+                    continue
+                start, end = self.positions.span(sub)
+                text = self.source[start:end]
+                if "\n" not in text:
+                    continue
+                spans.extend(_multiline_strings(text, start))
+        return spans
 
     def _with_parentheses(self, node: ast.AST, start: int, end: int) -> tuple[int, int]:
         source = self.source
@@ -257,9 +307,9 @@ class FileContext:
         return self.tree_index.text.line_text(number)
 
     def indent(self, statement: ast.AST) -> str:
-        """The whitespace before ``statement`` on its first line."""
-        start = self.positions[statement].start
-        return self.line(start.line)[:start.column]
+        """The indentation of the line ``statement`` starts on."""
+        line = self.line(self.positions[statement].start.line)
+        return line[:len(line) - len(line.lstrip(" \t\f"))]
 
     def trailing_comment(self, statement: ast.AST) -> str | None:
         """The comment after ``statement`` on its last line (``x = 1  # note``), when nothing
@@ -411,6 +461,22 @@ class FileContext:
     def torch_name(self) -> str:
         """How this file spells ``torch`` (``import torch as th`` gives ``th``)."""
         return self.provenance.imports.torch_alias() or "torch"
+
+
+def _multiline_strings(text: str, base: int) -> list[tuple[int, int]]:
+    """The spans (offsets from ``base``) of the string tokens of ``text`` that hold a line break."""
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    found: list[tuple[int, int]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING and token.start[0] != token.end[0]:
+                found.append((base + starts[token.start[0] - 1] + token.start[1],
+                              base + starts[token.end[0] - 1] + token.end[1]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return [(base, base + len(text))]
+    return found
 
 
 def _skip_back(source: str, i: int) -> int:

@@ -17,14 +17,14 @@ float only when ``loss`` is floating.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
-import libcst as cst
-
-from .context import FileContext
+from .context import COMPOUND, FileContext
 from .name_reads import reads_of
 from .provenance import Kind, Scope, is_module_class
-from .tree import walk
+from .scalar_shapes import arg_keyword, arg_star, arg_value, call_arguments
+from .tree import number_of, subtree_stop, walk
 
 # torch.nn.functional losses not named ``*_loss``.
 FLOATING_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
@@ -63,25 +63,25 @@ CLAMPS = frozenset({"clamp", "clip", "clamp_min", "clamp_max"})
 MAX_DEPTH = 8
 
 
-def certainly_floating(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def certainly_floating(ctx: FileContext, expr: ast.expr) -> bool:
     return _dtype(ctx, expr, 0) == "floating"
 
 
-def certainly_integer(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def certainly_integer(ctx: FileContext, expr: ast.expr) -> bool:
     """An integer tensor, not ``bool``: its ``.tolist()`` elements are ``int``."""
     return _dtype(ctx, expr, 0) == "integer"
 
 
-def certainly_integer_or_bool(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def certainly_integer_or_bool(ctx: FileContext, expr: ast.expr) -> bool:
     """An integer or ``bool`` tensor: below every floating dtype in type promotion."""
     return _dtype(ctx, expr, 0) in ("integer", "bool")
 
 
-def _explicit(ctx: FileContext, call: cst.Call) -> str | None:
+def _explicit(ctx: FileContext, call: ast.Call) -> str | None:
     """The category of a ``dtype=torch.xxx`` argument, "" when there is another one."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "dtype":
-            name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
+    for keyword in call.keywords:
+        if keyword.arg == "dtype":
+            name = (ctx.provenance.imports.qualify(keyword.value) or "").rsplit(".", 1)[-1]
             if name in FLOATING_DTYPES:
                 return "floating"
             if name in INTEGER_DTYPES:
@@ -92,14 +92,16 @@ def _explicit(ctx: FileContext, call: cst.Call) -> str | None:
     return None
 
 
-def _dtype(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> str | None:
+def _dtype(ctx: FileContext, expr: ast.expr, depth: int) -> str | None:
     if depth > MAX_DEPTH:
         return None
-    if isinstance(expr, cst.Call):
-        explicit = _explicit(ctx, expr)
+    t = type(expr)
+    if t is ast.Call:
+        explicit = _explicit(ctx, expr)  # type: ignore[arg-type]
         if explicit is not None:
             return explicit or None
-        func = expr.func
+        func = expr.func  # type: ignore[attr-defined]
+        args = call_arguments(expr)  # type: ignore[arg-type]
         qualified = ctx.provenance.imports.qualify(func) or ""
         if qualified.startswith("torch."):
             last = qualified.rsplit(".", 1)[-1]
@@ -109,40 +111,38 @@ def _dtype(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> str | None
                 return "floating"
             if last in INTEGER_OPS:
                 return "integer"
-            if (last in DTYPE_KEEPING or (last in CLAMPS and _integer_bounds(ctx, expr.args[1:]))) and expr.args:
-                return _counted(last, _dtype(ctx, expr.args[0].value, depth + 1))
-        if isinstance(func, cst.Attribute) and not qualified.startswith("torch."):
-            method = func.attr.value
+            if (last in DTYPE_KEEPING or (last in CLAMPS and _integer_bounds(ctx, args[1:]))) and args:
+                return _counted(last, _dtype(ctx, arg_value(args[0]), depth + 1))
+        if type(func) is ast.Attribute and not qualified.startswith("torch."):
+            method = func.attr
             if method in FLOATING_OPS:
                 return "floating"
             if method in INTEGER_OPS:
                 return "integer"
-            if method == "bool" and not expr.args:
+            if method == "bool" and not args:
                 return "bool"
-            if method in DTYPE_KEEPING or (method in CLAMPS and _integer_bounds(ctx, expr.args)):
+            if method in DTYPE_KEEPING or (method in CLAMPS and _integer_bounds(ctx, args)):
                 return _counted(method, _dtype(ctx, func.value, depth + 1))
         return "floating" if _loss_module(ctx, func) else None
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "indices":
-        return "integer" if _sort_like(expr.value) else None
-    if isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "data"):
-        return _dtype(ctx, expr.value, depth + 1) if expr.attr.value == "data" else None
-    if isinstance(expr, cst.BinaryOperation):
+    if t is ast.Attribute and expr.attr == "indices":  # type: ignore[attr-defined]
+        return "integer" if _sort_like(expr.value) else None  # type: ignore[attr-defined]
+    if t is ast.Attribute and expr.attr in ("values", "data"):  # type: ignore[attr-defined]
+        return _dtype(ctx, expr.value, depth + 1) if expr.attr == "data" else None  # type: ignore[attr-defined]
+    if t is ast.BinOp:
         # A floating tensor with a floating or integer one, or with a Python int / float.
-        if not isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+        if type(expr.op) not in (ast.Add, ast.Sub, ast.Mult, ast.Div):  # type: ignore[attr-defined]
             return None
-        sides = [_dtype(ctx, side, depth + 1) or _real_number(ctx, side) for side in (expr.left, expr.right)]
+        sides = [_dtype(ctx, side, depth + 1) or _real_number(ctx, side) for side in (expr.left, expr.right)]  # type: ignore[attr-defined]
         if "floating" in sides and all(sides):
             return "floating"
         return None
-    if isinstance(expr, cst.Subscript):
-        return _dtype(ctx, expr.value, depth + 1)
-    if isinstance(expr, cst.Comparison) and not any(
-        isinstance(t.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for t in expr.comparisons
-    ):
-        tensors = [e for e in (expr.left, *(t.comparator for t in expr.comparisons)) if ctx.kind(e) is Kind.TENSOR]
-        return "bool" if tensors and len(expr.comparisons) == 1 else None
-    if isinstance(expr, cst.Name):
-        annotated = _annotated_dtype(ctx, expr)
+    if t is ast.Subscript:
+        return _dtype(ctx, expr.value, depth + 1)  # type: ignore[attr-defined]
+    if t is ast.Compare and not any(type(op) in (ast.In, ast.NotIn, ast.Is, ast.IsNot) for op in expr.ops):  # type: ignore[attr-defined]
+        tensors = [e for e in (expr.left, *expr.comparators) if ctx.kind(e) is Kind.TENSOR]  # type: ignore[attr-defined]
+        return "bool" if tensors and len(expr.ops) == 1 else None  # type: ignore[attr-defined]
+    if t is ast.Name:
+        annotated = _annotated_dtype(ctx, expr)  # type: ignore[arg-type]
         if annotated:
             return annotated
         kinds = {_dtype(ctx, value, depth + 1) for value in ctx.provenance.assigned_values(expr)}
@@ -155,55 +155,71 @@ def _counted(step: str, dtype: str | None) -> str | None:
     return "integer" if dtype == "bool" and step in COUNTING else dtype
 
 
-def _integer_bounds(ctx: FileContext, args: Sequence[cst.Arg]) -> bool:
-    """``clamp`` bounds that keep an integer tensor integer: int literals (or ``None``)."""
+def _integer_literal(expr: ast.AST) -> bool:
+    """An int literal (libcst's ``Integer``; ``True`` is a name there)."""
+    return type(expr) is ast.Constant and type(expr.value) is int  # type: ignore[attr-defined]
+
+
+def _number_literal(expr: ast.AST) -> bool:
+    """An int or float literal (libcst's ``Integer`` / ``Float``)."""
+    return type(expr) is ast.Constant and type(expr.value) in (int, float)  # type: ignore[attr-defined]
+
+
+def _float_literal(expr: ast.AST) -> bool:
+    return type(expr) is ast.Constant and type(expr.value) is float  # type: ignore[attr-defined]
+
+
+def _integer_bounds(ctx: FileContext, args: Sequence[ast.AST]) -> bool:
+    """``clamp`` bounds that keep an integer tensor integer: int literals (or ``None``).
+    (``args``: :func:`~codemods.scalar_shapes.call_arguments`.)"""
     return bool(args) and all(
-        not a.star and (isinstance(a.value, cst.Integer) or (isinstance(a.value, cst.Name) and a.value.value == "None"))
+        not arg_star(a) and (_integer_literal(arg_value(a)) or (type(arg_value(a)) is ast.Constant and arg_value(a).value is None))  # type: ignore[attr-defined]
         for a in args
     )
 
 
-def _annotated_dtype(ctx: FileContext, name: cst.Name) -> str | None:
+def _annotated_dtype(ctx: FileContext, name: ast.Name) -> str | None:
     """"integer" / "bool" for a parameter bound only as ``mask: torch.BoolTensor``."""
-    scope = ctx.provenance.scope_of(name).lookup(name.value)
-    bindings = scope.bindings.get(name.value, []) if scope is not None else []
-    if len(bindings) != 1 or bindings[0][0] != "param" or not isinstance(bindings[0][1], cst.Param):
+    scope = ctx.provenance.scope_of(name).lookup(name.id)
+    bindings = scope.bindings.get(name.id, []) if scope is not None else []
+    if len(bindings) != 1 or bindings[0][0] != "param" or type(bindings[0][1]) is not ast.arg:
         return None
     annotation = bindings[0][1].annotation
-    qualified = (ctx.provenance.imports.qualify(annotation.annotation) or "") if annotation is not None else ""
+    qualified = (ctx.provenance.imports.qualify(annotation) or "") if annotation is not None else ""
     if qualified in INTEGER_ANNOTATIONS:
         return "integer"
     return "bool" if qualified in BOOL_ANNOTATIONS else None
 
 
-def _real_number(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
+def _real_number(ctx: FileContext, expr: ast.expr) -> str | None:
     """"number" for an int or float literal, or a name or expression known to be a Python int / float."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        expr = expr.expression
-    if isinstance(expr, (cst.Integer, cst.Float)):
+    if type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+        expr = expr.operand  # type: ignore[attr-defined]
+    if _number_literal(expr):
         return "number"
-    return "number" if ctx.kind(expr) is Kind.NUMBER and not isinstance(expr, cst.Imaginary) else None
+    imaginary = type(expr) is ast.Constant and type(expr.value) is complex  # type: ignore[attr-defined]
+    return "number" if ctx.kind(expr) is Kind.NUMBER and not imaginary else None
 
 
-def _sort_like(expr: cst.BaseExpression) -> bool:
+def _sort_like(expr: ast.expr) -> bool:
     """``torch.topk(...)`` / ``x.sort(...)`` / ``x.max(dim)``: the ``.indices`` are int64."""
-    if not isinstance(expr, cst.Call):
+    if type(expr) is not ast.Call:
         return False
-    func = expr.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    func = expr.func  # type: ignore[attr-defined]
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
     if name in ("topk", "sort", "kthvalue", "mode", "cummax", "cummin"):
         return True
-    return name in ("max", "min", "median") and bool(expr.args)
+    return name in ("max", "min", "median") and bool(expr.args or expr.keywords)  # type: ignore[attr-defined]
 
 
-def _loss_module(ctx: FileContext, func: cst.BaseExpression) -> bool:
+def _loss_module(ctx: FileContext, func: ast.expr) -> bool:
     """``criterion`` in ``criterion(out, y)``, built from an ``nn.*Loss`` class."""
     values = ctx.provenance.assigned_values(func)
 
-    def is_loss(value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
+    def is_loss(value: ast.expr) -> bool:
+        if type(value) is not ast.Call:
             return False
-        qualified = ctx.provenance.imports.qualify(value.func)
+        qualified = ctx.provenance.imports.qualify(value.func)  # type: ignore[attr-defined]
         return is_module_class(qualified, set()) and (qualified or "").endswith("Loss")
 
     return bool(values) and all(is_loss(v) for v in values)
@@ -252,119 +268,122 @@ FLOAT_ANNOTATIONS = frozenset(
 )
 
 
-def _dtype_of_keyword(ctx: FileContext, call: cst.Call) -> bool | None:
+def _dtype_of_keyword(ctx: FileContext, call: ast.Call) -> bool | None:
     """True / False when the call names a floating / integer ``dtype=``; None when it names none."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "dtype":
-            name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
+    for keyword in call.keywords:
+        if keyword.arg == "dtype":
+            name = (ctx.provenance.imports.qualify(keyword.value) or "").rsplit(".", 1)[-1]
             if name in FLOAT_DTYPES:
                 return True
             return False if name in INT_DTYPES else None
     return None
 
 
-def visibly_floating(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def visibly_floating(ctx: FileContext, expr: ast.expr) -> bool:
     """Can fixitem see that the tensor ``expr`` is floating point? Wider than
     :func:`certainly_floating`: also ``sigmoid``, ``mean``, a module's output,
     a true division, a ``torch.FloatTensor`` annotation."""
     return _floating(ctx, expr, set())
 
 
-def _floating(ctx: FileContext, expr: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
-    if isinstance(expr, cst.Call):
-        return _floating_call(ctx, expr, seen)
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, cst.Divide):
-            return Kind.TENSOR in (ctx.kind(expr.left), ctx.kind(expr.right))
-        sides = (expr.left, expr.right)
-        return any(isinstance(s, cst.Float) or (ctx.kind(s) is Kind.TENSOR and _floating(ctx, s, seen)) for s in sides)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _floating(ctx, expr.expression, seen)
-    if isinstance(expr, cst.Subscript):
-        return _floating(ctx, expr.value, seen)
-    if isinstance(expr, cst.Attribute):
-        if expr.attr.value in ("T", "mT", "H", "mH", "data", "grad"):
-            return _floating(ctx, expr.value, seen)
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+def _floating(ctx: FileContext, expr: ast.expr, seen: set[tuple[int, str]]) -> bool:
+    t = type(expr)
+    if t is ast.Call:
+        return _floating_call(ctx, expr, seen)  # type: ignore[arg-type]
+    if t is ast.BinOp:
+        if type(expr.op) is ast.Div:  # type: ignore[attr-defined]
+            return Kind.TENSOR in (ctx.kind(expr.left), ctx.kind(expr.right))  # type: ignore[attr-defined]
+        sides = (expr.left, expr.right)  # type: ignore[attr-defined]
+        return any(_float_literal(s) or (ctx.kind(s) is Kind.TENSOR and _floating(ctx, s, seen)) for s in sides)
+    if t is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+        return _floating(ctx, expr.operand, seen)  # type: ignore[attr-defined]
+    if t is ast.Subscript:
+        return _floating(ctx, expr.value, seen)  # type: ignore[attr-defined]
+    if t is ast.Attribute:
+        if expr.attr in ("T", "mT", "H", "mH", "data", "grad"):  # type: ignore[attr-defined]
+            return _floating(ctx, expr.value, seen)  # type: ignore[attr-defined]
+        if type(expr.value) is ast.Name and expr.value.id == "self":  # type: ignore[attr-defined]
             values = ctx.provenance.assigned_values(expr)
             return bool(values) and all(_floating_attribute_value(ctx, v, seen) for v in values)
         return False
-    if isinstance(expr, cst.IfExp):
-        return _floating(ctx, expr.body, seen) and _floating(ctx, expr.orelse, seen)
-    if isinstance(expr, cst.Name):
-        return _floating_name(ctx, expr, seen)
+    if t is ast.IfExp:
+        return _floating(ctx, expr.body, seen) and _floating(ctx, expr.orelse, seen)  # type: ignore[attr-defined]
+    if t is ast.Name:
+        return _floating_name(ctx, expr, seen)  # type: ignore[arg-type]
     return False
 
 
-def _floating_attribute_value(ctx: FileContext, value: cst.BaseExpression, seen: set[tuple[int, str]]) -> bool:
-    if isinstance(value, cst.Call) and (ctx.provenance.imports.qualify(value.func) or "").endswith(("nn.Parameter", "parameter.Parameter")):
+def _floating_attribute_value(ctx: FileContext, value: ast.expr, seen: set[tuple[int, str]]) -> bool:
+    if type(value) is ast.Call and (ctx.provenance.imports.qualify(value.func) or "").endswith(("nn.Parameter", "parameter.Parameter")):  # type: ignore[attr-defined]
         return True  # a parameter: trained, so floating point
     return _floating(ctx, value, seen)
 
 
-def _floating_call(ctx: FileContext, call: cst.Call, seen: set[tuple[int, str]]) -> bool:
+def _floating_call(ctx: FileContext, call: ast.Call, seen: set[tuple[int, str]]) -> bool:
     if ctx.kind(call.func) is Kind.MODULE:
         return True  # a module's output: activations, logits, losses
     declared = _dtype_of_keyword(ctx, call)
     if declared is not None:
         return declared
     func = call.func
+    args = call_arguments(call)
     qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified.startswith("torch."):
         short = qualified.rsplit(".", 1)[-1]
         if short in FLOAT_RESULTS or short.endswith("_loss"):
             return True
-        if short in SAME_DTYPE and call.args:
-            first = call.args[0].value
-            if isinstance(first, (cst.List, cst.Tuple)):  # torch.cat([a, b])
-                return any(_floating(ctx, e.value, seen) for e in first.elements if not isinstance(e, cst.StarredElement))
-            if short in ("maximum", "minimum", "add", "sub", "mul", "where") and len(call.args) > 1:
-                operands = call.args[1:3] if short == "where" else call.args[:2]  # not where's condition
-                return any(ctx.kind(a.value) is Kind.TENSOR and _floating(ctx, a.value, seen) for a in operands)
+        if short in SAME_DTYPE and args:
+            first = arg_value(args[0])
+            if type(first) is ast.List or type(first) is ast.Tuple:  # torch.cat([a, b])
+                return any(_floating(ctx, e, seen) for e in first.elts if type(e) is not ast.Starred)  # type: ignore[attr-defined]
+            if short in ("maximum", "minimum", "add", "sub", "mul", "where") and len(args) > 1:
+                operands = args[1:3] if short == "where" else args[:2]  # not where's condition
+                return any(ctx.kind(arg_value(a)) is Kind.TENSOR and _floating(ctx, arg_value(a), seen) for a in operands)
             return _floating(ctx, first, seen)
         if short in ("tensor", "as_tensor", "full", "arange"):
-            return any(isinstance(node, cst.Float) for arg in call.args for node in walk(arg.value))
+            return any(_float_literal(node) for arg in args for node in walk(arg_value(arg)))
         return False
-    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-        method = func.attr.value
+    if type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR:
+        method = func.attr
         if method in FLOAT_RESULTS:
             return True
         if method == "to":
-            for arg in call.args:
-                if ctx.kind(arg.value) is Kind.TENSOR:
-                    return _floating(ctx, arg.value, seen)  # ``x.to(other)`` takes other's dtype
-                name = (ctx.provenance.imports.qualify(arg.value) or "").rsplit(".", 1)[-1]
+            for arg in args:
+                value = arg_value(arg)
+                if ctx.kind(value) is Kind.TENSOR:
+                    return _floating(ctx, value, seen)  # ``x.to(other)`` takes other's dtype
+                name = (ctx.provenance.imports.qualify(value) or "").rsplit(".", 1)[-1]
                 if name in FLOAT_DTYPES:
                     return True
                 if name in INT_DTYPES:
                     return False
             return _floating(ctx, func.value, seen)
-        if method == "type_as" and call.args:
-            return _floating(ctx, call.args[0].value, seen)
+        if method == "type_as" and args:
+            return _floating(ctx, arg_value(args[0]), seen)
         if method in SAME_DTYPE:
             return _floating(ctx, func.value, seen)
     return False
 
 
-def _floating_name(ctx: FileContext, name: cst.Name, seen: set[tuple[int, str]]) -> bool:
-    scope: Scope | None = ctx.provenance.scope_of(name).lookup(name.value)
+def _floating_name(ctx: FileContext, name: ast.Name, seen: set[tuple[int, str]]) -> bool:
+    scope: Scope | None = ctx.provenance.scope_of(name).lookup(name.id)
     if scope is None:
         return False
-    key = (id(scope), name.value)
+    key = (id(scope), name.id)
     if key in seen:
         # ``h = h - m``: floating when the name's other bindings are (a name
         # cannot be bound by self-references alone).
         return True
     seen = seen | {key}
-    bindings = [(how, node) for how, node in scope.bindings[name.value] if how != "aug"]
+    bindings = [(how, node) for how, node in scope.bindings[name.id] if how != "aug"]
     if not bindings:
         return False
     for how, node in bindings:
-        if how == "value" and isinstance(node, cst.BaseExpression):
+        if how == "value" and isinstance(node, ast.expr):
             if not _floating(ctx, node, seen):
                 return False
-        elif how == "param" and isinstance(node, cst.Param):
-            annotation = node.annotation.annotation if node.annotation is not None else None
+        elif how == "param" and type(node) is ast.arg:
+            annotation = node.annotation
             if annotation is None or (ctx.provenance.imports.qualify(annotation) or "") not in FLOAT_ANNOTATIONS:
                 return False
         else:
@@ -396,27 +415,29 @@ DTYPE_KEEPING_ALWAYS = frozenset(
 DTYPE_KEEPING_FLOATING = frozenset({"sum", "nansum", "prod", "cumsum", "cumprod", "mean", "nanmean", "norm", "std", "var"})
 
 
-def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+def _dtype_root(ctx: FileContext, expr: ast.expr) -> tuple[ast.expr, bool]:
     """The tensor whose dtype ``expr`` has (following dtype-keeping steps and names bound
     once), and whether every step keeps any dtype (not only a floating one)."""
     always = True
     for _ in range(16):
-        if isinstance(expr, cst.Call) and not _names_dtype_or_tensor(ctx, expr):
-            func = expr.func
+        t = type(expr)
+        if t is ast.Call and not _names_dtype_or_tensor(ctx, expr):  # type: ignore[arg-type]
+            func = expr.func  # type: ignore[attr-defined]
+            args = call_arguments(expr)  # type: ignore[arg-type]
             qualified = ctx.provenance.imports.qualify(func) or ""
-            if qualified.startswith("torch.") and expr.args and not expr.args[0].star:
+            if qualified.startswith("torch.") and args and not arg_star(args[0]):
                 short = qualified.rsplit(".", 1)[-1]
                 if short in DTYPE_KEEPING_ALWAYS or short in DTYPE_KEEPING_FLOATING:
                     always = always and short in DTYPE_KEEPING_ALWAYS
-                    expr = expr.args[0].value
+                    expr = arg_value(args[0])
                     continue
-            elif isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR:
-                method = func.attr.value
-                target = _dtype_target(ctx, expr) if method in ("to", "type_as") else None
+            elif type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR:
+                method = func.attr
+                target = _dtype_target(ctx, expr) if method in ("to", "type_as") else None  # type: ignore[arg-type]
                 if target is not None:
                     expr = target  # ``v.type_as(x)``, ``v.to(x)``: ``x``'s dtype
                     continue
-                if method == "to" and _device_only(expr):
+                if method == "to" and _device_only(expr):  # type: ignore[arg-type]
                     expr = func.value
                     continue
                 if method in DTYPE_KEEPING_ALWAYS or method in DTYPE_KEEPING_FLOATING:
@@ -424,92 +445,119 @@ def _dtype_root(ctx: FileContext, expr: cst.BaseExpression) -> tuple[cst.BaseExp
                     expr = func.value
                     continue
             return expr, always
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
+        if t is ast.Subscript:
+            expr = expr.value  # type: ignore[attr-defined]
             continue
-        if isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "T", "mT"):
-            expr = expr.value
+        if t is ast.Attribute and expr.attr in ("data", "T", "mT"):  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
             continue
-        if isinstance(expr, cst.Name):
-            scope = ctx.provenance.scope_of(expr).lookup(expr.value)
-            bindings = scope.bindings.get(expr.value, []) if scope is not None else []
-            if len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], cst.BaseExpression):
+        if t is ast.Name:
+            scope = ctx.provenance.scope_of(expr).lookup(expr.id)  # type: ignore[attr-defined]
+            bindings = scope.bindings.get(expr.id, []) if scope is not None else []  # type: ignore[attr-defined]
+            if len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], ast.expr):
                 expr = bindings[0][1]
                 continue
         return expr, always
     return expr, False
 
 
-def _names_dtype_or_tensor(ctx: FileContext, call: cst.Call) -> bool:
+def _names_dtype_or_tensor(ctx: FileContext, call: ast.Call) -> bool:
     """A ``dtype=`` / ``torch.float16`` argument (``x.view(torch.float16)``), or a second
     tensor operand (``torch.max(a, b)`` promotes): the step may change the dtype.
     ``v.to(x)`` / ``v.type_as(x)`` are told apart by their caller."""
     tensors = 0
-    for arg in call.args:
-        if arg.star or (arg.keyword is not None and arg.keyword.value == "dtype"):
+    for arg in call_arguments(call):
+        if arg_star(arg) or arg_keyword(arg) == "dtype":
             return True
-        name = (ctx.provenance.imports.qualify(arg.value) or "")
+        value = arg_value(arg)
+        name = (ctx.provenance.imports.qualify(value) or "")
         if name.startswith("torch.") and name.rsplit(".", 1)[-1] in FLOATING_DTYPES | INTEGER_DTYPES | BOOL_DTYPES:
             return True
-        tensors += ctx.kind(arg.value) is Kind.TENSOR
-    receiver = isinstance(call.func, cst.Attribute) and ctx.kind(call.func.value) is Kind.TENSOR
-    if receiver and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "type_as"):
+        tensors += ctx.kind(value) is Kind.TENSOR
+    func = call.func
+    receiver = type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR  # type: ignore[attr-defined]
+    if receiver and func.attr in ("to", "type_as"):  # type: ignore[attr-defined]
         return False
     return tensors > (0 if receiver else 1)
 
 
-def _dtype_target(ctx: FileContext, call: cst.Call) -> cst.BaseExpression | None:
+def _dtype_target(ctx: FileContext, call: ast.Call) -> ast.expr | None:
     """``x`` in ``v.type_as(x)`` / ``v.to(x)``."""
-    if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
-        value = call.args[0].value
+    if len(call.args) == 1 and not call.keywords and type(call.args[0]) is not ast.Starred:
+        value = call.args[0]
         if ctx.kind(value) is Kind.TENSOR:
             return value
     return None
 
 
-def _device_only(call: cst.Call) -> bool:
+def _device_only(call: ast.Call) -> bool:
     """``v.to("cuda")``, ``v.to(device=d, non_blocking=True)``: the dtype is kept."""
-    for i, arg in enumerate(call.args):
-        if arg.star:
+    args = call_arguments(call)
+    for i, arg in enumerate(args):
+        if arg_star(arg):
             return False
-        if arg.keyword is not None:
-            if arg.keyword.value not in ("device", "non_blocking", "copy"):
+        if type(arg) is ast.keyword:
+            if arg.arg not in ("device", "non_blocking", "copy"):
                 return False
-        elif not (i == 0 and isinstance(arg.value, cst.SimpleString)):
+        elif not (i == 0 and type(arg) is ast.Constant and type(arg.value) in (str, bytes)):  # type: ignore[attr-defined]
             return False
-    return bool(call.args)
+    return bool(args)
 
 
-def _same_tensor(ctx: FileContext, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+def _same_tensor(ctx: FileContext, a: ast.expr, b: ast.expr) -> bool:
     """Are ``a`` and ``b`` the same node, or reads of one name that see the same binding?"""
     if a is b:
         return True
-    if not (isinstance(a, cst.Name) and isinstance(b, cst.Name) and a.value == b.value):
+    if not (type(a) is ast.Name and type(b) is ast.Name and a.id == b.id):  # type: ignore[attr-defined]
         return False
-    scope = ctx.provenance.scope_of(a).lookup(a.value)
-    if scope is None or ctx.provenance.scope_of(b).lookup(b.value) is not scope:
+    name = a.id  # type: ignore[attr-defined]
+    scope = ctx.provenance.scope_of(a).lookup(name)
+    if scope is None or ctx.provenance.scope_of(b).lookup(name) is not scope:
         return False
-    bindings = scope.bindings.get(a.value, [])
+    bindings = scope.bindings.get(name, [])
     if len(bindings) == 1 and bindings[0][0] == "param":
         return True
-    return _no_binding_between(ctx, bindings, a, b) or _no_binding_between(ctx, bindings, b, a)
+    return _no_binding_between(ctx, bindings, a, b) or _no_binding_between(ctx, bindings, b, a)  # type: ignore[arg-type]
 
 
-def _statement_of(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            return ancestor
-    return None
+def _statement_of(ctx: FileContext, node: object) -> ast.stmt | None:
+    """The statement ``node`` is part of (libcst's enclosing ``SimpleStatementLine`` or
+    compound statement): a simple statement itself, unless it stands on the line of its
+    compound statement's header (``if c: x = v``), then that compound statement."""
+    if isinstance(node, ast.stmt) and not isinstance(node, COMPOUND):
+        current: ast.AST | None = node
+    else:
+        current = ctx.parents.get(node)  # type: ignore[arg-type]
+        while current is not None and not isinstance(current, ast.stmt):
+            current = ctx.parents.get(current)
+    if current is not None and not isinstance(current, COMPOUND):
+        start = ctx.positions[current].start
+        if ctx.line(start.line)[:start.column].rstrip().endswith(":"):
+            return ctx.parents.get(current)  # type: ignore[return-value]
+    return current  # type: ignore[return-value]
 
 
-def _no_binding_between(ctx: FileContext, bindings, first: cst.Name, then: cst.Name) -> bool:
+def _in_block_of(ctx: FileContext, statement: ast.stmt, node: ast.AST) -> bool:
+    """Does ``node`` lie in the statements of the block that holds ``statement``?"""
+    parent = ctx.parents.get(statement)
+    field = ctx.field_of(statement)
+    block = getattr(parent, field, None) if parent is not None and field else None
+    number = number_of(node)
+    if not block or number is None:
+        return False
+    first, last = number_of(block[0]), number_of(block[-1])
+    if first is None or last is None:
+        return False
+    return first <= number < subtree_stop(last)
+
+
+def _no_binding_between(ctx: FileContext, bindings, first: ast.Name, then: ast.Name) -> bool:
     """``first`` is read in a simple statement that runs, in the same block, before
     ``then`` is read (or in the same statement), and no binding of the name lies between."""
     statement = _statement_of(ctx, first)
-    if not isinstance(statement, cst.SimpleStatementLine):
+    if statement is None or isinstance(statement, COMPOUND):
         return False
-    block = ctx.parents.get(statement)
-    if not any(ancestor is block for ancestor in ctx.ancestors(then)):
+    if not _in_block_of(ctx, statement, then):
         return False
     offset = ctx.positions.offset
     start, end = offset(statement), offset(then)
@@ -523,12 +571,12 @@ def _no_binding_between(ctx: FileContext, bindings, first: cst.Name, then: cst.N
         bound = _statement_of(ctx, node)
         if bound is None:
             return False
-        if start <= offset(bound) <= end and not any(ancestor is bound for ancestor in ctx.ancestors(then)):
+        if start <= offset(bound) <= end and not ctx.below(then, bound):
             return False  # bound after ``first`` was read, before ``then``
     return True
 
 
-def same_dtype(ctx: FileContext, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+def same_dtype(ctx: FileContext, a: ast.expr, b: ast.expr) -> bool:
     """Do the tensors ``a`` and ``b`` certainly have one dtype (``y`` and ``y.norm()``)?"""
     root_a, always_a = _dtype_root(ctx, a)
     root_b, always_b = _dtype_root(ctx, b)
@@ -540,8 +588,8 @@ def same_dtype(ctx: FileContext, a: cst.BaseExpression, b: cst.BaseExpression) -
 def zero_dim_dtype_problem(
     ctx: FileContext,
     value: str,
-    operand: cst.BaseExpression,
-    sources: Sequence[cst.BaseExpression] = (),
+    operand: ast.expr,
+    sources: Sequence[ast.expr] = (),
     kind: str | None = None,
 ) -> str:
     """Why a 0-dim tensor standing where the Python number ``value`` was may give its
@@ -593,59 +641,68 @@ def zero_dim_dtype_problem(
     return f"`{value}` becomes a 0-dim tensor of its own dtype: " + "; and ".join(parts)
 
 
-def tensors_met(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+def tensors_met(ctx: FileContext, expr: ast.expr) -> list[ast.expr]:
     """The tensors that ``expr``, about to become a 0-dim tensor, meets in an operation
     whose result dtype they decide together: the other operand of arithmetic, the
     other branches of ``torch.where``, the input of a ``torch.clamp`` bound. Followed
     through Python arithmetic with numbers and the local names it is stored in
     (uses fixitem cannot follow are not listed: ``value_flow`` reports them)."""
-    found: list[cst.BaseExpression] = []
+    found: list[ast.expr] = []
     _meet(ctx, expr, found, 0)
     return found
 
 
-def _meet(ctx: FileContext, node: cst.BaseExpression, found: list[cst.BaseExpression], depth: int) -> None:
+def _meet(ctx: FileContext, node: ast.expr, found: list[ast.expr], depth: int) -> None:
     parent = ctx.parents.get(node)
-    if isinstance(parent, cst.BinaryOperation):
-        other = parent.right if parent.left is node else parent.left
+    t = type(parent)
+    if t is ast.BinOp:
+        other = parent.right if parent.left is node else parent.left  # type: ignore[union-attr]
         if ctx.kind(other) is Kind.TENSOR:
             found.append(other)
         else:
-            _meet(ctx, parent, found, depth)
-    elif isinstance(parent, cst.UnaryOperation) and not isinstance(parent.operator, cst.Not) or isinstance(parent, cst.IfExp) and parent.test is not node:
-        _meet(ctx, parent, found, depth)
-    elif isinstance(parent, cst.Arg) and parent.value is node and not parent.star:
+            _meet(ctx, parent, found, depth)  # type: ignore[arg-type]
+    elif t is ast.UnaryOp and type(parent.op) is not ast.Not or t is ast.IfExp and parent.test is not node:  # type: ignore[union-attr]
+        _meet(ctx, parent, found, depth)  # type: ignore[arg-type]
+    elif t is ast.Call and node is not parent.func and any(a is node for a in parent.args):  # type: ignore[union-attr]
+        found.extend(_call_partners(ctx, parent, node))  # type: ignore[arg-type]
+    elif t is ast.keyword and parent.arg is not None:  # type: ignore[union-attr]
         call = ctx.parents.get(parent)
-        if isinstance(call, cst.Call):
-            found.extend(_call_partners(ctx, call, parent))
-    elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node and depth < 4:
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+        if type(call) is ast.Call:
+            found.extend(_call_partners(ctx, call, parent))  # type: ignore[arg-type]
+    elif (t is ast.Assign or t is ast.AnnAssign) and parent.value is node and depth < 4:  # type: ignore[union-attr]
+        targets = parent.targets if t is ast.Assign else [parent.target]  # type: ignore[union-attr]
+        if len(targets) == 1 and type(targets[0]) is ast.Name:
             target = targets[0]
             scope = ctx.provenance.scope_of(target)
-            for read in reads_of(ctx, scope, target.value):
+            for read in reads_of(ctx, scope, target.id):
                 if read is not None and ctx.positions.offset(read) > ctx.positions.offset(target) or (
                     read is not None and _in_one_loop(ctx, read, target)
                 ):
                     _meet(ctx, read, found, depth + 1)
 
 
-def _in_one_loop(ctx: FileContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, (cst.For, cst.While))}
-    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, (cst.For, cst.While)))
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def _call_partners(ctx: FileContext, call: cst.Call, arg: cst.Arg) -> list[cst.BaseExpression]:
+def _in_one_loop(ctx: FileContext, a: ast.AST, b: ast.AST) -> bool:
+    loops = {id(n) for n in ctx.ancestors(b) if isinstance(n, _LOOPS)}
+    return any(id(n) in loops for n in ctx.ancestors(a) if isinstance(n, _LOOPS))
+
+
+def _call_partners(ctx: FileContext, call: ast.Call, arg: ast.AST) -> list[ast.expr]:
+    """(``arg``: the argument, as :func:`~codemods.scalar_shapes.call_arguments` lists it.)"""
     qualified = ctx.provenance.imports.qualify(call.func) or ""
-    others = [a.value for a in call.args if a is not arg and ctx.kind(a.value) is Kind.TENSOR]
+    args = call_arguments(call)
+    others = [arg_value(a) for a in args if a is not arg and ctx.kind(arg_value(a)) is Kind.TENSOR]
     if qualified == "torch.where":
-        condition = next((a for a in call.args if a.keyword is None), None)
-        return [a.value for a in call.args if a is not arg and a is not condition
-                and (a.keyword is None or a.keyword.value in ("input", "other")) and ctx.kind(a.value) is Kind.TENSOR]
+        condition = next((a for a in args if arg_keyword(a) is None), None)
+        return [arg_value(a) for a in args if a is not arg and a is not condition
+                and (arg_keyword(a) is None or arg_keyword(a) in ("input", "other"))
+                and ctx.kind(arg_value(a)) is Kind.TENSOR]
     if qualified in ("torch.clamp", "torch.clip", "torch.clamp_min", "torch.clamp_max", "torch.maximum", "torch.minimum"):
         return others
     func = call.func
     methods = ("clamp", "clip", "clamp_min", "clamp_max", "where", "maximum", "minimum")
-    if isinstance(func, cst.Attribute) and ctx.kind(func.value) is Kind.TENSOR and func.attr.value in methods:
-        return [func.value] + [o for o in others if func.attr.value != "where"]  # not `.where`'s condition
+    if type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR and func.attr in methods:
+        return [func.value] + [o for o in others if func.attr != "where"]  # not `.where`'s condition
     return []

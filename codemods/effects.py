@@ -18,13 +18,12 @@ Which tensor operations reduce (``REDUCTIONS``) is a fact of torch's API, kept i
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
-
-import libcst as cst
 
 from .provenance import Kind, dotted_name, is_module_class, module_class_of
 
@@ -131,15 +130,15 @@ class CallEffect:
         return self.effect is Effect.NONE
 
 
-def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
+def call_effect(ctx: FileContext, call: ast.Call) -> CallEffect:
     """What evaluating ``call`` can do besides computing its value, and why."""
 
     code = ctx.code(call)
     func = call.func
-    if any(a.keyword is not None and a.keyword.value in WRITING_KEYWORDS and not _false(a.value) for a in call.args):
+    if any(k.arg is not None and k.arg in WRITING_KEYWORDS and not _false(k.value) for k in call.keywords):
         return CallEffect(Effect.WRITES, f"`{code}` writes into a tensor it is given")
-    if isinstance(func, cst.Name) and func.value in BUILTIN_EFFECTS and not _shadowed(ctx, func):
-        effect = BUILTIN_EFFECTS[func.value]
+    if type(func) is ast.Name and func.id in BUILTIN_EFFECTS and not _shadowed(ctx, func):
+        effect = BUILTIN_EFFECTS[func.id]
         return CallEffect(effect, "" if effect.pure else _describe(effect, code))
     qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified.startswith("math."):
@@ -155,8 +154,8 @@ def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
         if writes_in_place(name):
             return CallEffect(Effect.WRITES, f"`{code}` modifies a tensor in place")
         return CallEffect(Effect.NONE)
-    if isinstance(func, cst.Attribute):
-        method = func.attr.value
+    if type(func) is ast.Attribute:
+        method = func.attr
         receiver = ctx.kind(func.value)
         if receiver is Kind.TENSOR:
             if writes_in_place(method) or method in WRITING_TENSOR_METHODS:
@@ -176,10 +175,10 @@ def call_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
     return CallEffect(Effect.UNKNOWN, f"`{code}` calls `{target}`, which fixitem cannot prove free of side effects")
 
 
-def _module_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
+def _module_effect(ctx: FileContext, call: ast.Call) -> CallEffect:
 
     code = ctx.code(call)
-    func = call.func.value if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("forward", "__call__") else call.func
+    func = call.func.value if type(call.func) is ast.Attribute and call.func.attr in ("forward", "__call__") else call.func
     module_class = module_class_of(ctx.provenance, func)
     short = (module_class or ctx.code(func)).split(".")[-1]
     if short in RANDOM_MODULES:
@@ -191,7 +190,7 @@ def _module_effect(ctx: FileContext, call: cst.Call) -> CallEffect:
     return CallEffect(Effect.UNKNOWN, f"`{code}` calls module `{short}`, whose forward fixitem has not checked for side effects")
 
 
-def _writes_output(ctx: FileContext, call: cst.Call) -> bool:
+def _writes_output(ctx: FileContext, call: ast.Call) -> bool:
     """``print``, ``logging.info(...)``, ``logger.warning(...)``, ``warnings.warn(...)``: the one definition."""
     from .output_calls import output_call  # noqa: PLC0415
 
@@ -208,10 +207,10 @@ def _describe(effect: Effect, code: str) -> str:
     }.get(effect, "")
 
 
-def _false(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value in ("False", "None")
+def _false(value: ast.expr) -> bool:
+    return type(value) is ast.Constant and (value.value is False or value.value is None)  # type: ignore[attr-defined]
 
 
-def _shadowed(ctx: FileContext, name: cst.Name) -> bool:
+def _shadowed(ctx: FileContext, name: ast.Name) -> bool:
     """Is the builtin's name rebound in the file (``def print(...)``, ``sum = 0``)?"""
-    return ctx.provenance.scope_of(name).lookup(name.value) is not None
+    return ctx.provenance.scope_of(name).lookup(name.id) is not None

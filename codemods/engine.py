@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import bisect
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from .syncs import SyncSite, find_sync_sites, kept_reads
 from .tree import parse_module
 
 MAX_PASSES = 8
+_BARE_NEWLINE = re.compile(r"(?<!\r)\n")
 
 # Substrings without which a file has nothing to report: checked before parsing.
 PREFILTER = ("torch", ".item(", ".tolist(")
@@ -194,7 +196,7 @@ def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tupl
     start, end = ctx.positions.span(node)
     indent = ctx.indent(node)
     if replacement is gen.REMOVE:
-        line_start = start - len(indent)
+        line_start = source.rfind("\n", 0, start) + 1
         rest = source[end:]
         after = len(rest) - len(rest.lstrip(" \t"))
         if source[line_start:start].strip() == "" and (end + after == len(source) or source[end + after] in "\r\n#"):
@@ -212,6 +214,7 @@ def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tupl
         last = source[end:len(source) if newline < 0 else newline]
         if last.strip().startswith("#") or not last.strip():
             end += len(last.rstrip("\r"))
+        end = _block_footer_end(source, end, len(indent))
     if isinstance(replacement, gen.Statements):
         text = gen.render_statements(ctx, replacement.statements, indent)
     elif isinstance(replacement, gen.Statement):
@@ -219,6 +222,28 @@ def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tupl
     else:
         text = gen.show(ctx, replacement, indent)  # type: ignore[arg-type]
     return start, end, text
+
+
+def _block_footer_end(source: str, end: int, column: int) -> int:
+    """Past the comment lines after a block that are indented deeper than its statement (at
+    ``column``): they belong to the block (libcst's footer), and go with it."""
+    at = end
+    while True:
+        newline = source.find("\n", at)
+        if newline < 0:
+            return end
+        following = source.find("\n", newline + 1)
+        line = source[newline + 1:len(source) if following < 0 else following]
+        stripped = line.lstrip(" \t")
+        if not stripped.strip():
+            at = newline + 1 + len(line)  # a blank line: the block's only if a comment of it follows
+            if following < 0:
+                return end
+            continue
+        if stripped.startswith("#") and len(line) - len(stripped) > column:
+            end = at = newline + 1 + len(line.rstrip("\r"))
+            continue
+        return end
 
 
 def _outermost(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -229,6 +254,8 @@ def _outermost(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 
 
 def _apply_edits(source: str, edits: list[tuple[int, int, str]]) -> str:
+    if "\r\n" in source:  # new lines end as the file's lines do
+        edits = [(start, end, _BARE_NEWLINE.sub("\r\n", text)) for start, end, text in edits]
     pieces = []
     at = 0
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1])):

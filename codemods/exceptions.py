@@ -25,12 +25,12 @@ goes on, and the rewrite does not. Two facts, one definition each:
 
 from __future__ import annotations
 
+import ast
 import builtins
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from .dtypes import certainly_integer_or_bool
+from .output_calls import call_arguments
 from .provenance import dotted_name
 from .scalar_shapes import plainly_zero_dim
 
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 # Managers that swallow the exceptions named in their arguments.
 SUPPRESSORS = frozenset({"contextlib.suppress"})
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_WITHS = (ast.With, ast.AsyncWith)
 _BUILTIN_EXCEPTIONS = {
     name: value for name, value in vars(builtins).items()
     if isinstance(value, type) and issubclass(value, BaseException)
@@ -63,7 +65,7 @@ def read_exceptions(ctx: FileContext, site: SyncSite) -> tuple[tuple[type[BaseEx
     return tuple(dict.fromkeys(raised)), " and ".join(why)
 
 
-def catching_handler(ctx: FileContext, node: cst.CSTNode, raised: tuple[type[BaseException], ...]) -> str:
+def catching_handler(ctx: FileContext, node: ast.AST, raised: tuple[type[BaseException], ...]) -> str:
     """The ``except ...`` clause or ``with suppress(...)`` around ``node`` in its function
     that may catch an exception of one of the classes ``raised``, as written
     (``"except RuntimeError"``); "" when none may."""
@@ -73,37 +75,44 @@ def catching_handler(ctx: FileContext, node: cst.CSTNode, raised: tuple[type[Bas
     for parent in ctx.ancestors(node):
         if isinstance(parent, _SCOPES):
             return ""
-        if isinstance(parent, (cst.Try, cst.TryStar)) and child is parent.body:
-            for handler in parent.handlers:
+        if isinstance(parent, _TRIES) and _in_body(child, parent):
+            for handler in parent.handlers:  # type: ignore[attr-defined]
                 if handler.type is None or _may_catch(ctx, handler.type, raised, 0):
-                    star = "*" if isinstance(handler, cst.ExceptStarHandler) else ""
+                    star = "*" if type(parent) is not ast.Try else ""
                     return f"except{star}" + (f" {ctx.code(handler.type)}" if handler.type is not None else "")
-        if isinstance(parent, cst.With) and child is parent.body:
-            for item in parent.items:
-                call = item.item
-                if isinstance(call, cst.Call) and ctx.provenance.imports.qualify(call.func) in SUPPRESSORS and \
-                        any(a.star or _may_catch(ctx, a.value, raised, 0) for a in call.args):
+        if isinstance(parent, _WITHS) and _in_body(child, parent):
+            for item in parent.items:  # type: ignore[attr-defined]
+                call = item.context_expr
+                if type(call) is ast.Call and ctx.provenance.imports.qualify(call.func) in SUPPRESSORS and \
+                        any(star or _may_catch(ctx, value, raised, 0) for _, star, value in call_arguments(call)):
                     return f"with {ctx.code(call)}"
         child = parent
     return ""
 
 
-def _may_catch(ctx: FileContext, expr: cst.BaseExpression, raised: tuple[type[BaseException], ...], depth: int) -> bool:
+def _in_body(child: ast.AST, parent: ast.AST) -> bool:
+    """Is ``child`` a statement of ``parent.body`` (the ``try:`` block, not a handler, the
+    ``else:`` or the ``finally:``; the block of a ``with``)?"""
+    return any(statement is child for statement in parent.body)  # type: ignore[attr-defined]
+
+
+def _may_catch(ctx: FileContext, expr: ast.expr, raised: tuple[type[BaseException], ...], depth: int) -> bool:
     """Can the handler type ``expr`` catch an exception of one of the classes ``raised``?"""
     if depth > 4:
         return True
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        return any(isinstance(e, cst.StarredElement) or _may_catch(ctx, e.value, raised, depth + 1)
-                   for e in expr.elements)
-    if isinstance(expr, cst.Name):
-        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
+    if type(expr) is ast.Tuple or type(expr) is ast.List:
+        return any(type(e) is ast.Starred or _may_catch(ctx, e, raised, depth + 1)
+                   for e in expr.elts)  # type: ignore[attr-defined]
+    if type(expr) is ast.Name:
+        name = expr.id  # type: ignore[attr-defined]
+        scope = ctx.provenance.scope_of(expr).lookup(name)
         if scope is None:  # a builtin, or a name fixitem does not know
-            known = _BUILTIN_EXCEPTIONS.get(expr.value)
+            known = _BUILTIN_EXCEPTIONS.get(name)
             return known is None or any(issubclass(r, known) for r in raised)
-        bindings = scope.bindings.get(expr.value, [])
-        if all(how == "opaque" for how, _ in bindings) and _is_class_of_file(ctx, scope, expr.value):
+        bindings = scope.bindings.get(name, [])
+        if all(how == "opaque" for how, _ in bindings) and _is_class_of_file(ctx, scope, name):
             return False  # a class of the file: not a base of a builtin exception
-        if bindings and all(how == "value" and isinstance(v, cst.BaseExpression) for how, v in bindings):
+        if bindings and all(how == "value" and isinstance(v, ast.expr) for how, v in bindings):
             return any(_may_catch(ctx, v, raised, depth + 1) for _, v in bindings)  # type: ignore[arg-type]
     qualified = ctx.provenance.imports.qualify(expr) or dotted_name(expr) or ""
     module, _, last = qualified.rpartition(".")
@@ -115,4 +124,4 @@ def _may_catch(ctx: FileContext, expr: cst.BaseExpression, raised: tuple[type[Ba
 
 
 def _is_class_of_file(ctx: FileContext, scope, name: str) -> bool:
-    return any(node.name.value == name and ctx.provenance.scope_of(node) is scope for node in ctx.nodes(cst.ClassDef))
+    return any(node.name == name and ctx.provenance.scope_of(node) is scope for node in ctx.nodes(ast.ClassDef))  # type: ignore[attr-defined]

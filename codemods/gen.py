@@ -80,10 +80,8 @@ class Source(Node):
         return type(self.node).__name__
 
     def render(self, ctx: FileContext, indent: str = "") -> str:
-        if self.parentheses:
-            return ctx.code(self.node)
-        start, end = ctx.positions.span(self.node)
-        return ctx.source[start:end]
+        start, end = ctx.span(self.node) if self.parentheses else ctx.positions.span(self.node)
+        return ctx.moved(self.node, start, end, indent)
 
     def parenthesized(self, ctx: FileContext) -> bool:
         """Does the node's own text start with parentheses of its own?"""
@@ -399,10 +397,10 @@ class Splice(Node):
             s, e = ctx.span(node)
             if s < at:  # inside a replacement already made
                 continue
-            pieces.append(ctx.source[at:s])
+            pieces.append(ctx.moved(self.node, at, s, indent))
             pieces.append(new.render(ctx, indent))
             at = e
-        pieces.append(ctx.source[at:end])
+        pieces.append(ctx.moved(self.node, at, end, indent))
         return "".join(pieces)
 
     def children(self) -> list[Expr_]:
@@ -554,12 +552,7 @@ class SourceStatement(Statement):
         self.replacements = {k: expr(v) for k, v in (replacements or {}).items()}
 
     def body(self, ctx: FileContext, indent: str) -> str:
-        text = Splice(self.node, self.replacements).render(ctx, indent)
-        old = ctx.indent(self.node)
-        if old == indent or "\n" not in text:
-            return text
-        lines = text.split("\n")
-        return "\n".join([lines[0], *(indent + line[len(old):] if line.startswith(old) else line for line in lines[1:])])
+        return Splice(self.node, self.replacements).render(ctx, indent)
 
     def expressions(self) -> list[Expr_]:
         return list(self.replacements.values())

@@ -55,21 +55,22 @@ def add_imports(source: str, module: ast.Module, specs: Sequence[str], torch_bou
             insert_at = index + 1
             continue
         break
-    lines = "".join(f"{w}\n" for w in wanted)
+    newline = "\r\n" if "\r\n" in source else "\n"
+    lines = "".join(f"{w}{newline}" for w in wanted)
     if insert_at == 0:
         if not body:
-            return source + ("" if not source or source.endswith("\n") else "\n") + lines
+            return source + ("" if not source or source.endswith("\n") else newline) + lines
         # Above the first statement (below the comments at the top of the file), with a
         # blank line between the imports and the code.
         at = text.line_starts[body[0].lineno - 1]
-        return source[:at] + lines + "\n" + source[at:]
+        return source[:at] + lines + newline + source[at:]
     last = body[insert_at - 1]
     line = last.end_lineno or last.lineno
     at = text.line_starts[line] if line < len(text.line_starts) else len(source)
     prefix = source[:at]
     if not prefix.endswith("\n"):
-        prefix += "\n"
+        prefix += newline
     only_docstring_above = insert_at == 1 and not isinstance(body[0], (ast.Import, ast.ImportFrom))
     if only_docstring_above:
-        lines = "\n" + lines
+        lines = newline + lines
     return prefix + lines + source[at:]

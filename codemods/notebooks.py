@@ -35,12 +35,11 @@ import difflib
 import functools
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import libcst as cst
 
 from .engine import FileResult, Finding, in_original, process
 from .one_fix import fix_one
@@ -305,19 +304,15 @@ class _Module:
 
 
 def _parses(text: str) -> tuple[ast.Module | None, str | None]:
-    """The cell's tree when ``text`` parses as Python (both ast and libcst); else why not."""
+    """The cell's tree when ``text`` parses as Python; else why not."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except SyntaxError as exc:
         return None, f"line {exc.lineno}: {exc.msg}"
-    except (ValueError, RecursionError) as exc:
-        return None, str(exc)
-    try:
-        cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return None, f"line {exc.raw_line}: cannot parse"
-    except RecursionError:
-        return None, "too deeply nested"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, str(exc) or "too deeply nested"
     return tree, None
 
 

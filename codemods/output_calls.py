@@ -29,14 +29,14 @@ once): otherwise a deferred call must take the object of the moment.
 
 from __future__ import annotations
 
+import ast
 import collections
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from .provenance import dotted_name
+from .tree import children_of
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -50,7 +50,8 @@ PROGRESS_METHODS = frozenset({"set_postfix", "set_description", "set_postfix_str
 LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, *_COMPREHENSIONS)
 _OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write", "print"}
 # Hugging Face Accelerate's ``Accelerator``: its ``print`` is ``print`` on the main process.
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
@@ -62,6 +63,33 @@ LIVE_KEYWORDS = frozenset({"exc_info", "stack_info", "stacklevel"})
 LOGGER_CLASSES = frozenset({"logging.Logger", "logging.LoggerAdapter", "logging.RootLogger"})
 # Loggers imported ready-made.
 IMPORTED_LOGGERS = frozenset({"loguru.logger"})
+
+
+def call_arguments(call: ast.Call) -> list[tuple[str | None, str, ast.expr]]:
+    """The arguments of ``call`` as one list in source order, as libcst kept them: for each,
+    (keyword or None, star: ``""`` / ``"*"`` / ``"**"``, value). ``ast`` keeps positional
+    arguments (``*x`` as ``Starred``) and keywords (``**x``: ``arg`` None) apart."""
+    args, keywords = call.args, call.keywords
+    if not keywords:
+        return [(None, "*", a.value) if type(a) is ast.Starred else (None, "", a) for a in args]  # type: ignore[attr-defined]
+    if not args:
+        return [(k.arg, "", k.value) if k.arg is not None else (None, "**", k.value) for k in keywords]
+    found: list[tuple[str | None, str, ast.expr]] = []
+    for node in children_of(call)[1:]:
+        if type(node) is ast.keyword:
+            found.append((node.arg, "", node.value) if node.arg is not None else (None, "**", node.value))  # type: ignore[attr-defined]
+        elif type(node) is ast.Starred:
+            found.append((None, "*", node.value))  # type: ignore[attr-defined]
+        else:
+            found.append((None, "", node))  # type: ignore[arg-type]
+    return found
+
+
+def argument_values(call: ast.Call) -> list[ast.expr]:
+    """The value of every argument of ``call`` (``x`` of ``*x``, ``k=x`` and ``**x``), in source order."""
+    if not call.keywords:
+        return [a.value if type(a) is ast.Starred else a for a in call.args]  # type: ignore[attr-defined]
+    return [value for _, _, value in call_arguments(call)]
 
 
 class OutputKind(enum.Enum):
@@ -92,7 +120,7 @@ class OutputCall:
     kind: OutputKind
     callee: str  # the callee as written: "print", "logger.info", "print0"
     method: str | None = None  # "info", "warning_once", "add_scalar"; None for a plain function
-    wrapper: cst.FunctionDef | None = None  # the definition, for OutputKind.WRAPPER
+    wrapper: ast.FunctionDef | None = None  # the definition, for OutputKind.WRAPPER
 
     @property
     def once(self) -> bool:
@@ -105,9 +133,9 @@ def is_logger_name(receiver: str) -> bool:
     return last.endswith("log") or last.endswith("logger")
 
 
-def _is_logger(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
-    if isinstance(receiver, cst.Call):
-        factory = dotted_name(receiver.func)
+def _is_logger(ctx: FileContext, receiver: ast.expr) -> bool:
+    if type(receiver) is ast.Call:
+        factory = dotted_name(receiver.func)  # type: ignore[attr-defined]
         return factory is not None and factory.split(".")[-1] in LOGGER_FACTORIES
     name = dotted_name(receiver)
     if name is None:
@@ -121,17 +149,17 @@ def _import_origin(ctx: FileContext, name: str) -> str | None:
     origin = ctx.provenance.imports.aliases.get(name)
     if origin is not None:
         return origin
-    for node in ctx.nodes(cst.ImportFrom):
-        if not node.relative or isinstance(node.names, cst.ImportStar):
+    for node in ctx.nodes(ast.ImportFrom):
+        if not node.level or node.names[0].name == "*":  # type: ignore[attr-defined]
             continue
-        base = "." * len(node.relative) + ((dotted_name(node.module) or "") if node.module is not None else "")
-        for alias in node.names:
-            if (alias.evaluated_alias or alias.evaluated_name) == name:
-                return (base if base.endswith(".") else base + ".") + alias.evaluated_name
+        base = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
+        for alias in node.names:  # type: ignore[attr-defined]
+            if (alias.asname or alias.name) == name:
+                return (base if base.endswith(".") else base + ".") + alias.name
     return None
 
 
-def _logger_factory(ctx: FileContext, func: cst.BaseExpression) -> bool:
+def _logger_factory(ctx: FileContext, func: ast.expr) -> bool:
     """``logging.getLogger``, ``transformers.utils.logging.get_logger``,
     ``accelerate.logging.get_logger``, a model file's ``from ...utils import
     logging``: a ``getLogger`` / ``get_logger`` of an imported ``logging``
@@ -148,54 +176,54 @@ def _logger_factory(ctx: FileContext, func: cst.BaseExpression) -> bool:
     return factory in LOGGER_FACTORIES and module.split(".")[-1] == "logging"
 
 
-def _logger_value(ctx: FileContext, value: cst.CSTNode | None, depth: int) -> bool:
+def _logger_value(ctx: FileContext, value: ast.AST | None, depth: int) -> bool:
     """Is ``value`` (what a name or attribute is bound to) certainly a logger?"""
-    if isinstance(value, cst.Call):
-        func = value.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "getChild":
+    if type(value) is ast.Call:
+        func = value.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute and func.attr == "getChild":
             return _known_logger(ctx, func.value, depth + 1)
         return _logger_factory(ctx, func)
-    if isinstance(value, (cst.Name, cst.Attribute)):
-        return _known_logger(ctx, value, depth + 1)
+    if type(value) is ast.Name or type(value) is ast.Attribute:
+        return _known_logger(ctx, value, depth + 1)  # type: ignore[arg-type]
     return False
 
 
-def _logger_annotation(ctx: FileContext, annotation: cst.Annotation | None) -> bool:
-    return annotation is not None and (ctx.provenance.imports.qualify(annotation.annotation) or "") in LOGGER_CLASSES
+def _logger_annotation(ctx: FileContext, annotation: ast.expr | None) -> bool:
+    return annotation is not None and (ctx.provenance.imports.qualify(annotation) or "") in LOGGER_CLASSES
 
 
-def _known_logger(ctx: FileContext, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+def _known_logger(ctx: FileContext, receiver: ast.expr, depth: int = 0) -> bool:
     if depth > 4:
         return False
-    if isinstance(receiver, cst.Call):
+    if type(receiver) is ast.Call:
         return _logger_value(ctx, receiver, depth)
     provenance = ctx.provenance
-    if isinstance(receiver, cst.Name):
-        scope = provenance.scope_of(receiver).lookup(receiver.value)
+    if type(receiver) is ast.Name:
+        scope = provenance.scope_of(receiver).lookup(receiver.id)  # type: ignore[attr-defined]
         if scope is None:
             return False
-        bindings = scope.bindings[receiver.value]
+        bindings = scope.bindings[receiver.id]  # type: ignore[attr-defined]
         if all(how == "import" for how, _ in bindings):
-            return (provenance.imports.aliases.get(receiver.value) or "") in IMPORTED_LOGGERS
+            return (provenance.imports.aliases.get(receiver.id) or "") in IMPORTED_LOGGERS  # type: ignore[attr-defined]
         for how, value in bindings:
             if how == "param":
-                if not (isinstance(value, cst.Param) and _logger_annotation(ctx, value.annotation)):
+                if not (type(value) is ast.arg and _logger_annotation(ctx, value.annotation)):
                     return False
             elif how in ("value", "annotation"):
                 parent = ctx.parents.get(value) if value is not None else None
-                annotated = isinstance(parent, cst.AnnAssign) and _logger_annotation(ctx, parent.annotation)
+                annotated = type(parent) is ast.AnnAssign and _logger_annotation(ctx, parent.annotation)  # type: ignore[attr-defined]
                 if not annotated and not (how == "value" and _logger_value(ctx, value, depth)):
                     return False
             else:
                 return False
         return True
-    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+    if type(receiver) is ast.Attribute and type(receiver.value) is ast.Name and receiver.value.id == "self":  # type: ignore[attr-defined]
         values = provenance.assigned_values(receiver)
         return bool(values) and all(_logger_value(ctx, v, depth) for v in values)
     return False
 
 
-def logger_origin(ctx: FileContext, call: cst.Call) -> str:
+def logger_origin(ctx: FileContext, call: ast.Call) -> str:
     """For a logger method call (:attr:`OutputKind.LOGGER`): "" when the code shows
     that the receiver is a ``logging`` logger (``logging.getLogger(...)``, a library's
     ``logging.get_logger(...)``, a ``logging.Logger`` annotation, ``self.logger``
@@ -207,17 +235,17 @@ def logger_origin(ctx: FileContext, call: cst.Call) -> str:
     or write to its own files, which nothing keeps in order.
     """
     func = call.func
-    if not isinstance(func, cst.Attribute):
+    if type(func) is not ast.Attribute:
         return ""
-    receiver = func.value
+    receiver = func.value  # type: ignore[attr-defined]
     if _known_logger(ctx, receiver):
         return ""
     code = ctx.code(receiver)
-    if isinstance(receiver, cst.Name):
-        scope = ctx.provenance.scope_of(receiver).lookup(receiver.value)
-        bindings = scope.bindings[receiver.value] if scope is not None else []
+    if type(receiver) is ast.Name:
+        scope = ctx.provenance.scope_of(receiver).lookup(receiver.id)
+        bindings = scope.bindings[receiver.id] if scope is not None else []
         if bindings and all(how == "import" for how, _ in bindings):
-            origin = ctx.provenance.imports.aliases.get(receiver.value)
+            origin = ctx.provenance.imports.aliases.get(receiver.id)
             what = f"`{origin}`" if origin else "a module of the project"
             return (f"`{code}` is imported from {what}, not known to be a `logging` logger: what it buffers "
                     "or writes to its own files is not kept in order at replay")
@@ -225,7 +253,7 @@ def logger_origin(ctx: FileContext, call: cst.Call) -> str:
             "write to its own files, which are not kept in order at replay")
 
 
-def stable_receiver(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+def stable_receiver(ctx: FileContext, receiver: ast.expr) -> bool:
     """Is ``receiver`` (what a method is called on) certainly the same object later?
 
     True for an imported module and what hangs on one (``wandb``, ``logging``,
@@ -238,28 +266,29 @@ def stable_receiver(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     (``get_writer(i)``) may stand for another object by then.
     """
     root = receiver
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name):
+    while type(root) is ast.Attribute:
+        root = root.value  # type: ignore[attr-defined]
+    if type(root) is not ast.Name:
         return False
+    name = root.id  # type: ignore[attr-defined]
     provenance = ctx.provenance
-    scope = provenance.scope_of(root).lookup(root.value)
+    scope = provenance.scope_of(root).lookup(name)
     if scope is None:
         return False
-    bindings = scope.bindings[root.value]
+    bindings = scope.bindings[name]
     if all(how == "import" for how, _ in bindings):
         return True
     if root is not receiver or len(bindings) != 1:
         return False
-    if any(item.name.value == root.value for node in ctx.nodes(cst.Global, cst.Nonlocal) for item in node.names):
+    if any(name in node.names for node in ctx.nodes(ast.Global, ast.Nonlocal)):  # type: ignore[attr-defined]
         return False
     how, value = bindings[0]
     if how == "param":
         return True
     if how in ("value", "unpack", "annotation") and value is not None:
-        site: cst.CSTNode | None = value
+        site: ast.AST | None = value
     elif how == "opaque":
-        site = _opaque_binding(ctx, scope, root.value)
+        site = _opaque_binding(ctx, scope, name)
     else:
         return False  # a loop variable, an augmented assignment
     if site is None:
@@ -267,12 +296,12 @@ def stable_receiver(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
     for parent in ctx.ancestors(site):
         if parent is scope.node:
             return True
-        if isinstance(parent, (cst.For, cst.While, *_COMPREHENSIONS)):
+        if isinstance(parent, _LOOPS):
             return False
     return scope.node is ctx.module
 
 
-def _opaque_binding(ctx: FileContext, scope, name: str) -> cst.CSTNode | None:
+def _opaque_binding(ctx: FileContext, scope, name: str) -> ast.AST | None:
     """The statement that binds ``name`` where provenance records no value:
     ``with ... as name``, ``def name``, ``class name``."""
     for node in ctx.memo("opaque bindings", lambda: _opaque_bindings(ctx)).get(name, ()):
@@ -281,58 +310,60 @@ def _opaque_binding(ctx: FileContext, scope, name: str) -> cst.CSTNode | None:
     return None
 
 
-def _opaque_bindings(ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
+def _opaque_bindings(ctx: FileContext) -> dict[str, list[ast.AST]]:
     """The ``with ... as name``, ``def name`` and ``class name`` of the file by the name they
     bind, in source order."""
-    found: dict[str, list[cst.CSTNode]] = {}
-    for node in ctx.nodes(cst.WithItem, cst.FunctionDef, cst.ClassDef):
-        if isinstance(node, cst.WithItem):
-            if node.asname is not None and isinstance(node.asname.name, cst.Name):
-                found.setdefault(node.asname.name.value, []).append(node)
+    found: dict[str, list[ast.AST]] = {}
+    for node in ctx.nodes(ast.withitem, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        if type(node) is ast.withitem:
+            target = node.optional_vars  # type: ignore[attr-defined]
+            if type(target) is ast.Name:
+                found.setdefault(target.id, []).append(node)  # type: ignore[attr-defined]
         else:
-            found.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
+            found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
     return found
 
 
-def output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
+def output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
     """What kind of output call ``call`` is, or None when it is not one."""
     found = _library_output_call(ctx, call)
     if found is not None:
         return found
     func = call.func
-    if isinstance(func, cst.Name):
-        wrapper = output_wrappers(ctx).get(func.value)
-        if wrapper is not None and ctx.provenance.scope_of(call).lookup(func.value) is ctx.provenance.scopes[ctx.module]:
-            return OutputCall(OutputKind.WRAPPER, func.value, wrapper=wrapper)
+    if type(func) is ast.Name:
+        wrapper = output_wrappers(ctx).get(func.id)  # type: ignore[attr-defined]
+        if wrapper is not None and ctx.provenance.scope_of(call).lookup(func.id) is ctx.provenance.scopes[ctx.module]:  # type: ignore[attr-defined]
+            return OutputCall(OutputKind.WRAPPER, func.id, wrapper=wrapper)  # type: ignore[attr-defined]
     return None
 
 
-def _library_output_call(ctx: FileContext, call: cst.Call) -> OutputCall | None:
+def _library_output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
     """An output call of Python or a library (not a wrapper of this file)."""
     func = call.func
     imports = ctx.provenance.imports
-    if isinstance(func, cst.Name):
-        if func.value == "print":
+    if type(func) is ast.Name:
+        name = func.id  # type: ignore[attr-defined]
+        if name == "print":
             if ctx.provenance.scope_of(call).lookup("print") is None:
                 return OutputCall(OutputKind.PRINT, "print")
             return None
         qualified = imports.qualify(func) or ""
         if qualified == "warnings.warn":
-            return OutputCall(OutputKind.WARNING, func.value)
+            return OutputCall(OutputKind.WARNING, name)
         if qualified.rpartition(".")[0] in LOGGING_MODULES and qualified.split(".")[-1] in LOG_METHODS:
-            return OutputCall(OutputKind.LOGGING, func.value, qualified.split(".")[-1])
+            return OutputCall(OutputKind.LOGGING, name, qualified.split(".")[-1])
         return None
-    if not isinstance(func, cst.Attribute):
+    if type(func) is not ast.Attribute:
         return None
-    method = func.attr.value
-    kind = _method_kind(ctx, func)
+    method = func.attr  # type: ignore[attr-defined]
+    kind = _method_kind(ctx, func)  # type: ignore[arg-type]
     if kind is None:
         return None
     return OutputCall(kind, dotted_name(func) or ctx.code(func), method)
 
 
-def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
-    method = func.attr.value
+def _method_kind(ctx: FileContext, func: ast.Attribute) -> OutputKind | None:
+    method = func.attr
     if method not in _OUTPUT_METHODS:
         return None  # the common case, decided without qualifying the name
     qualified = ctx.provenance.imports.qualify(func) or ""
@@ -355,26 +386,26 @@ def _method_kind(ctx: FileContext, func: cst.Attribute) -> OutputKind | None:
     return None
 
 
-def _is_accelerator(ctx: FileContext, receiver: cst.BaseExpression) -> bool:
+def _is_accelerator(ctx: FileContext, receiver: ast.expr) -> bool:
     """``accelerator`` (or ``self.accelerator``) made only by ``Accelerator(...)``."""
     values = ctx.provenance.assigned_values(receiver)
     return bool(values) and all(
-        isinstance(v, cst.Call) and ctx.provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values
+        type(v) is ast.Call and ctx.provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values  # type: ignore[attr-defined]
     )
 
 
-def is_output_call(ctx: FileContext, call: cst.Call) -> bool:
+def is_output_call(ctx: FileContext, call: ast.Call) -> bool:
     return output_call(ctx, call) is not None
 
 
-def live_context(found: OutputCall, call: cst.Call) -> str:
+def live_context(found: OutputCall, call: ast.Call) -> str:
     """Why the call reads the moment it runs (the live exception, the caller's
     stack), so that calling it later is not the same call; "" when it does not."""
     if found.method in LIVE_METHODS and found.kind.logs:
         return f"`{found.callee}` logs the exception being handled, which is gone at replay"
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in LIVE_KEYWORDS:
-            return f"`{arg.keyword.value}=` reads the caller's exception or stack, which differ at replay"
+    for keyword in call.keywords:
+        if keyword.arg is not None and keyword.arg in LIVE_KEYWORDS:
+            return f"`{keyword.arg}=` reads the caller's exception or stack, which differ at replay"
     return ""
 
 
@@ -384,7 +415,7 @@ def live_context(found: OutputCall, call: cst.Call) -> str:
 STANDARD_STREAMS = frozenset({"sys.stdout", "sys.stderr"})
 
 
-def own_file(ctx: FileContext, call: cst.Call, found: OutputCall) -> str:
+def own_file(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
     """For a print-like call (:attr:`OutputKind.PRINT`), the file it writes to when that
     is not ``sys.stdout`` / ``sys.stderr`` (``f`` in ``print(..., file=f)``), as written;
     "" otherwise.
@@ -395,22 +426,22 @@ def own_file(ctx: FileContext, call: cst.Call, found: OutputCall) -> str:
     """
     if found.kind is not OutputKind.PRINT:
         return ""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "file" and not _none(arg.value):
-            if (ctx.provenance.imports.qualify(arg.value) or "") not in STANDARD_STREAMS:
-                return ctx.code(arg.value)
+    for keyword in call.keywords:
+        if keyword.arg == "file" and not _none(keyword.value):
+            if (ctx.provenance.imports.qualify(keyword.value) or "") not in STANDARD_STREAMS:
+                return ctx.code(keyword.value)
     return ""
 
 
-def flushes_now(call: cst.Call) -> bool:
+def flushes_now(call: ast.Call) -> bool:
     """``print(..., flush=True)``: the program asks for the text to reach the stream
     now, before it goes on (a line that must survive a hard kill right after)."""
-    return any(arg.keyword is not None and arg.keyword.value == "flush" and not _none(arg.value)
-               and not (isinstance(arg.value, cst.Name) and arg.value.value == "False") for arg in call.args)
+    return any(k.arg == "flush" and not _none(k.value)
+               and not (type(k.value) is ast.Constant and k.value.value is False) for k in call.keywords)  # type: ignore[attr-defined]
 
 
-def _none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
+def _none(value: ast.expr) -> bool:
+    return type(value) is ast.Constant and value.value is None  # type: ignore[attr-defined]
 
 
 # -- wrappers -------------------------------------------------------------------------------
@@ -426,11 +457,12 @@ PROCESS_CONSTANTS = frozenset(
 # Builtins a wrapper may use to build its text: they give the same result later.
 TEXT_BUILTINS = frozenset({"str", "repr", "format", "len", "int", "float", "round", "abs"})
 
-# The wrappers of the last few modules (libcst modules take no weak references).
-_WRAPPERS: collections.OrderedDict[int, tuple[cst.Module, dict[str, cst.FunctionDef]]] = collections.OrderedDict()
+# The wrappers of the last few modules, by the module's id (the module is kept with them,
+# so that an id reused by another module is not taken for it).
+_WRAPPERS: collections.OrderedDict[int, tuple[ast.Module, dict[str, ast.FunctionDef]]] = collections.OrderedDict()
 
 
-def output_wrappers(ctx: FileContext) -> dict[str, cst.FunctionDef]:
+def output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     """Functions of the module level of this file that only write output.
 
     The body may hold a docstring, ``pass``, a bare ``return``, output call
@@ -445,18 +477,18 @@ def output_wrappers(ctx: FileContext) -> dict[str, cst.FunctionDef]:
     if cached is not None and cached[0] is ctx.module:
         return cached[1]
     module_scope = ctx.provenance.scopes[ctx.module]
-    rebound = {item.name.value for node in ctx.nodes(cst.Global) for item in node.names}  # type: ignore[attr-defined]
-    candidates: dict[str, cst.FunctionDef] = {}
+    rebound = {name for node in ctx.nodes(ast.Global) for name in node.names}  # type: ignore[attr-defined]
+    candidates: dict[str, ast.FunctionDef] = {}
     for stmt in ctx.module.body:
-        if isinstance(stmt, cst.FunctionDef) and not stmt.decorators and stmt.asynchronous is None:
-            name = stmt.name.value
+        if type(stmt) is ast.FunctionDef and not stmt.decorator_list:
+            name = stmt.name
             if len(module_scope.bindings.get(name, [])) == 1:
                 candidates[name] = stmt
     stable_globals = {
         name for name, bindings in module_scope.bindings.items()
         if name not in rebound and name not in candidates and all(how in ("value", "import", "number") for how, _ in bindings)
     }
-    found: dict[str, cst.FunctionDef] = {}
+    found: dict[str, ast.FunctionDef] = {}
     changed = True
     while changed:
         changed = False
@@ -464,7 +496,7 @@ def output_wrappers(ctx: FileContext) -> dict[str, cst.FunctionDef]:
             if name in found:
                 continue
             checker = _WrapperCheck(ctx, func, stable_globals, found)
-            if checker.body_ok(func.body.body, top=True) and checker.writes:
+            if checker.block_ok(func, func.body, top=True) and checker.writes:
                 found[name] = func
                 changed = True
     _WRAPPERS[id(ctx.module)] = (ctx.module, found)
@@ -474,91 +506,115 @@ def output_wrappers(ctx: FileContext) -> dict[str, cst.FunctionDef]:
 
 
 class _WrapperCheck:
-    def __init__(self, ctx: FileContext, func: cst.FunctionDef, stable: set[str], wrappers: dict[str, cst.FunctionDef]) -> None:
+    def __init__(self, ctx: FileContext, func: ast.FunctionDef, stable: set[str], wrappers: dict[str, ast.FunctionDef]) -> None:
         from .provenance import all_params
 
         self.ctx = ctx
-        self.params = {p.name.value for p in all_params(func.params)}
+        self.params = {p.arg for p in all_params(func.args)}
         self.stable = stable
         self.wrappers = wrappers
         self.writes = False
 
+    def block_ok(self, owner: ast.AST, body: list[ast.stmt], top: bool = False) -> bool:
+        """:meth:`body_ok` for the body of ``owner``. A body written on the line of its header
+        (``def f(s): print(s)``, ``if x: print(s)``) is not accepted, as before the port (libcst's
+        ``SimpleStatementSuite``, whose statements the check did not take)."""
+        header = self.ctx.header_end(owner)
+        if header is not None and body and self.ctx.positions[body[0]].start.line == header[0]:
+            return False
+        return self.body_ok(body, top)
+
     def body_ok(self, body, top: bool = False) -> bool:
+        line_start = 0  # where the statements of the line of ``body[i]`` start (``a; b``)
         for i, stmt in enumerate(body):
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Pass) or (isinstance(small, cst.Return) and small.value is None):
-                        continue
-                    if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)) and top and i == 0:
-                        continue  # docstring
-                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and self.output_ok(small.value):
-                        self.writes = True
-                        continue
-                    return False
-            elif isinstance(stmt, cst.If):
-                if not self.value_ok(stmt.test) or not self.body_ok(stmt.body.body):
+            t = type(stmt)
+            if i and not _same_line(self.ctx, body[i - 1], stmt):
+                line_start = i
+            if t is ast.If:
+                if not self.value_ok(stmt.test) or not self.block_ok(stmt, stmt.body):
                     return False
                 orelse = stmt.orelse
-                if isinstance(orelse, cst.If):
-                    if not self.body_ok([orelse]):
+                if len(orelse) == 1 and type(orelse[0]) is ast.If and self.ctx.else_line(stmt) is None:
+                    if not self.body_ok(orelse):  # ``elif``
                         return False
-                elif isinstance(orelse, cst.Else) and not self.body_ok(orelse.body.body):
+                elif orelse and not self._else_ok(stmt):
                     return False
-            else:
-                return False
+                continue
+            if t is ast.Pass or (t is ast.Return and stmt.value is None):
+                continue
+            if t is ast.Expr and _is_string(stmt.value) and top and line_start == 0:
+                continue  # docstring
+            if t is ast.Expr and type(stmt.value) is ast.Call and self.output_ok(stmt.value):
+                self.writes = True
+                continue
+            return False
         return True
 
-    def output_ok(self, call: cst.Call) -> bool:
+    def _else_ok(self, stmt: ast.If) -> bool:
+        """The ``else:`` body of ``stmt`` (not on the line of its ``else:``, as :meth:`block_ok`)."""
+        line = self.ctx.else_line(stmt)
+        if line is not None and self.ctx.positions[stmt.orelse[0]].start.line == line:
+            return False
+        return self.body_ok(stmt.orelse)
+
+    def output_ok(self, call: ast.Call) -> bool:
         func = call.func
-        if not (isinstance(func, cst.Name) and func.value in self.wrappers):
+        if not (type(func) is ast.Name and func.id in self.wrappers):  # type: ignore[attr-defined]
             found = _library_output_call(self.ctx, call)
             if found is None or live_context(found, call):
                 return False
-            if isinstance(func, cst.Attribute) and not self.value_ok(func.value):
+            if type(func) is ast.Attribute and not self.value_ok(func.value):  # type: ignore[attr-defined]
                 return False
-        return all(self.value_ok(arg.value) for arg in call.args)
+        return all(self.value_ok(value) for value in argument_values(call))
 
-    def value_ok(self, node: cst.BaseExpression) -> bool:
+    def value_ok(self, node: ast.expr) -> bool:
         """Gives the same value later as now: parameters, stable names, literals, text of them."""
-        if isinstance(node, cst.Name):
-            value = node.value
-            return value in self.params or value in self.stable or value in ("True", "False", "None")
-        if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary)):
-            return True
-        if isinstance(node, cst.ConcatenatedString):
-            return self.value_ok(node.left) and self.value_ok(node.right)
-        if isinstance(node, cst.FormattedString):
-            return all(self.value_ok(part.expression) and all(
-                not isinstance(p, cst.FormattedStringExpression) or self.value_ok(p.expression) for p in (part.format_spec or ()))
-                for part in node.parts if isinstance(part, cst.FormattedStringExpression))
-        if isinstance(node, cst.Attribute):
+        t = type(node)
+        if t is ast.Name:
+            value = node.id  # type: ignore[attr-defined]
+            return value in self.params or value in self.stable
+        if t is ast.Constant:
+            return node.value is not Ellipsis  # type: ignore[attr-defined]
+        if t is ast.JoinedStr:
+            return all(self.value_ok(part.value) and (part.format_spec is None or self.value_ok(part.format_spec))
+                       for part in node.values if type(part) is ast.FormattedValue)  # type: ignore[attr-defined]
+        if t is ast.Attribute:
             # ``sys.stderr``, ``logging.INFO``, ``args.verbose`` of a stable name.
-            return self.value_ok(node.value)
-        if isinstance(node, cst.Subscript):
-            return self.value_ok(node.value) and all(
-                isinstance(e.slice, cst.Index) and self.value_ok(e.slice.value) for e in node.slice)
-        if isinstance(node, (cst.Tuple, cst.List)):
-            return all(self.value_ok(e.value) for e in node.elements)
-        if isinstance(node, cst.BinaryOperation):
-            return self.value_ok(node.left) and self.value_ok(node.right)
-        if isinstance(node, cst.UnaryOperation):
-            return self.value_ok(node.expression)
-        if isinstance(node, cst.BooleanOperation):
-            return self.value_ok(node.left) and self.value_ok(node.right)
-        if isinstance(node, cst.Comparison):
-            return self.value_ok(node.left) and all(self.value_ok(c.comparator) for c in node.comparisons)
-        if isinstance(node, cst.Call):
-            func = node.func
+            return self.value_ok(node.value)  # type: ignore[attr-defined]
+        if t is ast.Subscript:
+            # ``x[a, b]``: each index (a slice is no value).
+            return self.value_ok(node.value) and self.value_ok(node.slice)  # type: ignore[attr-defined]
+        if t is ast.Tuple or t is ast.List:
+            return all(self.value_ok(e.value if type(e) is ast.Starred else e) for e in node.elts)  # type: ignore[attr-defined]
+        if t is ast.BinOp:
+            return self.value_ok(node.left) and self.value_ok(node.right)  # type: ignore[attr-defined]
+        if t is ast.UnaryOp:
+            return self.value_ok(node.operand)  # type: ignore[attr-defined]
+        if t is ast.BoolOp:
+            return all(self.value_ok(v) for v in node.values)  # type: ignore[attr-defined]
+        if t is ast.Compare:
+            return self.value_ok(node.left) and all(self.value_ok(c) for c in node.comparators)  # type: ignore[attr-defined]
+        if t is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
             qualified = self.ctx.provenance.imports.qualify(func) or ""
-            if isinstance(func, cst.Name) and func.value in TEXT_BUILTINS and \
-                    self.ctx.provenance.scope_of(node).lookup(func.value) is None:
+            if type(func) is ast.Name and func.id in TEXT_BUILTINS and \
+                    self.ctx.provenance.scope_of(node).lookup(func.id) is None:
                 pass
             elif qualified in PROCESS_CONSTANTS:
                 pass
-            elif isinstance(func, cst.Attribute) and func.attr.value in ("format", "join") and \
-                    isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            elif type(func) is ast.Attribute and func.attr in ("format", "join") and _is_string(func.value):
                 pass
             else:
                 return False
-            return all(self.value_ok(a.value) for a in node.args)
+            return all(self.value_ok(v) for v in argument_values(node))  # type: ignore[arg-type]
         return False
+
+
+def _is_string(node: ast.expr) -> bool:
+    """A string literal (``"..."``, ``b"..."``, implicitly concatenated ones)."""
+    return type(node) is ast.Constant and isinstance(node.value, (str, bytes))  # type: ignore[attr-defined]
+
+
+def _same_line(ctx: FileContext, before: ast.stmt, after: ast.stmt) -> bool:
+    """Are two statements of a block on one line (``a; b``)?"""
+    return ctx.positions[before].end.line == ctx.positions[after].start.line

@@ -29,10 +29,9 @@ reading it costs a graph break in traced code but no device sync.
 
 from __future__ import annotations
 
+import ast
 import enum
-from collections.abc import Iterator
-
-import libcst as cst
+from collections.abc import Iterator, Mapping
 
 from . import shortcuts
 from .model.reductions import REDUCTIONS
@@ -211,7 +210,7 @@ AUTOGRAD_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vj
 NN_NON_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Buffer", "Module"})
 
 
-COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 # Methods that put values into a list (or a set, or a deque) they are called on.
 CONTAINER_ADDS = frozenset({"append", "extend", "insert", "add", "appendleft", "update", "setdefault"})
@@ -234,12 +233,24 @@ TENSOR_RESULTS = frozenset(
 )
 
 
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Nodes whose scope holds their statements and parameters only: their decorators, return
+# annotation, bases and keywords are evaluated in the enclosing scope.
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Statements with a body (libcst's ``BaseCompoundStatement``).
+_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_FOR = (ast.For, ast.AsyncFor)
+
+
 class _Item:
     """The ``index``-th item of each element of ``iterable`` (a loop's tuple target)."""
 
     __slots__ = ("index", "iterable")
 
-    def __init__(self, iterable: cst.BaseExpression, index: int) -> None:
+    def __init__(self, iterable: ast.expr, index: int) -> None:
         self.iterable = iterable
         self.index = index
 
@@ -250,26 +261,82 @@ class _Added:
 
     __slots__ = ("how", "value")
 
-    def __init__(self, how: str, value: cst.BaseExpression) -> None:
+    def __init__(self, how: str, value: ast.expr) -> None:
         self.how = how
         self.value = value
 
 
-# In the hottest functions below, ``type(node) is cst.X`` stands for ``isinstance(node,
-# cst.X)``: libcst's nodes are ABCs, so an isinstance test that fails runs ABCMeta's
-# Python-level check, and the concrete node classes have no subclasses (a test checks).
+# In the hottest functions below, ``type(node) is ast.X`` stands for ``isinstance(node,
+# ast.X)``: it is faster, and the concrete node classes have no subclasses.
 
 
-def dotted_name(node: cst.BaseExpression) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name / Attribute chain, else None."""
     parts: list[str] = []
-    while type(node) is cst.Attribute:
-        parts.append(node.attr.value)  # type: ignore[attr-defined]
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
         node = node.value  # type: ignore[attr-defined]
-    if type(node) is cst.Name:
-        parts.append(node.value)
+    if type(node) is ast.Name:
+        parts.append(node.id)  # type: ignore[attr-defined]
+        return ".".join(reversed(parts))
+    if type(node) is ast.Constant and (node.value is None or node.value is True or node.value is False):  # type: ignore[attr-defined]
+        parts.append(str(node.value))  # type: ignore[attr-defined]  # names to libcst
         return ".".join(reversed(parts))
     return None
+
+
+def call_arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """libcst's ``Call.args``: one list of the positional arguments (``*x`` an ``ast.Starred``)
+    and the keywords (``**x`` a keyword whose ``arg`` is None), in the order they are written."""
+    args, keywords = call.args, call.keywords
+    if not keywords:
+        return args  # type: ignore[return-value]
+    if not args:
+        return keywords  # type: ignore[return-value]
+    for arg in args:
+        if type(arg) is ast.Starred:  # ``f(a=1, *rest)``: a star may follow keywords
+            return sorted([*args, *keywords], key=lambda n: (n.lineno, n.col_offset))
+    return [*args, *keywords]
+
+
+def argument_value(arg: ast.expr | ast.keyword) -> ast.expr:
+    """libcst's ``Arg.value``: the expression passed (inside a ``*`` / ``**`` / ``k=``)."""
+    t = type(arg)
+    if t is ast.keyword or t is ast.Starred:
+        return arg.value  # type: ignore[union-attr,return-value]
+    return arg  # type: ignore[return-value]
+
+
+def argument_keyword(arg: ast.expr | ast.keyword) -> str | None:
+    """libcst's ``Arg.keyword`` (as a string): the keyword of ``k=v``, None otherwise (``**x`` too)."""
+    return arg.arg if type(arg) is ast.keyword else None  # type: ignore[union-attr]
+
+
+def argument_star(arg: ast.expr | ast.keyword) -> str:
+    """libcst's ``Arg.star``: ``"*"``, ``"**"`` or ``""``."""
+    t = type(arg)
+    if t is ast.Starred:
+        return "*"
+    if t is ast.keyword and arg.arg is None:  # type: ignore[union-attr]
+        return "**"
+    return ""
+
+
+def subscript_elements(node: ast.Subscript) -> list[ast.expr]:
+    """libcst's ``Subscript.slice``: ``x[a, b]`` has two elements, ``x[i]`` and ``x[(a, b)]``
+    one. An element is an ``ast.Slice`` (libcst's ``Slice``) or an expression (libcst's ``Index``)."""
+    index = node.slice
+    if type(index) is ast.Tuple and index.elts:  # type: ignore[attr-defined]
+        first = index.elts[0]  # type: ignore[attr-defined]
+        # Without parentheses of its own, the tuple starts where its first element does.
+        if index.lineno == first.lineno and index.col_offset == first.col_offset:
+            return index.elts  # type: ignore[attr-defined,no-any-return]
+    return [index]
+
+
+def _unstarred(element: ast.expr) -> ast.expr:
+    """libcst's ``Element.value`` / ``StarredElement.value``."""
+    return element.value if type(element) is ast.Starred else element  # type: ignore[attr-defined]
 
 
 def _join(kinds: list[Kind]) -> Kind:
@@ -287,31 +354,29 @@ def _join(kinds: list[Kind]) -> Kind:
 class Imports:
     """Local names bound by imports, mapped to what they stand for."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: ast.Module) -> None:
         self.aliases: dict[str, str] = {}
         for node in _walk_statements(module):
-            if isinstance(node, cst.Import):
-                for alias in node.names:
-                    full = dotted_name(alias.name) or ""
+            if type(node) is ast.Import:
+                for alias in node.names:  # type: ignore[attr-defined]
+                    full = alias.name
                     if alias.asname is not None:
-                        local = alias.asname.name
-                        if isinstance(local, cst.Name):
-                            self.aliases[local.value] = full
+                        self.aliases[alias.asname] = full
                     else:
                         root = full.split(".")[0]
                         self.aliases[root] = root
-            elif isinstance(node, cst.ImportFrom) and node.module is not None and node.relative == ():
-                base = dotted_name(node.module) or ""
-                if isinstance(node.names, cst.ImportStar):
+            elif type(node) is ast.ImportFrom and node.module is not None and node.level == 0:  # type: ignore[attr-defined]
+                base = node.module  # type: ignore[attr-defined]
+                if node.names[0].name == "*":  # type: ignore[attr-defined]
                     continue
-                for alias in node.names:
-                    name = dotted_name(alias.name) or ""
+                for alias in node.names:  # type: ignore[attr-defined]
+                    name = alias.name
                     local = name
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        local = alias.asname.name.value
+                    if alias.asname is not None:
+                        local = alias.asname
                     self.aliases[local] = f"{base}.{name}"
 
-    def qualify(self, node: cst.BaseExpression) -> str | None:
+    def qualify(self, node: ast.AST) -> str | None:
         """The full dotted name an expression refers to, through imports."""
         name = dotted_name(node)
         if name is None:
@@ -330,9 +395,9 @@ class Imports:
         return None
 
 
-def _walk_statements(module: cst.Module) -> list[cst.CSTNode]:
+def _walk_statements(module: ast.Module) -> list[ast.AST]:
     """Every import statement of the module, at any depth."""
-    return nodes_within(module, cst.Import, cst.ImportFrom)
+    return nodes_within(module, ast.Import, ast.ImportFrom)
 
 
 def is_torch_function(qualified: str | None) -> bool:
@@ -381,35 +446,36 @@ def stub_kind(kind: str | None) -> Kind | None:
     return Kind.OTHER
 
 
-def call_shape(call: cst.Call) -> tuple[int | None, frozenset[str]]:
+def call_shape(call: ast.Call) -> tuple[int | None, frozenset[str]]:
     """How many positional arguments ``call`` passes and its keywords, to choose among a
     stub's overloads; None when that cannot be told (``*args``, ``**kwargs``) or when an
     argument is a literal ``None`` (an overload whose parameter is typed ``None`` takes it)."""
     positional = 0
     keywords: set[str] = set()
     for arg in call.args:
-        if arg.star:
+        if type(arg) is ast.Starred:
             return None, frozenset()
-        if arg.keyword is not None:
-            keywords.add(arg.keyword.value)
-        else:
-            if isinstance(arg.value, cst.Name) and arg.value.value == "None":
-                return None, frozenset()
-            positional += 1
+        if type(arg) is ast.Constant and arg.value is None:  # type: ignore[attr-defined]
+            return None, frozenset()
+        positional += 1
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            return None, frozenset()
+        keywords.add(keyword.arg)
     return positional, frozenset(keywords)
 
 
-def torch_function_kind(qualified: str, call: cst.Call | None = None) -> Kind | None:
+def torch_function_kind(qualified: str, call: ast.Call | None = None) -> Kind | None:
     """What the stubs say the torch function ``qualified`` returns (None where they are silent)."""
     positional, keywords = call_shape(call) if call is not None else (None, frozenset())
     return stub_kind(torch_stubs.table().function_kind(qualified, positional, keywords))
 
 
-def tensor_method_kind(call: cst.Call) -> Kind | None:
+def tensor_method_kind(call: ast.Call) -> Kind | None:
     """What the stubs say the tensor method called by ``call`` returns (None where silent)."""
-    assert isinstance(call.func, cst.Attribute)
+    assert type(call.func) is ast.Attribute
     positional, keywords = call_shape(call)
-    return stub_kind(torch_stubs.table().method_kind(call.func.attr.value, positional, keywords))
+    return stub_kind(torch_stubs.table().method_kind(call.func.attr, positional, keywords))
 
 
 def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
@@ -429,28 +495,29 @@ def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
 
 
 class Scope:
-    """The bindings of one function (or of the module)."""
+    """The bindings of one function (or of the module, a class, a lambda, a comprehension)."""
 
-    def __init__(self, node: cst.CSTNode, parent: Scope | None) -> None:
+    def __init__(self, node: ast.AST, parent: Scope | None) -> None:
         self.node = node
         self.parent = parent
-        self.bindings: dict[str, list[tuple[str, cst.CSTNode | None]]] = {}
-        # How a name was bound: ("value", expr), ("iter", expr), ("param", Param),
+        self.bindings: dict[str, list[tuple[str, object]]] = {}
+        # How a name was bound: ("value", expr), ("iter", expr), ("param", ast.arg),
+        # ("annotation", the annotation expression of ``x: T``), ("aug", ast.AugAssign),
         # ("opaque", None) for bindings fixitem cannot see through.
         self.evidence: set[str] = set()
         # Names used as Python sizes (``x.view(B, H, W)``, ``range(n)``, ``x[:, :n]``,
         # ``L == H * W`` against a shape): evidence of an int, not of a tensor.
         self.size_uses: set[str] = set()
-        self.size_comparisons: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []  # ``a == b``
+        self.size_comparisons: list[tuple[ast.expr, ast.expr]] = []  # ``a == b``
 
-    def shape_derived(self, expr: cst.BaseExpression) -> bool:
+    def shape_derived(self, expr: ast.expr) -> bool:
         """``x.shape[1]``, ``x.size(1)``, ``len(x)``, or a name unpacked from ``x.shape``
         (``B, L, C = x.shape``): a size read from a tensor's header."""
         if _is_shape_query(expr):
             return True
-        if isinstance(expr, cst.Name) and expr.value in self.bindings:
-            bindings = self.bindings[expr.value]
-            return all(how in ("unpack", "value") and isinstance(node, cst.BaseExpression) and _is_shape_query(node)
+        if type(expr) is ast.Name and expr.id in self.bindings:  # type: ignore[attr-defined]
+            bindings = self.bindings[expr.id]  # type: ignore[attr-defined]
+            return all(how in ("unpack", "value") and isinstance(node, ast.expr) and _is_shape_query(node)
                        for how, node in bindings)
         return False
 
@@ -462,7 +529,7 @@ class Scope:
             elif self.shape_derived(right):
                 self.size_uses.update(_size_names(left))
 
-    def bind(self, name: str, how: str, node: cst.CSTNode | None) -> None:
+    def bind(self, name: str, how: str, node: object) -> None:
         self.bindings.setdefault(name, []).append((how, node))
 
     def lookup(self, name: str) -> Scope | None:
@@ -477,46 +544,47 @@ class Scope:
 class Provenance:
     """Answers ``kind(expr)`` for the expressions of one parsed module."""
 
-    def __init__(self, module: cst.Module, parents: dict[cst.CSTNode, cst.CSTNode]) -> None:
+    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST]) -> None:
         self.module = module
         self.parents = parents
         self.imports = Imports(module)
-        self.scopes: dict[cst.CSTNode, Scope] = {}
+        self.scopes: dict[ast.AST, Scope] = {}
         self.module_classes: set[str] = set()  # nn.Module subclasses defined here
         self.autograd_classes: set[str] = set()  # torch.autograd.Function subclasses defined here
-        self.class_attrs: dict[cst.ClassDef, dict[str, list[cst.BaseExpression]]] = {}
+        self.class_attrs: dict[ast.ClassDef, dict[str, list[ast.expr]]] = {}
         self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
-        self._cache: dict[cst.CSTNode, Kind] = {}
+        self._cache: dict[ast.AST, Kind] = {}
         self._names: dict[tuple[int, str], Kind] | None = None  # (scope, name) -> kind
         self._solving = False
         self._pending_reads = 0
         self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
-        self._scope_cache: dict[cst.CSTNode, Scope] = {}
-        self._reaching: dict[int, cst.BaseExpression | cst.Param | None] = {}  # id(Name) -> what it sees
+        self._scope_cache: dict[ast.AST, Scope] = {}
+        self._reaching: dict[int, ast.expr | ast.arg | None] = {}  # id(Name) -> what it sees
         self._reaching_depth = 0
         self._bindings: Bindings | None = None  # where each name is bound, for reaching()
         self._global_names: frozenset[str] | None = None
-        self._certain_cache: dict[cst.CSTNode, bool] = {}
+        self._certain_cache: dict[ast.AST, bool] = {}
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
-        self._cpu_cache: dict[cst.CSTNode, bool] = {}
+        self._cpu_cache: dict[ast.AST, bool] = {}
         self._default_device: bool | None = None  # does the file change the default device?
+        self._defaults: dict[int, ast.expr | None] = {}  # id(ast.arg) -> its default value
         # Flow facts (filled while scopes are collected, resolved after):
         # ``t.loss = v`` of a local object ``t``: (scope of ``t``, "t.loss") -> how it is bound;
-        self._object_attrs: dict[tuple[int, str], list[tuple[str, cst.CSTNode]]] = {}
+        self._object_attrs: dict[tuple[int, str], list[tuple[str, ast.AST]]] = {}
         # what is put into a container name (``xs.append(v)``, ``xs[i] = v``, ``xs += [v]``);
         self._container_adds: dict[tuple[int, str], list[_Added]] = {}
-        self._pending_targets: list[tuple[Scope, str, str, str, cst.CSTNode]] = []
+        self._pending_targets: list[tuple[Scope, str, str, str, object]] = []
         self._object_scopes: dict[tuple[int, str], Scope] = {}
         self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
-        self._guard_cache: dict[int, list[tuple[cst.BaseExpression, bool]]] = {}
-        self._uses_by_name: dict[str, list[cst.Name]] | None = None  # for the call sites of functions
+        self._guard_cache: dict[int, list[tuple[ast.expr, bool]]] = {}
+        self._uses_by_name: dict[str, list[ast.Name]] | None = None  # for the call sites of functions
         self._exported = False
         self._passing: set[int] = set()  # parameters whose passed values are being worked out
         # the functions and methods of this file, and the values they return.
-        self.functions: dict[str, cst.FunctionDef] = {}
-        self.methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
-        self._returns: dict[cst.FunctionDef, list[cst.BaseExpression | None]] = {}
-        self._generators: set[cst.FunctionDef] = set()
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self.methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef] = {}
+        self._returns: dict[ast.FunctionDef, list[ast.expr | None]] = {}
+        self._generators: set[ast.FunctionDef] = set()
         self._element_guard: set[tuple[int, str]] = set()
         self._element_kinds_open: set[object] = set()
         self._collect_classes()
@@ -525,16 +593,16 @@ class Provenance:
     # -- collection -------------------------------------------------------------------------
 
     def _collect_classes(self) -> None:
-        classes = nodes_within(self.module, cst.ClassDef)
+        classes = nodes_within(self.module, ast.ClassDef)
         changed = True
         while changed:
             changed = False
             for cls in classes:
-                name = cls.name.value
+                name = cls.name  # type: ignore[attr-defined]
                 if name in self.module_classes:
                     continue
-                for base in cls.bases:
-                    q = self.imports.qualify(base.value)
+                for base in cls.bases:  # type: ignore[attr-defined]
+                    q = self.imports.qualify(base)
                     if q in ("torch.nn.Module", "nn.Module") or is_module_class(q, self.module_classes):
                         self.module_classes.add(name)
                         changed = True
@@ -543,27 +611,27 @@ class Provenance:
                         self.autograd_classes.add(name)
                         changed = True
         for cls in classes:
-            attrs: dict[str, list[cst.BaseExpression]] = {}
-            for node in nodes_within(cls, cst.Assign, cst.AnnAssign, cst.Call):
-                if isinstance(node, cst.Assign):
-                    for target in node.targets:
-                        t = target.target
-                        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                            attrs.setdefault(t.attr.value, []).append(node.value)
-                elif isinstance(node, cst.AnnAssign) and node.value is not None:
-                    t = node.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                        attrs.setdefault(t.attr.value, []).append(node.value)
-                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                    if node.func.attr.value == "register_buffer" and node.args:
-                        first = node.args[0].value
-                        if isinstance(first, cst.SimpleString):
-                            attrs.setdefault(first.evaluated_value, []).append(cst.Name("__buffer__"))
-            self.class_attrs[cls] = attrs
-        for node in nodes_within(self.module, cst.FunctionDef):
-            if node.returns is not None:
-                if self._annotation_kind(node.returns.annotation) is Kind.TENSOR:
-                    self.tensor_functions.add(node.name.value)
+            attrs: dict[str, list[ast.expr]] = {}
+            for node in nodes_within(cls, ast.Assign, ast.AnnAssign, ast.Call):
+                t = type(node)
+                if t is ast.Assign:
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+                            attrs.setdefault(target.attr, []).append(node.value)  # type: ignore[attr-defined]
+                elif t is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+                    target = node.target  # type: ignore[attr-defined]
+                    if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+                        attrs.setdefault(target.attr, []).append(node.value)  # type: ignore[attr-defined]
+                elif t is ast.Call and type(node.func) is ast.Attribute:  # type: ignore[attr-defined]
+                    if node.func.attr == "register_buffer" and (node.args or node.keywords):  # type: ignore[attr-defined]
+                        first = argument_value(call_arguments(node)[0])  # type: ignore[arg-type]
+                        if type(first) is ast.Constant and type(first.value) is str:
+                            attrs.setdefault(first.value, []).append(ast.Name(id="__buffer__", ctx=ast.Load()))
+            self.class_attrs[cls] = attrs  # type: ignore[index]
+        for node in nodes_within(self.module, *_FUNCTIONS):
+            if node.returns is not None:  # type: ignore[attr-defined]
+                if self._annotation_kind(node.returns) is Kind.TENSOR:  # type: ignore[attr-defined]
+                    self.tensor_functions.add(node.name)  # type: ignore[attr-defined]
 
     def _collect_scopes(self) -> None:
         root = Scope(self.module, None)
@@ -578,201 +646,208 @@ class Provenance:
             if how == "add":
                 self._container_adds.setdefault((id(owner), base), []).append(node)  # type: ignore[arg-type]
             else:
-                self._object_attrs.setdefault((id(owner), f"{base}.{attr}"), []).append((how, node))
+                self._object_attrs.setdefault((id(owner), f"{base}.{attr}"), []).append((how, node))  # type: ignore[arg-type]
                 self._object_scopes[(id(owner), f"{base}.{attr}")] = owner
         self._pending_targets = []
-        for node in nodes_within(self.module, cst.FunctionDef):
-            parent = self.parents.get(node)
-            owner = self.parents.get(parent) if isinstance(parent, cst.IndentedBlock) else None
-            if isinstance(owner, cst.ClassDef):
-                self.methods[(owner, node.name.value)] = node
-            elif isinstance(parent, cst.Module):
-                self.functions[node.name.value] = node
+        for node in nodes_within(self.module, *_FUNCTIONS):
+            parent = self.parents.get(node)  # a method's parent is its class
+            if type(parent) is ast.ClassDef:
+                self.methods[(parent, node.name)] = node  # type: ignore[index,attr-defined,assignment]
+            elif type(parent) is ast.Module:
+                self.functions[node.name] = node  # type: ignore[attr-defined,assignment]
             inner = self.scopes.get(node)
-            self._returns[node] = [r.value for r in nodes_within(node.body, cst.Return) if self.scope_of(r) is inner]
-            if any(self.scope_of(n) is inner for n in nodes_within(node.body, cst.Yield, cst.Await)):
-                self._generators.add(node)
+            body = node.body  # type: ignore[attr-defined]
+            self._returns[node] = [  # type: ignore[index]
+                r.value for stmt in body for r in nodes_within(stmt, ast.Return) if self.scope_of(r) is inner  # type: ignore[attr-defined]
+            ]
+            if any(self.scope_of(n) is inner for stmt in body for n in nodes_within(stmt, ast.Yield, ast.YieldFrom, ast.Await)):
+                self._generators.add(node)  # type: ignore[arg-type]
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _iter_scope_nodes(body):
             t = type(node)
             if t not in _BINDING_NODES:
                 continue
-            if t in (cst.FunctionDef, cst.Lambda):
-                if t is cst.FunctionDef:
-                    scope.bind(node.name.value, "opaque", None)
+            if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
+                if t is not ast.Lambda:
+                    scope.bind(node.name, "opaque", None)  # type: ignore[attr-defined]
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
-                for param in all_params(node.params):
-                    inner.bind(param.name.value, "param", param)
-                self._fill_scope(inner, node.body)
-            elif t is cst.ClassDef:
-                scope.bind(node.name.value, "opaque", None)
+                arguments = node.args  # type: ignore[attr-defined]
+                for param in all_params(arguments):
+                    inner.bind(param.arg, "param", param)
+                self._fill_scope(inner, node.body)  # type: ignore[attr-defined]
+            elif t is ast.ClassDef:
+                scope.bind(node.name, "opaque", None)  # type: ignore[attr-defined]
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
-                self._fill_scope(inner, node.body)
-            elif t in COMPREHENSIONS:
+                self._fill_scope(inner, node.body)  # type: ignore[attr-defined]
+            elif t in _COMPREHENSION_TYPES:
                 inner = Scope(node, scope)
                 self.scopes[node] = inner
-                comp = node.for_in
-                while comp is not None:
+                for comp in node.generators:  # type: ignore[attr-defined]
                     self._bind_target(inner, comp.target, "iter", comp.iter)
-                    comp = comp.inner_for_in
-            elif t is cst.Assign:
-                for target in node.targets:
-                    self._bind_target(scope, target.target, "value", node.value)
-                    self._note_target(scope, target.target, "value", node.value)
-            elif t is cst.AnnAssign:
-                how = "value" if node.value is not None else "annotation"
-                self._bind_target(scope, node.target, how, node.value if node.value is not None else node.annotation)
-            elif t is cst.AugAssign:
-                self._bind_target(scope, node.target, "aug", node)
-                self._note_target(scope, node.target, "aug", node)
-            elif t is cst.NamedExpr:
-                self._bind_target(scope, node.target, "value", node.value)
-            elif t is cst.For:
-                self._bind_target(scope, node.target, "iter", node.iter)
-            elif t is cst.WithItem and node.asname is not None:
-                self._bind_target(scope, node.asname.name, "opaque", None)
-            elif t in (cst.Import, cst.ImportFrom):
-                if t is cst.ImportFrom and isinstance(node.names, cst.ImportStar):
+            elif t is ast.Assign:
+                for target in node.targets:  # type: ignore[attr-defined]
+                    self._bind_target(scope, target, "value", node.value)  # type: ignore[attr-defined]
+                    self._note_target(scope, target, "value", node.value)  # type: ignore[attr-defined]
+            elif t is ast.AnnAssign:
+                how = "value" if node.value is not None else "annotation"  # type: ignore[attr-defined]
+                self._bind_target(scope, node.target, how, node.value if node.value is not None else node.annotation)  # type: ignore[attr-defined]
+            elif t is ast.AugAssign:
+                self._bind_target(scope, node.target, "aug", node)  # type: ignore[attr-defined]
+                self._note_target(scope, node.target, "aug", node)  # type: ignore[attr-defined]
+            elif t is ast.NamedExpr:
+                self._bind_target(scope, node.target, "value", node.value)  # type: ignore[attr-defined]
+            elif t is ast.For or t is ast.AsyncFor:
+                self._bind_target(scope, node.target, "iter", node.iter)  # type: ignore[attr-defined]
+            elif t is ast.withitem:
+                if node.optional_vars is not None:  # type: ignore[attr-defined]
+                    self._bind_target(scope, node.optional_vars, "opaque", None)  # type: ignore[attr-defined]
+            elif t is ast.Import or t is ast.ImportFrom:
+                if t is ast.ImportFrom and node.names[0].name == "*":  # type: ignore[attr-defined]
                     continue
-                for alias in node.names:  # type: ignore[union-attr]
-                    local = alias.evaluated_alias or (alias.evaluated_name.split(".")[0])
+                for alias in node.names:  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name.split(".")[0]
                     scope.bind(local, "import", None)
-            elif t is cst.ExceptHandler and node.name is not None:
-                self._bind_target(scope, node.name.name, "opaque", None)
-            elif t in (cst.Global, cst.Nonlocal):
-                for item in node.names:
-                    scope.bind(item.name.value, "opaque", None)
-            elif t is cst.Call:
-                scope.size_uses.update(_size_names_of_call(node, self.imports))
-                if node.args and type(node.args[0].value) is cst.Name and (dotted_name(node.func) or "").split(".")[-1] in (
+            elif t is ast.ExceptHandler:
+                if node.name is not None:  # type: ignore[attr-defined]
+                    scope.bind(node.name, "opaque", None)  # type: ignore[attr-defined]
+            elif t is ast.Global or t is ast.Nonlocal:
+                for item in node.names:  # type: ignore[attr-defined]
+                    scope.bind(item, "opaque", None)
+            elif t is ast.Call:
+                scope.size_uses.update(_size_names_of_call(node, self.imports))  # type: ignore[arg-type]
+                func = node.func  # type: ignore[attr-defined]
+                arguments = call_arguments(node)  # type: ignore[arg-type]
+                if arguments and type(argument_value(arguments[0])) is ast.Name and (dotted_name(func) or "").split(".")[-1] in (
                         "isinstance", "is_tensor"):
-                    self._tested_names.add(node.args[0].value.value)  # type: ignore[attr-defined]
-                if isinstance(node.func, cst.Attribute):
-                    receiver = node.func.value
-                    if isinstance(receiver, cst.Name) and node.func.attr.value in CONTAINER_ADDS and node.args:
+                    self._tested_names.add(argument_value(arguments[0]).id)  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute:
+                    receiver = func.value
+                    method = func.attr
+                    if type(receiver) is ast.Name and method in CONTAINER_ADDS and arguments:
                         # ``xs.append(v)``, ``xs.insert(i, v)``: ``v`` is an element; ``xs.extend(ys)``: ys's are.
-                        added = node.args[-1].value
-                        how = "extend" if node.func.attr.value in ("extend", "update") else "element"
-                        self._pending_targets.append((scope, receiver.value, how, "add", _Added(how, added)))
-                    if isinstance(receiver, cst.Name) and node.func.attr.value in TENSOR_ONLY_NAMES:
-                        if receiver.value not in ("self", "cls"):
-                            scope.evidence.add(receiver.value)
-                    elif node.func.attr.value == "save_for_backward":
+                        added = argument_value(arguments[-1])
+                        how = "extend" if method in ("extend", "update") else "element"
+                        self._pending_targets.append((scope, receiver.id, how, "add", _Added(how, added)))
+                    if type(receiver) is ast.Name and method in TENSOR_ONLY_NAMES:
+                        if receiver.id not in ("self", "cls"):
+                            scope.evidence.add(receiver.id)
+                    elif method == "save_for_backward":
                         # ``ctx.save_for_backward`` takes tensors only.
-                        for arg in node.args:
-                            if isinstance(arg.value, cst.Name):
-                                scope.evidence.add(arg.value.value)
-            elif t is cst.Slice:
-                for bound in (node.lower, node.upper, node.step):
+                        for arg in arguments:
+                            value = argument_value(arg)
+                            if type(value) is ast.Name:
+                                scope.evidence.add(value.id)
+            elif t is ast.Slice:
+                for bound in (node.lower, node.upper, node.step):  # type: ignore[attr-defined]
                     if bound is not None:
                         scope.size_uses.update(_size_names(bound))
-            elif t is cst.Comparison:
-                if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
-                    scope.size_comparisons.append((node.left, node.comparisons[0].comparator))
-                elif type(node.left) is cst.Name and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
-                    self._tested_names.add(node.left.value)
-            elif t is cst.Attribute:
-                if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES:
-                    if node.value.value not in ("self", "cls"):
-                        scope.evidence.add(node.value.value)
+            elif t is ast.Compare:
+                op = type(node.ops[0])  # type: ignore[attr-defined]
+                if len(node.ops) == 1 and (op is ast.Eq or op is ast.NotEq):  # type: ignore[attr-defined]
+                    scope.size_comparisons.append((node.left, node.comparators[0]))  # type: ignore[attr-defined]
+                elif type(node.left) is ast.Name and (op is ast.Is or op is ast.IsNot):  # type: ignore[attr-defined]
+                    self._tested_names.add(node.left.id)  # type: ignore[attr-defined]
+            elif t is ast.Attribute:
+                if type(node.value) is ast.Name and node.attr in TENSOR_ONLY_ATTRIBUTES:  # type: ignore[attr-defined]
+                    if node.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
+                        scope.evidence.add(node.value.id)  # type: ignore[attr-defined]
 
-    def _note_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
+    def _note_target(self, scope: Scope, target: ast.expr, how: str, value: ast.AST | None) -> None:
         """``t.loss = v`` of a local object, ``xs[i] = v`` and ``xs += [v]`` of a container."""
-        if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value not in ("self", "cls"):
-            self._pending_targets.append((scope, target.value.value, target.attr.value, how, value))  # type: ignore[arg-type]
-        elif type(target) is cst.Subscript and type(target.value) is cst.Name and how == "value":
-            self._pending_targets.append((scope, target.value.value, "", "add", _Added("element", value)))  # type: ignore[arg-type]
-        elif type(target) is cst.Name and how == "aug" and isinstance(value, cst.AugAssign):
-            if isinstance(value.operator, cst.AddAssign) and isinstance(value.value, (cst.List, cst.Tuple, cst.ListComp)):
-                self._pending_targets.append((scope, target.value, "", "add", _Added("extend", value.value)))
+        t = type(target)
+        if t is ast.Attribute and type(target.value) is ast.Name and target.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
+            self._pending_targets.append((scope, target.value.id, target.attr, how, value))  # type: ignore[attr-defined]
+        elif t is ast.Subscript and type(target.value) is ast.Name and how == "value":  # type: ignore[attr-defined]
+            self._pending_targets.append((scope, target.value.id, "", "add", _Added("element", value)))  # type: ignore[attr-defined,arg-type]
+        elif t is ast.Name and how == "aug" and type(value) is ast.AugAssign:
+            if type(value.op) is ast.Add and type(value.value) in (ast.List, ast.Tuple, ast.ListComp):  # type: ignore[attr-defined]
+                self._pending_targets.append((scope, target.id, "", "add", _Added("extend", value.value)))  # type: ignore[attr-defined]
 
-    def _bind_target(self, scope: Scope, target: cst.BaseExpression, how: str, value: cst.CSTNode | None) -> None:
-        if isinstance(target, cst.Name):
-            scope.bind(target.value, how, value)
-        elif (
-            isinstance(target, (cst.Tuple, cst.List))
-            and how == "iter"
-            and isinstance(value, cst.Call)
-            and dotted_name(value.func) == "enumerate"
-            and len(target.elements) == 2
-            and value.args
-        ):
-            # ``for i, item in enumerate(xs)``: an int, and an element of xs.
-            self._bind_target(scope, target.elements[0].value, "number", None)
-            self._bind_target(scope, target.elements[1].value, "iter", value.args[0].value)
-        elif (
-            isinstance(target, (cst.Tuple, cst.List))
-            and how == "iter"
-            and isinstance(value, cst.Call)
-            and dotted_name(value.func) == "zip"
-            and len(target.elements) == len(value.args)
-            and not any(a.star or a.keyword for a in value.args)
-        ):
-            # ``for a, b in zip(xs, ys)``: an element of each.
-            for element, arg in zip(target.elements, value.args):
-                self._bind_target(scope, element.value, "iter", arg.value)
-        elif isinstance(target, (cst.Tuple, cst.List)) and how == "iter" and isinstance(value, cst.BaseExpression) and not any(
-                isinstance(e, cst.StarredElement) for e in target.elements):
-            # ``for data, target in batches``: the first and second item of each element.
-            for i, element in enumerate(target.elements):
-                if isinstance(element.value, cst.Name):
-                    scope.bind(element.value.value, "iter_item", _Item(value, i))
-                else:
-                    self._bind_target(scope, element.value, "opaque", None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+    def _bind_target(self, scope: Scope, target: ast.expr, how: str, value: object) -> None:
+        t = type(target)
+        if t is ast.Name:
+            scope.bind(target.id, how, value)  # type: ignore[attr-defined]
+            return
+        if t is ast.Tuple or t is ast.List:
+            elements = target.elts  # type: ignore[attr-defined]
+            if how == "iter" and type(value) is ast.Call:
+                callee = dotted_name(value.func)
+                if callee == "enumerate" and len(elements) == 2 and (value.args or value.keywords):
+                    # ``for i, item in enumerate(xs)``: an int, and an element of xs.
+                    self._bind_target(scope, _unstarred(elements[0]), "number", None)
+                    self._bind_target(scope, _unstarred(elements[1]), "iter", argument_value(call_arguments(value)[0]))
+                    return
+                if (
+                    callee == "zip" and not value.keywords and len(elements) == len(value.args)
+                    and not any(type(a) is ast.Starred for a in value.args)
+                ):
+                    # ``for a, b in zip(xs, ys)``: an element of each.
+                    for element, arg in zip(elements, value.args):
+                        self._bind_target(scope, _unstarred(element), "iter", arg)
+                    return
+            if how == "iter" and isinstance(value, ast.expr) and not any(type(e) is ast.Starred for e in elements):
+                # ``for data, target in batches``: the first and second item of each element.
+                for i, element in enumerate(elements):
+                    if type(element) is ast.Name:
+                        scope.bind(element.id, "iter_item", _Item(value, i))
+                    else:
+                        self._bind_target(scope, element, "opaque", None)
+                return
             values = None
-            if how == "value" and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
-                values = [e.value for e in value.elements]
-            for i, element in enumerate(target.elements):
-                inner = element.value
-                if isinstance(element, cst.StarredElement):
+            if how == "value" and type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(elements):  # type: ignore[attr-defined]
+                values = [_unstarred(e) for e in value.elts]  # type: ignore[attr-defined]
+            for i, element in enumerate(elements):
+                inner = _unstarred(element)
+                if type(element) is ast.Starred:
                     self._bind_target(scope, inner, "opaque", None)
                 elif values is not None:
                     self._bind_target(scope, inner, "value", values[i])
-                elif how == "value" and isinstance(value, cst.BaseExpression):
+                elif how == "value" and isinstance(value, ast.expr):
                     # Unpacking a tensor (``a, b = t``) gives tensors; anything else, unknown.
                     self._bind_target(scope, inner, "unpack", value)
                 else:
                     self._bind_target(scope, inner, "unpack" if how == "value" else "opaque", value)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_target(scope, target.value, "opaque", None)
+        elif t is ast.Starred:
+            self._bind_target(scope, target.value, "opaque", None)  # type: ignore[attr-defined]
 
     # -- queries ------------------------------------------------------------------------------
 
-    def scope_of(self, node: cst.CSTNode) -> Scope:
+    def scope_of(self, node: ast.AST) -> Scope:
         cached = self._scope_cache.get(node)
         if cached is None:
             cached = self._scope_cache[node] = self._find_scope(node)
         return cached
 
-    def _find_scope(self, node: cst.CSTNode) -> Scope:
-        current: cst.CSTNode | None = node
+    def _find_scope(self, node: ast.AST) -> Scope:
+        scopes = self.scopes
+        parents = self.parents
+        current: ast.AST | None = node
         while current is not None:
-            parent = self.parents.get(current)
-            if parent is not None and parent in self.scopes:
-                scope_node = parent
-                # Default values and decorators belong to the enclosing scope.
-                if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and current is not getattr(parent, "body", None):
-                    if not isinstance(current, cst.Parameters):
-                        current = parent
-                        continue
+            parent = parents.get(current)
+            if parent is not None and parent in scopes:
+                # Decorators, a return annotation and a class's bases belong to the enclosing
+                # scope; a function's parameters (their annotations and default values
+                # included, as libcst's ``Parameters`` did) and its statements to its own.
+                if type(parent) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
+                    current = parent
+                    continue
                 # The first iterable of a comprehension is evaluated outside it.
-                return self.scopes[scope_node]
+                return scopes[parent]
             current = parent
-        return self.scopes[self.module]
+        return scopes[self.module]
 
-    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
         current = self.parents.get(node)
         while current is not None:
-            if type(current) is cst.ClassDef:
+            if type(current) is ast.ClassDef:
                 return current  # type: ignore[return-value]
             current = self.parents.get(current)
         return None
 
-    def kind(self, expr: cst.CSTNode) -> Kind:
+    def kind(self, expr: ast.AST) -> Kind:
         if self._names is None:
             self._solve_names()
         cached = self._cache.get(expr)
@@ -858,11 +933,12 @@ class Provenance:
                 self._names[key] = Kind.UNKNOWN
         self._solving = False
 
-    def _compute_attribute(self, cls: cst.ClassDef, attr: str) -> Kind:
+
+    def _compute_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """``self.attr``: what every ``self.attr = ...`` of the class agrees on."""
         kinds = []
         for value in self.class_attrs[cls][attr]:
-            if isinstance(value, cst.Name) and value.value == "__buffer__":
+            if type(value) is ast.Name and value.id == "__buffer__":
                 kinds.append(Kind.TENSOR)
             else:
                 kinds.append(self._settled(lambda: self.kind(value)))
@@ -887,47 +963,47 @@ class Provenance:
         attr = key[1].split(".", 1)[1]
         kinds: list[Kind] = []
         for how, node in self._object_attrs[key]:
-            if how == "value" and isinstance(node, cst.BaseExpression):
+            if how == "value" and isinstance(node, ast.expr):
                 kinds.append(self._settled(lambda node=node: self.kind(node)))
-            elif how == "aug" and isinstance(node, cst.AugAssign):
+            elif how == "aug" and type(node) is ast.AugAssign:
                 if self._settled(lambda node=node: self.kind(node.value)) is Kind.TENSOR:
                     kinds.append(Kind.TENSOR)
         for cls in made:
             if attr in self.class_attrs.get(cls, {}):
                 kinds.append(self._lookup((id(cls), "self." + attr)))
-            elif any(type(n) is cst.FunctionDef and n.name.value in ("__getattr__", "__setattr__", "__getattribute__")
-                     for n in nodes_within(cls, cst.FunctionDef)) or any(
-                    type(n) is cst.FunctionDef and n.name.value == attr for n in nodes_within(cls, cst.FunctionDef)):
+            elif any(n.name in ("__getattr__", "__setattr__", "__getattribute__")  # type: ignore[attr-defined]
+                     for n in nodes_within(cls, *_FUNCTIONS)) or any(
+                    n.name == attr for n in nodes_within(cls, *_FUNCTIONS)):  # type: ignore[attr-defined]
                 return Kind.UNKNOWN  # a property, or attributes the class computes
         return _join(kinds)
 
-    def _made_here(self, scope: Scope, base: str) -> list[cst.ClassDef] | None:
+    def _made_here(self, scope: Scope, base: str) -> list[ast.ClassDef] | None:
         """The classes of this file an object ``base`` is made from, when every binding of
         it in ``scope`` makes one (``t = State()``, ``t = SimpleNamespace()``); else None."""
         bindings = scope.bindings.get(base, [])
         if not bindings:
             return None
-        classes: list[cst.ClassDef] = []
+        classes: list[ast.ClassDef] = []
         for how, node in bindings:
-            if how != "value" or not isinstance(node, cst.Call):
+            if how != "value" or type(node) is not ast.Call:
                 return None
-            q = self.imports.qualify(node.func) or ""
-            if q in ("types.SimpleNamespace", "argparse.Namespace") and not node.args:
+            q = self.imports.qualify(node.func) or ""  # type: ignore[attr-defined]
+            if q in ("types.SimpleNamespace", "argparse.Namespace") and not node.args and not node.keywords:  # type: ignore[attr-defined]
                 continue
-            local = next((c for c in self.class_attrs if c.name.value == q), None)
-            if local is None or node.args and any(a.star for a in node.args) or local.bases:
+            local = next((c for c in self.class_attrs if c.name == q), None)
+            if local is None or any(argument_star(a) for a in call_arguments(node)) or local.bases:  # type: ignore[arg-type]
                 return None  # a class of another module (or with bases): its ``__init__`` may set anything
             classes.append(local)
         return classes
 
-    def _compute_return(self, func: cst.FunctionDef) -> Kind:
+    def _compute_return(self, func: ast.FunctionDef) -> Kind:
         """What a function of this file returns: what all its ``return``s agree on."""
-        for decorator in func.decorators:
-            target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        for decorator in func.decorator_list:
+            target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
             if (self.imports.qualify(target) or "") not in TRANSPARENT_DECORATORS:
                 return Kind.UNKNOWN
         if func.returns is not None:
-            annotated = self._annotation_kind(func.returns.annotation)
+            annotated = self._annotation_kind(func.returns)
             if annotated is not Kind.UNKNOWN:
                 return annotated  # ``def _do_all_reduce(self, ...) -> torch.Tensor: pass``, overridden
         if func in self._generators:
@@ -938,27 +1014,32 @@ class Provenance:
             return Kind.UNKNOWN if _stub_body(func) else Kind.OTHER  # else: None
         return _join([Kind.OTHER if v is None else self._settled(lambda v=v: self.kind(v)) for v in values])
 
-    def callee_names(self, func: cst.BaseExpression) -> set[str]:
+    def callee_names(self, func: ast.expr) -> set[str]:
         """The qualified names of what a call of ``func`` may call: through imports, and
         through a name bound to a function (``synchronize = torch.cuda.synchronize if cuda
         else (lambda: None)``: ``torch.cuda.synchronize`` or a lambda)."""
         found: set[str] = set()
-        todo: list[cst.BaseExpression] = [func]
-        seen: set[int] = set()
+        # ``(boolop, n)`` stands for the operation on the first ``n`` values of a BoolOp
+        # (libcst nested ``a or b or c`` as ``(a or b) or c``).
+        todo: list = [func]
+        seen: set[object] = set()
         while todo:
             expr = todo.pop()
-            if id(expr) in seen or len(seen) > 16:
+            part = type(expr) is tuple
+            key: object = (id(expr[0]), expr[1]) if part else id(expr)
+            if key in seen or len(seen) > 16:
                 continue
-            seen.add(id(expr))
-            if type(expr) is cst.IfExp:
+            seen.add(key)
+            if part or type(expr) is ast.BoolOp:
+                boolop, n = expr if part else (expr, len(expr.values))
+                todo += [boolop.values[0] if n == 2 else (boolop, n - 1), boolop.values[n - 1]]
+                continue
+            if type(expr) is ast.IfExp:
                 todo += [expr.body, expr.orelse]
                 continue
-            if type(expr) is cst.BooleanOperation:
-                todo += [expr.left, expr.right]
-                continue
-            if type(expr) is cst.Name:
-                scope = self.scope_of(expr).lookup(expr.value)
-                if scope is not None and not any(how == "import" for how, _ in scope.bindings[expr.value]):
+            if type(expr) is ast.Name:
+                scope = self.scope_of(expr).lookup(expr.id)
+                if scope is not None and not any(how == "import" for how, _ in scope.bindings[expr.id]):
                     todo += self.assigned_values(expr)
                     continue
             q = self.imports.qualify(expr)
@@ -966,19 +1047,19 @@ class Provenance:
                 found.add(q)
         return found
 
-    def local_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    def local_function(self, func: ast.expr) -> ast.FunctionDef | None:
         """The function of this file a call's callee certainly is: ``helper`` defined once at
         the top of the module, or ``self.method`` of the enclosing class."""
-        if type(func) is cst.Name:
-            node = self.functions.get(func.value)
-            scope = self.scope_of(func).lookup(func.value)
-            if node is not None and scope is self.scopes[self.module] and len(scope.bindings[func.value]) == 1:
+        if type(func) is ast.Name:
+            node = self.functions.get(func.id)
+            scope = self.scope_of(func).lookup(func.id)
+            if node is not None and scope is self.scopes[self.module] and len(scope.bindings[func.id]) == 1:
                 return node
             return None
-        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
             cls = self.enclosing_class(func)
-            if cls is not None and func.attr.value not in self.class_attrs.get(cls, {}):
-                return self.methods.get((cls, func.attr.value))
+            if cls is not None and func.attr not in self.class_attrs.get(cls, {}):
+                return self.methods.get((cls, func.attr))
         return None
 
     def _compute_name(self, scope: Scope, value: str, not_none: bool = False) -> Kind:
@@ -1006,19 +1087,20 @@ class Provenance:
             return Kind.TENSOR
         return result
 
-    def is_tensor(self, expr: cst.CSTNode) -> bool:
+    def is_tensor(self, expr: ast.AST) -> bool:
         return self.kind(expr) is Kind.TENSOR
 
-    def _annotation_kind(self, annotation: cst.BaseExpression) -> Kind:
+    def _annotation_kind(self, annotation: ast.expr) -> Kind:
         # ``Optional[Tensor]`` and ``Tensor | None``: a tensor wherever it is used as one.
-        if isinstance(annotation, cst.Subscript) and len(annotation.slice) == 1:
-            if self.imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
-                inner = annotation.slice[0].slice
-                if isinstance(inner, cst.Index):
-                    return self._annotation_kind(inner.value)
-        if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        if type(annotation) is ast.Subscript:
+            elements = subscript_elements(annotation)
+            if len(elements) == 1 and self.imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
+                inner = elements[0]
+                if type(inner) is not ast.Slice:
+                    return self._annotation_kind(inner)
+        if type(annotation) is ast.BinOp and type(annotation.op) is ast.BitOr:
             for side, other in ((annotation.left, annotation.right), (annotation.right, annotation.left)):
-                if isinstance(other, cst.Name) and other.value == "None":
+                if _is_none(other):
                     return self._annotation_kind(side)
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
@@ -1029,53 +1111,60 @@ class Provenance:
             return Kind.NUMBER
         if q in ("str", "list", "dict", "tuple", "bytes"):
             return Kind.OTHER
-        if isinstance(annotation, cst.SimpleString):
-            inner = annotation.evaluated_value
+        if type(annotation) is ast.Constant and type(annotation.value) is str:
+            inner = annotation.value
             if inner in ("torch.Tensor", "Tensor"):
                 return Kind.TENSOR
         return Kind.UNKNOWN
 
-    def _kind(self, expr: cst.CSTNode) -> Kind:
+    def _kind(self, expr: ast.AST) -> Kind:
         t = type(expr)
-        if t in (cst.Integer, cst.Float, cst.Imaginary):
-            return Kind.NUMBER
-        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
-                 cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Lambda):
+        if t is ast.Constant:
+            value = expr.value  # type: ignore[attr-defined]
+            if value is None or type(value) in (str, bytes):
+                return Kind.OTHER  # ``None`` (a name to libcst), strings
+            if value is Ellipsis:
+                return Kind.UNKNOWN
+            return Kind.NUMBER  # numbers, ``True`` and ``False``
+        if t in (ast.JoinedStr, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Lambda):
             return Kind.OTHER
-        if t is cst.Tuple:
+        if t is ast.Tuple:
             return Kind.OTHER
-        if t is cst.Name:
-            return self._name_kind(expr)
-        if t is cst.Attribute:
-            return self._attribute_kind(expr)
-        if t is cst.Call:
-            return self._call_kind(expr)
-        if t is cst.Subscript:
-            base = self.kind(expr.value)
+        if t is ast.Name or t is ast.arg:  # a parameter's name was a ``Name`` to libcst
+            return self._name_kind(expr)  # type: ignore[arg-type]
+        if t is ast.Attribute:
+            return self._attribute_kind(expr)  # type: ignore[arg-type]
+        if t is ast.Call:
+            return self._call_kind(expr)  # type: ignore[arg-type]
+        if t is ast.Subscript:
+            container = expr.value  # type: ignore[attr-defined]
+            base = self.kind(container)
             if base in (Kind.TENSOR, Kind.NUMPY):
                 return base
-            if base is Kind.OTHER and self.tensor_sequence(expr.value) and all(
-                type(e.slice) is cst.Index for e in expr.slice
+            elements = subscript_elements(expr)  # type: ignore[arg-type]
+            if base is Kind.OTHER and self.tensor_sequence(container) and all(
+                type(e) is not ast.Slice for e in elements
             ):
                 return Kind.TENSOR  # ``torch.where(mask)[0]``, ``x.split(2)[-1]``
-            if _is_shape_query(expr.value) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and (
-                self.kind(expr.value.value if isinstance(expr.value, cst.Attribute) else expr.value) in (Kind.TENSOR, Kind.NUMPY)
+            single = len(elements) == 1 and type(elements[0]) is not ast.Slice
+            if _is_shape_query(container) and single and (
+                self.kind(container.value if type(container) is ast.Attribute else container) in (Kind.TENSOR, Kind.NUMPY)
             ):
                 return Kind.NUMBER  # ``x.shape[0]``: an int
-            if base is not Kind.MODULE and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-                keyed = self._keyed_value(expr.value, expr.slice[0].slice.value)
+            if base is not Kind.MODULE and single:
+                keyed = self._keyed_value(container, elements[0])
                 if keyed is not None:
                     return self.kind(keyed)  # ``parts["loss"]`` of ``parts = {"loss": loss, "n": 3}``
-                return self.element_kind(expr.value, "item")  # ``losses[-1]``
+                return self.element_kind(container, "item")  # ``losses[-1]``
             return Kind.UNKNOWN
-        if t is cst.UnaryOperation:
-            if isinstance(expr.operator, cst.Not):
-                return Kind.UNKNOWN if self.kind(expr.expression) is Kind.TENSOR else Kind.NUMBER
-            return self.kind(expr.expression)
-        if t is cst.BinaryOperation:
-            if isinstance(expr.operator, cst.Modulo) and is_text(expr.left):
+        if t is ast.UnaryOp:
+            if type(expr.op) is ast.Not:  # type: ignore[attr-defined]
+                return Kind.UNKNOWN if self.kind(expr.operand) is Kind.TENSOR else Kind.NUMBER  # type: ignore[attr-defined]
+            return self.kind(expr.operand)  # type: ignore[attr-defined]
+        if t is ast.BinOp:
+            if type(expr.op) is ast.Mod and is_text(expr.left):  # type: ignore[attr-defined]
                 return Kind.OTHER  # ``"%.3f" % loss``, ``("%g" * 3) % t``: a string
-            left, right = self.kind(expr.left), self.kind(expr.right)
+            left, right = self.kind(expr.left), self.kind(expr.right)  # type: ignore[attr-defined]
             if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.PENDING
             if Kind.NUMPY in (left, right):
@@ -1085,28 +1174,34 @@ class Provenance:
             if left is Kind.NUMBER and right is Kind.NUMBER:
                 return Kind.NUMBER
             return Kind.UNKNOWN
-        if t is cst.Comparison:
-            kinds = [self.kind(expr.left)] + [self.kind(c.comparator) for c in expr.comparisons]
-            ops_are_identity = all(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+        if t is ast.Compare:
+            kinds = [self.kind(expr.left)] + [self.kind(c) for c in expr.comparators]  # type: ignore[attr-defined]
+            ops_are_identity = all(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops)  # type: ignore[attr-defined]
             if ops_are_identity:
                 return Kind.NUMBER
-            if Kind.TENSOR in kinds and len(expr.comparisons) == 1:
+            if Kind.TENSOR in kinds and len(expr.ops) == 1:  # type: ignore[attr-defined]
                 return Kind.TENSOR
             if all(k in (Kind.NUMBER, Kind.OTHER, Kind.MODULE) for k in kinds):
                 # ``t.dtype == torch.float16``, ``x.shape == y.shape``: a Python bool
                 return Kind.NUMBER
             return Kind.UNKNOWN
-        if t is cst.BooleanOperation:
-            left, right = self.kind(expr.left), self.kind(expr.right)
-            return left if left is right else Kind.UNKNOWN
-        if t is cst.IfExp:
-            return _join([self.kind(expr.body), self.kind(expr.orelse)])
-        if t is cst.NamedExpr:
-            return self.kind(expr.value)
+        if t is ast.BoolOp:
+            # As libcst's nesting ``(a and b) and c``: the kind all operands share, else UNKNOWN.
+            values = expr.values  # type: ignore[attr-defined]
+            left = self.kind(values[0])
+            for value in values[1:]:
+                right = self.kind(value)
+                left = left if left is right else Kind.UNKNOWN
+            return left
+        if t is ast.IfExp:
+            return _join([self.kind(expr.body), self.kind(expr.orelse)])  # type: ignore[attr-defined]
+        if t is ast.NamedExpr:
+            return self.kind(expr.value)  # type: ignore[attr-defined]
         return Kind.UNKNOWN
 
-    def _name_kind(self, name: cst.Name) -> Kind:
-        if name.value in self._tested_names:
+    def _name_kind(self, name: ast.Name | ast.arg) -> Kind:
+        spelled = _spelling(name)
+        if spelled in self._tested_names:
             narrowed = self.narrowed(name)
             if narrowed is not None:
                 return narrowed
@@ -1115,9 +1210,9 @@ class Provenance:
             kind = self._deeper(lambda: self._reaching_kind(name, value))
             if kind not in (Kind.UNKNOWN, Kind.PENDING):
                 return kind
-        return self.name_kind_at(name.value, name)
+        return self.name_kind_at(spelled, name)
 
-    def narrowed(self, name: cst.Name) -> Kind | None:
+    def narrowed(self, name: ast.Name | ast.arg) -> Kind | None:
         """The kind a test around this read proves: ``isinstance(x, torch.Tensor)`` (TENSOR in
         its branch, OTHER in the other), ``x is None`` (OTHER), ``x is not None`` (what the
         bindings other than ``None`` agree on); None where no test says anything, or where
@@ -1128,7 +1223,7 @@ class Provenance:
                 return found
         return None
 
-    def _guards(self, name: cst.Name) -> list[tuple[cst.BaseExpression, bool]]:
+    def _guards(self, name: ast.Name | ast.arg) -> list[tuple[ast.expr, bool]]:
         """The tests around a read, innermost first, each with the value it has there,
         up to where the name is rebound (computed once per read)."""
         cached = self._guard_cache.get(id(name))
@@ -1136,58 +1231,72 @@ class Provenance:
             return cached
         if self._bindings is None:
             self._bindings = Bindings(self.module)
-        guards: list[tuple[cst.BaseExpression, bool]] = []
+        guards: list[tuple[ast.expr, bool]] = []
+        spelled = _spelling(name)
         scope_node = self.scope_of(name).node
-        child: cst.CSTNode = name
+        child: ast.AST = name
         node = self.parents.get(name)
         while node is not None and node is not scope_node:
+            if isinstance(child, ast.stmt):
+                # ``node`` holds the block ``child`` is a statement of: a binding earlier in it
+                # comes after any test further out.
+                found = self._bindings.last_binding_before(node, child, spelled)
+                if found is not None and found[0] is not None:
+                    break
             t = type(node)
-            if t in (cst.If, cst.IfExp, cst.While) and child is not node.test:  # type: ignore[attr-defined]
-                guards.append((node.test, child is node.body))  # type: ignore[attr-defined]
-            elif t is cst.BooleanOperation and child is node.right:  # type: ignore[attr-defined]
-                guards.append((node.left, isinstance(node.operator, cst.And)))  # type: ignore[attr-defined]
-            elif t in (cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite):
-                body = node.body  # type: ignore[attr-defined]
-                index = next((i for i, item in enumerate(body) if item is child), len(body))
-                if any(self._bindings.binds(earlier, name.value) for earlier in body[:index]):
-                    break  # rebound after any test further out
-            elif isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, (cst.If, cst.With)):
-                if not (t is cst.For and child is node.iter) and self._bindings.binds(node, name.value):  # type: ignore[attr-defined]
+            if (t is ast.If or t is ast.IfExp or t is ast.While) and child is not node.test:  # type: ignore[attr-defined]
+                guards.append((node.test, _in_body(node, child)))  # type: ignore[attr-defined]
+            elif t is ast.BoolOp and child is not node.values[0]:  # type: ignore[attr-defined]
+                # As libcst's ``(a and b) and c``: a read in ``c`` is guarded by ``a and b``.
+                values = node.values  # type: ignore[attr-defined]
+                index = next(i for i, value in enumerate(values) if value is child)
+                left = values[0] if index == 1 else ast.BoolOp(op=node.op, values=values[:index])  # type: ignore[attr-defined]
+                guards.append((left, type(node.op) is ast.And))  # type: ignore[attr-defined]
+            elif isinstance(node, _COMPOUND) and not isinstance(node, (ast.If, ast.With, ast.AsyncWith)):
+                if not (t in _FOR and child is node.iter) and self._bindings.binds(node, spelled):  # type: ignore[attr-defined]
                     break  # a loop that rebinds it
             child = node
             node = self.parents.get(node)
         self._guard_cache[id(name)] = guards
         return guards
 
-    def _test_proves(self, test: cst.BaseExpression, name: cst.Name, truth: bool) -> Kind | None:
+    def _test_proves(self, test: ast.expr, name: ast.Name | ast.arg, truth: bool) -> Kind | None:
         """What ``test`` being ``truth`` says about the kind of ``name``."""
-        if type(test) is cst.UnaryOperation and isinstance(test.operator, cst.Not):
-            return self._test_proves(test.expression, name, not truth)
-        if type(test) is cst.BooleanOperation:
+        t = type(test)
+        spelled = _spelling(name)
+        if t is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+            return self._test_proves(test.operand, name, not truth)  # type: ignore[attr-defined]
+        if t is ast.BoolOp:
             # ``a and b`` true: both are; ``a or b`` false: neither is.
-            if isinstance(test.operator, cst.And) == truth:
-                return self._test_proves(test.left, name, truth) or self._test_proves(test.right, name, truth)
+            if (type(test.op) is ast.And) == truth:  # type: ignore[attr-defined]
+                for value in test.values:  # type: ignore[attr-defined]
+                    found = self._test_proves(value, name, truth)
+                    if found is not None:
+                        return found
             return None
-        if type(test) is cst.Comparison and len(test.comparisons) == 1 and type(test.left) is cst.Name and \
-                test.left.value == name.value and _is_none(test.comparisons[0].comparator):
-            operator = test.comparisons[0].operator
-            if not isinstance(operator, (cst.Is, cst.IsNot)):
+        if t is ast.Compare and len(test.ops) == 1 and type(test.left) is ast.Name and \
+                test.left.id == spelled and _is_none(test.comparators[0]):  # type: ignore[attr-defined]
+            operator = type(test.ops[0])  # type: ignore[attr-defined]
+            if operator is not ast.Is and operator is not ast.IsNot:
                 return None
-            if isinstance(operator, cst.Is) == truth:
+            if (operator is ast.Is) == truth:
                 return Kind.OTHER  # ``None``
-            scope = self.scope_of(name).lookup(name.value)
-            if scope is None or (id(scope), name.value + NOT_NONE) not in (self._names or {}):
+            scope = self.scope_of(name).lookup(spelled)
+            if scope is None or (id(scope), spelled + NOT_NONE) not in (self._names or {}):
                 return None
-            kind = self._lookup((id(scope), name.value + NOT_NONE))
+            kind = self._lookup((id(scope), spelled + NOT_NONE))
             return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
-        if type(test) is cst.Call and test.args and type(test.args[0].value) is cst.Name and \
-                test.args[0].value.value == name.value:
-            q = self.imports.qualify(test.func) or ""
-            if q == "torch.is_tensor" and len(test.args) == 1:
+        if t is ast.Call and (test.args or test.keywords):  # type: ignore[attr-defined]
+            arguments = call_arguments(test)  # type: ignore[arg-type]
+            first = argument_value(arguments[0])
+            if type(first) is not ast.Name or first.id != spelled:
+                return None
+            q = self.imports.qualify(test.func) or ""  # type: ignore[attr-defined]
+            if q == "torch.is_tensor" and len(arguments) == 1:
                 return Kind.TENSOR if truth else Kind.OTHER
-            if q == "isinstance" and len(test.args) == 2:
-                classes = test.args[1].value
-                names = [e.value for e in classes.elements] if type(classes) is cst.Tuple else [classes]
+            if q == "isinstance" and len(arguments) == 2:
+                classes = argument_value(arguments[1])
+                names = [_unstarred(e) for e in classes.elts] if type(classes) is ast.Tuple else [classes]  # type: ignore[attr-defined]
                 qualified = [self.imports.qualify(c) or "" for c in names]
                 tensors = [c in TENSOR_CLASSES for c in qualified]
                 if truth and all(tensors):
@@ -1200,8 +1309,8 @@ class Provenance:
                     return Kind.OTHER
         return None
 
-    def _reaching_kind(self, name: cst.Name, value: cst.BaseExpression | cst.Param) -> Kind:
-        if isinstance(value, cst.Param):
+    def _reaching_kind(self, name: ast.Name | ast.arg, value: ast.expr | ast.arg) -> Kind:
+        if type(value) is ast.arg:
             return self._param_kind(self.scope_of(name), value)
         return self.kind(value)
 
@@ -1214,21 +1323,23 @@ class Provenance:
         finally:
             self._reaching_depth -= 1
 
-    def reaching(self, name: cst.Name) -> cst.BaseExpression | cst.Param | None:
+    def reaching(self, name: ast.Name | ast.arg) -> ast.expr | ast.arg | None:
         """The value of the assignment this read of ``name`` certainly sees, in straight-line
         code of its own scope (see :mod:`.reaching`); None where there is no such one (and
-        while names are being solved: a name has one kind for its scope there)."""
+        while names are being solved: a name has one kind for its scope there). A parameter
+        (its ``ast.arg``: libcst's ``Name`` of it) sees itself, where its name is rebound."""
         if self._solving or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         key = id(name)
         if key in self._reaching:
             return self._reaching[key]
         scope = self.scope_of(name)
+        spelled = _spelling(name)
         found = None
         # A name bound once has that binding's kind everywhere: only rebound names need the search.
         if (
-            len(scope.bindings.get(name.value, ())) > 1 and scope.lookup(name.value) is scope
-            and name.value not in self._declared_elsewhere()
+            len(scope.bindings.get(spelled, ())) > 1 and scope.lookup(spelled) is scope
+            and spelled not in self._declared_elsewhere()
         ):
             if self._bindings is None:
                 self._bindings = Bindings(self.module)
@@ -1240,12 +1351,12 @@ class Provenance:
         """Names some function declares ``global`` or ``nonlocal``: a call may rebind them."""
         if self._global_names is None:
             self._global_names = frozenset(
-                item.name.value for kind in (cst.Global, cst.Nonlocal) for node in nodes_within(self.module, kind)
+                item for kind in (ast.Global, ast.Nonlocal) for node in nodes_within(self.module, kind)
                 for item in node.names  # type: ignore[attr-defined]
             )
         return self._global_names
 
-    def name_kind_at(self, value: str, anchor: cst.CSTNode) -> Kind:
+    def name_kind_at(self, value: str, anchor: ast.AST) -> Kind:
         """The kind of the name ``value`` as seen from the scope of ``anchor``."""
         if value in ("True", "False"):
             return Kind.NUMBER
@@ -1270,36 +1381,36 @@ class Provenance:
             self._pending_reads += 1
         return kind
 
-    def _binding_kind(self, scope: Scope, name: str, how: str, node: cst.CSTNode | None) -> Kind | None:
-        if how == "value" and isinstance(node, cst.BaseExpression):
+    def _binding_kind(self, scope: Scope, name: str, how: str, node: object) -> Kind | None:
+        if how == "value" and isinstance(node, ast.expr):
             return self.kind(node)
-        if how == "annotation" and isinstance(node, cst.Annotation):
-            return self._annotation_kind(node.annotation)
-        if how == "aug" and isinstance(node, cst.AugAssign):
+        if how == "annotation" and isinstance(node, ast.expr):
+            return self._annotation_kind(node)
+        if how == "aug" and type(node) is ast.AugAssign:
             value = self.kind(node.value)
             # ``x += t`` keeps x's own kind unless it mixes in a tensor.
             return Kind.TENSOR if value is Kind.TENSOR else None
-        if how == "iter" and isinstance(node, cst.BaseExpression):
+        if how == "iter" and isinstance(node, ast.expr):
             node = self._progress_bar_items(node)
             it = self.kind(node)
             if it is Kind.TENSOR or self.tensor_sequence(node):
                 return Kind.TENSOR  # rows of a tensor, or ``for part in x.split(2)``
             if it is Kind.NUMPY:
                 return Kind.NUMPY
-            if isinstance(node, cst.Call) and dotted_name(node.func) in ("range", "enumerate"):
+            if type(node) is ast.Call and dotted_name(node.func) in ("range", "enumerate"):
                 return Kind.NUMBER if dotted_name(node.func) == "range" else Kind.UNKNOWN
-            if isinstance(node, cst.Call) and self.imports.qualify(node.func) in ("tqdm.trange", "tqdm.auto.trange"):
+            if type(node) is ast.Call and self.imports.qualify(node.func) in ("tqdm.trange", "tqdm.auto.trange"):
                 return Kind.NUMBER  # ``for i in trange(n)``
             return self.element_kind(node)
         if how == "iter_item" and isinstance(node, _Item):
             return self._item_kind(self._progress_bar_items(node.iterable), node.index)
-        if how == "param" and isinstance(node, cst.Param):
+        if how == "param" and type(node) is ast.arg:
             return self._param_kind(scope, node)
         if how == "number":
             return Kind.NUMBER
-        if how == "unpack" and isinstance(node, cst.BaseExpression):
+        if how == "unpack" and isinstance(node, ast.expr):
             # ``a, b = t`` and ``_, predicted = outputs.max(1)``: tensors.
-            tensors = self.kind(node) is Kind.TENSOR or (isinstance(node, cst.Call) and self.tensor_pair(node)) or (
+            tensors = self.kind(node) is Kind.TENSOR or (type(node) is ast.Call and self.tensor_pair(node)) or (
                 self.tensor_sequence(node)  # ``a, b = torch.chunk(x, 2)``
             )
             return Kind.TENSOR if tensors else self.element_kind(node)
@@ -1310,13 +1421,13 @@ class Provenance:
 
     # -- containers ---------------------------------------------------------------------------
 
-    def element_kind(self, container: cst.BaseExpression, of: str = "iter") -> Kind:
+    def element_kind(self, container: ast.expr, of: str = "iter") -> Kind:
         """The kind of the elements of a container: what iterating it gives (``of="iter"``),
         or indexing it (``of="item"``: a dict's values). UNKNOWN where fixitem cannot see
         every element (a parameter, a container filled elsewhere)."""
         key: object = id(container)
-        if type(container) is cst.Name:
-            key = (id(self.scope_of(container).lookup(container.value)), container.value)  # type: ignore[attr-defined]
+        if type(container) is ast.Name:
+            key = (id(self.scope_of(container).lookup(container.id)), container.id)
         if key in self._element_kinds_open or self._reaching_depth > MAX_REACHING_DEPTH:
             return Kind.PENDING  # ``xs[0] = xs[0] * a``: an element computed from the container itself
         elements = self._elements(container, of)
@@ -1328,7 +1439,7 @@ class Provenance:
         finally:
             self._element_kinds_open.discard(key)
 
-    def _item_kind(self, container: cst.BaseExpression, index: int) -> Kind:
+    def _item_kind(self, container: ast.expr, index: int) -> Kind:
         """``for data, target in batches``: the kind of item ``index`` of each element."""
         elements = self._elements(container, "iter")
         if elements is None:
@@ -1337,64 +1448,64 @@ class Provenance:
         for element in elements:
             if isinstance(element, Kind):
                 kinds.append(element if element in (Kind.TENSOR, Kind.NUMPY) else Kind.UNKNOWN)
-            elif type(element) in (cst.Tuple, cst.List) and not any(
-                    isinstance(e, cst.StarredElement) for e in element.elements):  # type: ignore[attr-defined]
-                items = element.elements  # type: ignore[attr-defined]
-                kinds.append(self.kind(items[index].value) if index < len(items) else Kind.UNKNOWN)
+            elif type(element) in (ast.Tuple, ast.List) and not any(
+                    type(e) is ast.Starred for e in element.elts):  # type: ignore[attr-defined]
+                items = element.elts  # type: ignore[attr-defined]
+                kinds.append(self.kind(items[index]) if index < len(items) else Kind.UNKNOWN)
             else:
                 kind = self.kind(element)  # unpacking a tensor gives its rows
                 kinds.append(kind if kind in (Kind.TENSOR, Kind.NUMPY, Kind.PENDING) else Kind.UNKNOWN)
         return _join(kinds)
 
-    def _elements(self, expr: cst.BaseExpression, of: str = "iter") -> list[cst.BaseExpression | Kind] | None:
+    def _elements(self, expr: ast.expr, of: str = "iter") -> list[ast.expr | Kind] | None:
         """Where the elements of a container come from: the expressions put into it (or
         their kind, where that is all there is to know); None where fixitem cannot see them all."""
         t = type(expr)
-        if t in (cst.List, cst.Tuple, cst.Set):
-            found: list[cst.BaseExpression | Kind] = []
-            for element in expr.elements:  # type: ignore[attr-defined]
-                if isinstance(element, cst.StarredElement):
+        if t in (ast.List, ast.Tuple, ast.Set):
+            found: list[ast.expr | Kind] = []
+            for element in expr.elts:  # type: ignore[attr-defined]
+                if type(element) is ast.Starred:
                     inner = self._elements(element.value)
                     if inner is None:
                         return None
                     found += inner
                 else:
-                    found.append(element.value)
+                    found.append(element)
             return found
-        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
+        if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
             return [expr.elt]  # type: ignore[attr-defined]
-        if t is cst.Dict:
-            if of != "item" or any(not isinstance(e, cst.DictElement) for e in expr.elements):  # type: ignore[attr-defined]
+        if t is ast.Dict:
+            if of != "item" or any(key is None for key in expr.keys):  # type: ignore[attr-defined]
                 return None
-            return [e.value for e in expr.elements]  # type: ignore[attr-defined]
-        if t is cst.DictComp:
+            return list(expr.values)  # type: ignore[attr-defined]
+        if t is ast.DictComp:
             return [expr.value] if of == "item" else None  # type: ignore[attr-defined]
-        if t in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float):
-            return None
+        if t is ast.Constant or t is ast.JoinedStr:
+            return None  # strings, numbers (``True``, ``None``: names to libcst, with no elements either)
         kind = self.kind(expr)
         if kind in (Kind.TENSOR, Kind.NUMPY):
             return [kind]  # the rows of a tensor are tensors
         if kind is Kind.MODULE:
             # ``for block in self.blocks`` over an ``nn.ModuleList`` / ``nn.Sequential``.
             return [Kind.MODULE] if module_class_of(self, expr) in MODULE_CONTAINERS else None
-        if t is cst.Call:
+        if t is ast.Call:
             q = self.imports.qualify(expr.func)  # type: ignore[attr-defined]
             args = expr.args  # type: ignore[attr-defined]
-            if q in SAME_ELEMENTS and len(args) == 1 and args[0].keyword is None and not args[0].star:
+            if q in SAME_ELEMENTS and len(args) == 1 and not expr.keywords and type(args[0]) is not ast.Starred:  # type: ignore[attr-defined]
                 if q in ("sorted", "reversed", "iter") or of == "iter" or q == "list" or q == "tuple":
-                    return self._elements(args[0].value, "iter")
+                    return self._elements(args[0], "iter")
             func = expr.func  # type: ignore[attr-defined]
-            if type(func) is cst.Attribute and func.attr.value == "values" and not args:
+            if type(func) is ast.Attribute and func.attr == "values" and not args and not expr.keywords:  # type: ignore[attr-defined]
                 return self._elements(func.value, "item")
             return None
-        if t is cst.Subscript and any(isinstance(e.slice, cst.Slice) for e in expr.slice):  # type: ignore[attr-defined]
+        if t is ast.Subscript and any(type(e) is ast.Slice for e in subscript_elements(expr)):  # type: ignore[arg-type]
             return self._elements(expr.value, of)  # type: ignore[attr-defined]  # ``xs[1:]``: a part of xs
-        if t is cst.Name:
+        if t is ast.Name:
             return self._name_elements(expr, of)  # type: ignore[arg-type]
-        if t is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":  # type: ignore[attr-defined]
+        if t is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self":  # type: ignore[attr-defined]
             cls = self.enclosing_class(expr)
-            values = self.class_attrs.get(cls, {}).get(expr.attr.value) if cls is not None else None  # type: ignore[attr-defined]
-            key = (id(cls), "self." + expr.attr.value)  # type: ignore[attr-defined]
+            values = self.class_attrs.get(cls, {}).get(expr.attr) if cls is not None else None  # type: ignore[attr-defined]
+            key = (id(cls), "self." + expr.attr)  # type: ignore[attr-defined]
             if not values or key in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
                 return None
             self._element_guard.add(key)
@@ -1404,42 +1515,43 @@ class Provenance:
                 self._element_guard.discard(key)
         return None
 
-    def _keyed_value(self, container: cst.BaseExpression, key: cst.BaseExpression) -> cst.BaseExpression | None:
+    def _keyed_value(self, container: ast.expr, key: ast.expr) -> ast.expr | None:
         """``parts["loss"]`` where ``parts`` is bound once, to a dict literal with that key,
         and nothing is stored into it: the value written there."""
-        if type(container) is not cst.Name or type(key) is not cst.SimpleString:
+        if type(container) is not ast.Name or not (type(key) is ast.Constant and type(key.value) in (str, bytes)):
             return None
-        scope = self.scope_of(container).lookup(container.value)
-        bindings = scope.bindings.get(container.value, []) if scope is not None else []
-        if len(bindings) != 1 or bindings[0][0] != "value" or type(bindings[0][1]) is not cst.Dict:
+        scope = self.scope_of(container).lookup(container.id)
+        bindings = scope.bindings.get(container.id, []) if scope is not None else []
+        if len(bindings) != 1 or bindings[0][0] != "value" or type(bindings[0][1]) is not ast.Dict:
             return None
-        if (id(scope), container.value) in self._container_adds:
+        if (id(scope), container.id) in self._container_adds:
             return None
-        for element in bindings[0][1].elements:  # type: ignore[union-attr]
-            if not isinstance(element, cst.DictElement):
+        literal = bindings[0][1]
+        for element_key, element_value in zip(literal.keys, literal.values):  # type: ignore[attr-defined]
+            if element_key is None:  # ``**other``
                 return None
-            if type(element.key) is cst.SimpleString and element.key.evaluated_value == key.evaluated_value:
-                return element.value
+            if type(element_key) is ast.Constant and type(element_key.value) in (str, bytes) and element_key.value == key.value:
+                return element_value
         return None
 
-    def _name_elements(self, name: cst.Name, of: str) -> list[cst.BaseExpression | Kind] | None:
-        scope = self.scope_of(name).lookup(name.value)
-        if scope is None or (id(scope), name.value) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
+    def _name_elements(self, name: ast.Name, of: str) -> list[ast.expr | Kind] | None:
+        scope = self.scope_of(name).lookup(name.id)
+        if scope is None or (id(scope), name.id) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
-        bindings = scope.bindings.get(name.value, [])
-        if not bindings or any(how != "value" or not isinstance(node, cst.BaseExpression) for how, node in bindings):
+        bindings = scope.bindings.get(name.id, [])
+        if not bindings or any(how != "value" or not isinstance(node, ast.expr) for how, node in bindings):
             return None
-        self._element_guard.add((id(scope), name.value))
+        self._element_guard.add((id(scope), name.id))
         try:
             values = [node for _, node in bindings]
-            adds = self._container_adds.get((id(scope), name.value), [])
+            adds = self._container_adds.get((id(scope), name.id), [])
             return self._deeper(lambda: self._union_elements(values, adds, of))  # type: ignore[arg-type]
         finally:
-            self._element_guard.discard((id(scope), name.value))
+            self._element_guard.discard((id(scope), name.id))
 
-    def _union_elements(self, values: list[cst.BaseExpression], adds: list[_Added], of: str
-                        ) -> list[cst.BaseExpression | Kind] | None:
-        found: list[cst.BaseExpression | Kind] = []
+    def _union_elements(self, values: list[ast.expr], adds: list[_Added], of: str
+                        ) -> list[ast.expr | Kind] | None:
+        found: list[ast.expr | Kind] = []
         for value in values:
             inner = self._elements(value, of)
             if inner is None:
@@ -1455,54 +1567,71 @@ class Provenance:
                 found += inner
         return found
 
-    def _progress_bar_items(self, iterable: cst.BaseExpression) -> cst.BaseExpression:
+    def _progress_bar_items(self, iterable: ast.expr) -> ast.expr:
         """``tqdm(xs, ...)`` yields the items of ``xs``: iterate ``xs`` instead."""
-        if (
-            isinstance(iterable, cst.Call) and iterable.args and iterable.args[0].keyword is None
-            and not iterable.args[0].star
-            and self.imports.qualify(iterable.func) in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm")
-        ):
-            return iterable.args[0].value
+        if type(iterable) is ast.Call and (iterable.args or iterable.keywords):
+            first = call_arguments(iterable)[0]
+            if (
+                type(first) is not ast.keyword and type(first) is not ast.Starred
+                and self.imports.qualify(iterable.func) in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm")
+            ):
+                return first  # type: ignore[return-value]
         return iterable
 
-    def _param_kind(self, scope: Scope, param: cst.Param) -> Kind:
-        if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+    def _default(self, param: ast.arg) -> ast.expr | None:
+        """The default value of a parameter (libcst's ``Param.default``)."""
+        key = id(param)
+        try:
+            return self._defaults[key]
+        except KeyError:
+            arguments = self.parents.get(param)
+            found = self._defaults[key] = param_default(arguments, param) if type(arguments) is ast.arguments else None  # type: ignore[arg-type]
+            return found
+
+    def _starred(self, param: ast.arg) -> bool:
+        """Is ``param`` the ``*args`` or the ``**kwargs`` of its function (libcst's ``Param.star``)?"""
+        arguments = self.parents.get(param)
+        return type(arguments) is ast.arguments and (arguments.vararg is param or arguments.kwarg is param)  # type: ignore[union-attr]
+
+    def _param_kind(self, scope: Scope, param: ast.arg) -> Kind:
+        default = self._default(param)
+        if default is not None and not _is_none(default):
             # A literal default says more than the annotation: real code has
             # ``output_attentions: torch.Tensor | None = False``.
-            default = self.kind(param.default)
-            if default in (Kind.NUMBER, Kind.OTHER):
-                return default
+            default_kind = self.kind(default)
+            if default_kind in (Kind.NUMBER, Kind.OTHER):
+                return default_kind
         if param.annotation is not None:
             # An annotation that is not a tensor type (``size: Size_``) overrides
             # the ``forward`` heuristic below.
-            return self._annotation_kind(param.annotation.annotation)
+            return self._annotation_kind(param.annotation)
         func = scope.node
-        name = param.name.value
-        if isinstance(func, cst.FunctionDef) and func.name.value in AUTOGRAD_METHODS:
+        name = param.arg
+        if isinstance(func, _FUNCTIONS) and func.name in AUTOGRAD_METHODS:
             cls = self.enclosing_class(func)
-            if cls is not None and cls.name.value in self.autograd_classes:
+            if cls is not None and cls.name in self.autograd_classes:
                 # ``forward(ctx, bias, tp_degree, dtype)``: ``ctx`` is the context object;
                 # the others are tensors only where the function uses them as tensors.
-                if _first_param(func) is param:
+                if _first_param(func) is param:  # type: ignore[arg-type]
                     return Kind.OTHER
-                if param.star in ("*", "**"):
+                if self._starred(param):
                     return Kind.UNKNOWN
                 used = name in scope.evidence or self._used_as_tensor(scope, name, by_syntax_only=True)
                 return Kind.TENSOR if used else Kind.UNKNOWN
-        if isinstance(func, cst.FunctionDef) and func.name.value == "forward":
+        if isinstance(func, _FUNCTIONS) and func.name == "forward":
             cls = self.enclosing_class(func)
             if cls is not None and name not in ("self", "cls"):
-                if param.star in ("*", "**") or param.default is not None:
+                if self._starred(param) or default is not None:
                     return Kind.UNKNOWN
                 if name in scope.size_uses and name not in scope.evidence:
                     # ``forward(self, x, H, W)`` with ``x.view(B, H, W, C)``: sizes, not tensors.
                     return Kind.UNKNOWN
                 return Kind.TENSOR
-        if isinstance(func, cst.FunctionDef) and param.star not in ("*", "**"):
-            return self._passed_kind(func, param)
+        if isinstance(func, _FUNCTIONS) and not self._starred(param):
+            return self._passed_kind(func, param)  # type: ignore[arg-type]
         return Kind.UNKNOWN
 
-    def _passed_kind(self, func: cst.FunctionDef, param: cst.Param) -> Kind:
+    def _passed_kind(self, func: ast.FunctionDef, param: ast.arg) -> Kind:
         """``def train(model, loader, epoch)`` called as ``train(model, loader, epoch)`` with
         ``for epoch in range(n)``: what every call of a module-level function of this file
         passes for the parameter. UNKNOWN where the function is used other than called by
@@ -1510,16 +1639,17 @@ class Provenance:
         calls = self._call_sites(func)
         if not calls or id(param) in self._passing or self._reaching_depth > MAX_REACHING_DEPTH:
             return Kind.UNKNOWN
-        positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-        name = param.name.value
+        positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)]
+        name = param.arg
         index = positional.index(name) if name in positional else None
+        default = self._default(param)
         kinds: list[Kind] = []
         self._passing.add(id(param))
         try:
             for call in calls:
-                args = [a for a in call.args if a.keyword is None]
-                passed = args[index].value if index is not None and index < len(args) else next(
-                    (a.value for a in call.args if a.keyword is not None and a.keyword.value == name), param.default)
+                args = call.args  # no ``*args`` (nor ``**kwargs``): see _call_sites
+                passed = args[index] if index is not None and index < len(args) else next(
+                    (k.value for k in call.keywords if k.arg == name), default)
                 if passed is None:
                     return Kind.UNKNOWN
                 kinds.append(self._settled(lambda passed=passed: self._deeper(lambda: self.kind(passed))))
@@ -1527,38 +1657,35 @@ class Provenance:
             self._passing.discard(id(param))
         return _join(kinds)
 
-    def _call_sites(self, func: cst.FunctionDef) -> list[cst.Call] | None:
+    def _call_sites(self, func: ast.FunctionDef) -> list[ast.Call] | None:
         """The calls of a module-level function of this file, when every use of its name is one."""
-        name = func.name.value
+        name = func.name
         if self.functions.get(name) is not func or len(self.scopes[self.module].bindings.get(name, [])) != 1:
             return None
         if self._uses_by_name is None:
             self._uses_by_name = {}
-            for node in nodes_within(self.module, cst.Name):
-                self._uses_by_name.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
-            if "__all__" in self._uses_by_name:
+            for node in nodes_within(self.module, ast.Name):
+                self._uses_by_name.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
+            if "__all__" in self._uses_by_name or "__all__" in _names_spelled_elsewhere(self.module):
                 self._uses_by_name["__all__"] = []  # names exported may be called from elsewhere
                 self._exported = True
         if self._exported:
             return None
-        calls: list[cst.Call] = []
+        calls: list[ast.Call] = []
         for use in self._uses_by_name.get(name, []):
             parent = self.parents.get(use)
-            if parent is func or (type(parent) is cst.Attribute and parent.attr is use) or (
-                    type(parent) is cst.Arg and parent.keyword is use):
-                continue  # the ``def`` itself, ``model.train()``, ``MNIST(train=True)``
             if self.scope_of(use).lookup(name) is not self.scopes[self.module]:
                 continue  # another ``train`` (a parameter or a local of another function)
-            if not (type(parent) is cst.Call and parent.func is use):
+            if not (type(parent) is ast.Call and parent.func is use):  # type: ignore[attr-defined]
                 return None
-            if any(a.star for a in parent.args):  # type: ignore[attr-defined]
+            if any(type(a) is ast.Starred for a in parent.args) or any(k.arg is None for k in parent.keywords):  # type: ignore[attr-defined]
                 return None
             calls.append(parent)  # type: ignore[arg-type]
         return calls
 
     # -- certainty ----------------------------------------------------------------------------
 
-    def certainty(self, expr: cst.CSTNode) -> Certainty:
+    def certainty(self, expr: ast.AST) -> Certainty:
         """How sure it is that ``expr`` is a tensor: :attr:`Certainty.TENSOR` where
         the code proves it, :attr:`Certainty.POSSIBLY` where only a heuristic (a bare
         ``forward`` parameter) or nothing says so, :attr:`Certainty.NOT_TENSOR` where
@@ -1570,7 +1697,7 @@ class Provenance:
             return Certainty.POSSIBLY
         return Certainty.TENSOR if self._certain(expr, frozenset()) else Certainty.POSSIBLY
 
-    def _certain(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+    def _certain(self, expr: ast.AST, seen: frozenset[tuple[int, str]]) -> bool:
         """For an expression of kind TENSOR: does that rest on proof rather than on
         the ``forward`` parameter heuristic?"""
         cached = self._certain_cache.get(expr)
@@ -1580,34 +1707,36 @@ class Provenance:
         self._certain_cache[expr] = result
         return result
 
-    def _certain_tensor_part(self, expr: cst.BaseExpression, seen: frozenset[tuple[int, str]]) -> bool:
+    def _certain_tensor_part(self, expr: ast.expr, seen: frozenset[tuple[int, str]]) -> bool:
         return self.kind(expr) is not Kind.TENSOR or self._certain(expr, seen)
 
-    def _certain_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
-        if isinstance(expr, cst.Name):
-            if expr.value in self._tested_names and self.narrowed(expr) is Kind.TENSOR:
+    def _certain_uncached(self, expr: ast.AST, seen: frozenset[tuple[int, str]]) -> bool:
+        t = type(expr)
+        if t is ast.Name or t is ast.arg:  # a parameter's name was a ``Name`` to libcst
+            name = _spelling(expr)  # type: ignore[arg-type]
+            if name in self._tested_names and self.narrowed(expr) is Kind.TENSOR:  # type: ignore[arg-type]
                 return True  # ``isinstance(x, torch.Tensor)`` holds here
-            value = self.reaching(expr)
-            if value is not None and self._deeper(lambda: self._reaching_kind(expr, value)) is Kind.TENSOR:
-                if isinstance(value, cst.Param):
+            value = self.reaching(expr)  # type: ignore[arg-type]
+            if value is not None and self._deeper(lambda: self._reaching_kind(expr, value)) is Kind.TENSOR:  # type: ignore[arg-type]
+                if type(value) is ast.arg:
                     return self._param_certain(self.scope_of(expr), value)
                 return self._deeper(lambda: self._certain(value, seen))
-            scope = self.scope_of(expr).lookup(expr.value)
+            scope = self.scope_of(expr).lookup(name)
             if scope is None:
                 return True
-            key = (id(scope), expr.value)
-            if key in seen or expr.value in scope.evidence:
+            key = (id(scope), name)
+            if key in seen or name in scope.evidence:
                 return True
-            bindings = scope.bindings.get(expr.value, [])
+            bindings = scope.bindings.get(name, [])
             if any(how == "aug" for how, _ in bindings) and any(
-                    how == "value" and isinstance(node, cst.BaseExpression) and self.kind(node) is Kind.NUMBER
+                    how == "value" and isinstance(node, ast.expr) and self.kind(node) is Kind.NUMBER
                     for how, node in bindings):
                 return False  # ``total = 0`` then ``total += loss``: a number until the first ``+=``
             for how, node in bindings:
-                if how == "param" and isinstance(node, cst.Param):
+                if how == "param" and type(node) is ast.arg:
                     if not self._param_certain(scope, node):
                         return False
-                elif how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
+                elif how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
                     if not self._certain_tensor_part(node, seen | {key}):
                         return False
                     if how != "value" and not self._elements_certain(node, "iter", seen | {key}):
@@ -1615,14 +1744,14 @@ class Provenance:
                 elif how == "iter_item" and isinstance(node, _Item):
                     if not self._elements_certain(node.iterable, "iter", seen | {key}):
                         return False
-                elif how == "aug" and isinstance(node, cst.AugAssign):
+                elif how == "aug" and type(node) is ast.AugAssign:
                     if not self._certain_tensor_part(node.value, seen | {key}):
                         return False
             return True
-        if isinstance(expr, cst.Call):
-            func = expr.func
-            if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
-                if func.attr.value in TENSOR_ONLY_NAMES:
+        if t is ast.Call:
+            func = expr.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and self.kind(func.value) is Kind.TENSOR:
+                if func.attr in TENSOR_ONLY_NAMES:
                     return True  # it would fail on anything but a tensor
                 return self._certain(func.value, seen)
             local = self.local_function(func)
@@ -1635,36 +1764,37 @@ class Provenance:
                 return self._deeper(lambda: all(
                     v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, [])))
             return True
-        if isinstance(expr, cst.Subscript) and self.kind(expr.value) is not Kind.TENSOR:
-            return self._elements_certain(expr.value, "item", seen)  # ``losses[-1]``: as its elements
-        if isinstance(expr, cst.Attribute) and type(expr.value) is cst.Name and expr.value.value not in ("self", "cls"):
-            owner = self.scope_of(expr.value).lookup(expr.value.value)
-            for how, node in self._object_attrs.get((id(owner), f"{expr.value.value}.{expr.attr.value}"), []):
-                value = node.value if isinstance(node, cst.AugAssign) else node
-                if isinstance(value, cst.BaseExpression) and not self._certain_tensor_part(value, seen):
+        if t is ast.Subscript and self.kind(expr.value) is not Kind.TENSOR:  # type: ignore[attr-defined]
+            return self._elements_certain(expr.value, "item", seen)  # type: ignore[attr-defined]  # ``losses[-1]``: as its elements
+        if t is ast.Attribute and type(expr.value) is ast.Name and expr.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
+            base = expr.value  # type: ignore[attr-defined]
+            owner = self.scope_of(base).lookup(base.id)
+            for how, node in self._object_attrs.get((id(owner), f"{base.id}.{expr.attr}"), []):  # type: ignore[attr-defined]
+                value = node.value if type(node) is ast.AugAssign else node  # type: ignore[attr-defined]
+                if isinstance(value, ast.expr) and not self._certain_tensor_part(value, seen):
                     return False
-        if isinstance(expr, (cst.Attribute, cst.Subscript)):
-            return self._certain_tensor_part(expr.value, seen)
-        if isinstance(expr, cst.BinaryOperation):
-            sides = [side for side in (expr.left, expr.right) if self.kind(side) is Kind.TENSOR]
+        if t is ast.Attribute or t is ast.Subscript:
+            return self._certain_tensor_part(expr.value, seen)  # type: ignore[attr-defined]
+        if t is ast.BinOp:
+            sides = [side for side in (expr.left, expr.right) if self.kind(side) is Kind.TENSOR]  # type: ignore[attr-defined]
             return any(self._certain(side, seen) for side in sides) if sides else True
-        if isinstance(expr, cst.Comparison):
-            sides = [expr.left] + [c.comparator for c in expr.comparisons]
+        if t is ast.Compare:
+            sides = [expr.left, *expr.comparators]  # type: ignore[attr-defined]
             sides = [side for side in sides if self.kind(side) is Kind.TENSOR]
             return any(self._certain(side, seen) for side in sides) if sides else True
-        if isinstance(expr, cst.UnaryOperation):
-            return self._certain_tensor_part(expr.expression, seen)
-        if isinstance(expr, cst.IfExp):
-            return self._certain_tensor_part(expr.body, seen) and self._certain_tensor_part(expr.orelse, seen)
-        if isinstance(expr, cst.NamedExpr):
-            return self._certain_tensor_part(expr.value, seen)
+        if t is ast.UnaryOp:
+            return self._certain_tensor_part(expr.operand, seen)  # type: ignore[attr-defined]
+        if t is ast.IfExp:
+            return self._certain_tensor_part(expr.body, seen) and self._certain_tensor_part(expr.orelse, seen)  # type: ignore[attr-defined]
+        if t is ast.NamedExpr:
+            return self._certain_tensor_part(expr.value, seen)  # type: ignore[attr-defined]
         return True
 
-    def _elements_certain(self, container: cst.BaseExpression, of: str, seen: frozenset[tuple[int, str]]) -> bool:
+    def _elements_certain(self, container: ast.expr, of: str, seen: frozenset[tuple[int, str]]) -> bool:
         """Is every element of a container that is a tensor certainly one?"""
         key = (id(container), "[]")
-        if type(container) is cst.Name:
-            key = (id(self.scope_of(container).lookup(container.value)), container.value + "[]")  # type: ignore[attr-defined]
+        if type(container) is ast.Name:
+            key = (id(self.scope_of(container).lookup(container.id)), container.id + "[]")
         if key in seen or self._reaching_depth > MAX_REACHING_DEPTH:
             return True  # ``xs[0] = xs[0] * a``: as the other elements say
         elements = self._elements(container, of) if self.kind(container) not in (Kind.TENSOR, Kind.NUMPY) else None
@@ -1672,14 +1802,14 @@ class Provenance:
             return True
         return self._deeper(lambda: all(isinstance(e, Kind) or self._certain_tensor_part(e, seen | {key}) for e in elements))
 
-    def _param_certain(self, scope: Scope, param: cst.Param) -> bool:
+    def _param_certain(self, scope: Scope, param: ast.arg) -> bool:
         """A tensor parameter by its annotation, or a ``forward`` parameter that the
         function uses as a tensor."""
-        if param.annotation is not None or param.default is not None:
+        if param.annotation is not None or self._default(param) is not None:
             return True
         if self._param_kind(scope, param) is not Kind.TENSOR:
             return True  # not a tensor at all: nothing to doubt here
-        return param.name.value in scope.evidence or self._used_as_tensor(scope, param.name.value)
+        return param.arg in scope.evidence or self._used_as_tensor(scope, param.arg)
 
     def _used_as_tensor(self, scope: Scope, name: str, by_syntax_only: bool = False) -> bool:
         """Is the name used the way only tensors (and arrays) are: ``x.shape``,
@@ -1690,20 +1820,28 @@ class Provenance:
         if cached is not None:
             return cached
         found = False
-        for node in nodes_within(scope.node, cst.Name):
-            if node.value != name or self.scope_of(node).lookup(name) is not scope:
+        for node in nodes_within(scope.node, ast.Name):
+            if node.id != name or self.scope_of(node).lookup(name) is not scope:  # type: ignore[attr-defined]
                 continue
             parent = self.parents.get(node)
-            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in TENSOR_USES:
+            tp = type(parent)
+            if tp is ast.Attribute and parent.value is node and parent.attr in TENSOR_USES:  # type: ignore[union-attr]
                 found = True
-            elif isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
+            elif tp is ast.BinOp and type(parent.op) is ast.MatMult:  # type: ignore[union-attr]
                 found = True
-            elif isinstance(parent, cst.Arg) and parent.keyword is None:
-                call = self.parents.get(parent)
-                if isinstance(call, cst.Call) and call.args and call.args[0] is parent:
-                    q = self.imports.qualify(call.func)
+            else:
+                # The argument ``node`` is passed as, other than by keyword (libcst's ``Arg``
+                # without ``keyword``: ``x``, ``*x``, ``**x``), and the call it is passed to.
+                argument: ast.AST | None = None
+                call: ast.AST | None = None
+                if tp is ast.Call and parent.func is not node:  # type: ignore[union-attr]
+                    argument, call = node, parent
+                elif tp is ast.Starred or (tp is ast.keyword and parent.arg is None):  # type: ignore[union-attr]
+                    argument, call = parent, self.parents.get(parent)
+                if type(call) is ast.Call and (call.args or call.keywords) and call_arguments(call)[0] is argument:  # type: ignore[union-attr,arg-type]
+                    q = self.imports.qualify(call.func)  # type: ignore[union-attr]
                     if (is_torch_function(q) and q is not None and q.split(".")[-1] not in CREATION_FUNCTIONS) or (
-                        not by_syntax_only and self.kind(call.func) is Kind.MODULE
+                        not by_syntax_only and self.kind(call.func) is Kind.MODULE  # type: ignore[union-attr]
                     ):
                         found = True
             if found:
@@ -1713,7 +1851,7 @@ class Provenance:
 
     # -- device -------------------------------------------------------------------------------
 
-    def on_cpu(self, expr: cst.CSTNode) -> bool:
+    def on_cpu(self, expr: ast.AST) -> bool:
         """Does the tensor ``expr`` certainly live in host memory (``torch.from_numpy``,
         ``torch.tensor([...])`` or ``torch.zeros(n)`` without a device, ``t.cpu()``)?
         Reading it waits for no device; in traced code it still breaks the graph."""
@@ -1728,73 +1866,76 @@ class Provenance:
             return True
         if self._default_device is None:
             self._default_device = False
-            for call in nodes_within(self.module, cst.Call):
-                q = self.imports.qualify(call.func) or ""
+            for call in nodes_within(self.module, ast.Call):
+                q = self.imports.qualify(call.func) or ""  # type: ignore[attr-defined]
                 if q in ("torch.set_default_device", "torch.set_default_tensor_type"):
                     self._default_device = True
                     break
-                if q == "torch.device" and isinstance(self.parents.get(call), cst.WithItem):
+                if q == "torch.device" and type(self.parents.get(call)) is ast.withitem:
                     self._default_device = True  # ``with torch.device("cuda"):``
                     break
         return self._default_device
 
-    def _cpu(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
+    def _cpu(self, expr: ast.AST, seen: frozenset[tuple[int, str]]) -> bool:
         cached = self._cpu_cache.get(expr)
         if cached is None:
             cached = self._cpu_cache[expr] = self._cpu_uncached(expr, seen)
         return cached
 
-    def _cpu_or_not_tensor(self, expr: cst.BaseExpression, seen: frozenset[tuple[int, str]]) -> bool:
+    def _cpu_or_not_tensor(self, expr: ast.expr, seen: frozenset[tuple[int, str]]) -> bool:
         kind = self.kind(expr)
         if kind is Kind.TENSOR:
             return self._cpu(expr, seen)
         return kind in (Kind.NUMBER, Kind.OTHER, Kind.NUMPY)
 
-    def _cpu_uncached(self, expr: cst.CSTNode, seen: frozenset[tuple[int, str]]) -> bool:
-        if isinstance(expr, cst.Call):
-            return self._cpu_call(expr, seen)
-        if isinstance(expr, cst.Name):
-            scope = self.scope_of(expr).lookup(expr.value)
+    def _cpu_uncached(self, expr: ast.AST, seen: frozenset[tuple[int, str]]) -> bool:
+        t = type(expr)
+        if t is ast.Call:
+            return self._cpu_call(expr, seen)  # type: ignore[arg-type]
+        if t is ast.Name or t is ast.arg:  # a parameter's name was a ``Name`` to libcst
+            name = _spelling(expr)  # type: ignore[arg-type]
+            scope = self.scope_of(expr).lookup(name)
             if scope is None:
                 return False
-            key = (id(scope), expr.value)
+            key = (id(scope), name)
             if key in seen:
                 return True  # ``x = x + 1``: as the other bindings say
-            bindings = scope.bindings.get(expr.value, [])
+            bindings = scope.bindings.get(name, [])
             if not bindings:
                 return False
             for how, node in bindings:
-                if how in ("value", "iter", "unpack") and isinstance(node, cst.BaseExpression):
+                if how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
                     if not self._cpu(node, seen | {key}):
                         return False
-                elif how == "aug" and isinstance(node, cst.AugAssign):
+                elif how == "aug" and type(node) is ast.AugAssign:
                     if not self._cpu_or_not_tensor(node.value, seen | {key}):
                         return False
                 else:
                     return False
             return True
-        if isinstance(expr, cst.Subscript):
-            return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value in ("T", "mT", "H", "mH", "data", "real", "imag", "grad"):
-                return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)
+        if t is ast.Subscript:
+            return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)  # type: ignore[attr-defined]
+        if t is ast.Attribute:
+            if expr.attr in ("T", "mT", "H", "mH", "data", "real", "imag", "grad"):  # type: ignore[attr-defined]
+                return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)  # type: ignore[attr-defined]
             return False
-        if isinstance(expr, cst.BinaryOperation):
-            sides = [expr.left, expr.right]
+        if t is ast.BinOp:
+            sides = [expr.left, expr.right]  # type: ignore[attr-defined]
             return any(self.kind(s) is Kind.TENSOR for s in sides) and all(self._cpu_or_not_tensor(s, seen) for s in sides)
-        if isinstance(expr, cst.UnaryOperation):
-            return self._cpu_or_not_tensor(expr.expression, seen) and self.kind(expr.expression) is Kind.TENSOR
-        if isinstance(expr, cst.IfExp):
-            return self._cpu(expr.body, seen) and self._cpu(expr.orelse, seen)
-        if isinstance(expr, cst.Comparison):
-            sides = [expr.left] + [c.comparator for c in expr.comparisons]
+        if t is ast.UnaryOp:
+            return self._cpu_or_not_tensor(expr.operand, seen) and self.kind(expr.operand) is Kind.TENSOR  # type: ignore[attr-defined]
+        if t is ast.IfExp:
+            return self._cpu(expr.body, seen) and self._cpu(expr.orelse, seen)  # type: ignore[attr-defined]
+        if t is ast.Compare:
+            sides = [expr.left, *expr.comparators]  # type: ignore[attr-defined]
             return any(self.kind(s) is Kind.TENSOR for s in sides) and all(self._cpu_or_not_tensor(s, seen) for s in sides)
         return False
 
-    def _cpu_call(self, call: cst.Call, seen: frozenset[tuple[int, str]]) -> bool:
+    def _cpu_call(self, call: ast.Call, seen: frozenset[tuple[int, str]]) -> bool:
         func = call.func
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+        arguments = call_arguments(call)
+        positional = [a for a in call.args if type(a) is not ast.Starred]
+        device = next((k.value for k in call.keywords if k.arg == "device"), None)
         q = self.imports.qualify(func) or ""
         if q.startswith("torch.") and q.count(".") == 1:
             name = q.split(".")[1]
@@ -1817,17 +1958,18 @@ class Provenance:
                 # the default device: the CPU unless a file of the run sets another one.
                 return not self._default_device_changed()
             # ``torch.dot(a, b)`` of host tensors; an argument of unknown kind may be a device tensor.
-            tensors = [a.value for a in call.args if self.kind(a.value) is Kind.TENSOR]
-            return bool(tensors) and all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
-        if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
-            method = func.attr.value
+            tensors = [a for a in arguments if self.kind(argument_value(a)) is Kind.TENSOR]
+            return bool(tensors) and all(self._cpu_or_not_tensor(argument_value(a), seen) for a in arguments)
+        if type(func) is ast.Attribute and self.kind(func.value) is Kind.TENSOR:
+            method = func.attr
             if method == "cpu":
                 return True
             if method == "to":
-                if any(_names_cpu(a.value) for a in call.args if a.keyword is None or a.keyword.value == "device"):
+                if any(_names_cpu(argument_value(a)) for a in arguments
+                       if argument_keyword(a) is None or argument_keyword(a) == "device"):
                     return True
-                only_dtypes = all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy")
-                                  or self._is_dtype(a.value) for a in call.args)
+                only_dtypes = all(argument_keyword(a) in ("dtype", "non_blocking", "copy")
+                                  or self._is_dtype(argument_value(a)) for a in arguments)
                 return only_dtypes and self._cpu(func.value, seen)
             if method in DEVICE_MOVES:
                 return False
@@ -1835,86 +1977,90 @@ class Provenance:
                 return False
             if method.endswith("_") and not method.startswith("_"):
                 return True  # ``x.uniform_(a, b)`` is ``x``, updated in place where it lives
-            return all(self._cpu_or_not_tensor(a.value, seen) for a in call.args)
+            return all(self._cpu_or_not_tensor(argument_value(a), seen) for a in arguments)
         return False
 
-    def _is_dtype(self, expr: cst.BaseExpression) -> bool:
+    def _is_dtype(self, expr: ast.expr) -> bool:
         q = self.imports.qualify(expr) or ""
         return q.count(".") == 1 and q.startswith("torch.") and q.split(".")[1] in DTYPES
 
-    def presumed_tensor(self, expr: cst.CSTNode) -> bool:
+    def presumed_tensor(self, expr: ast.AST) -> bool:
         """Is ``expr`` a tensor only by the ``forward`` parameter heuristic: a bare,
         unannotated parameter without default, never rebound and never used as a
         tensor in its function? Such a parameter tested for truth (``if
         interpolate_pos_encoding:``) is far more often a Python flag."""
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not ast.Name and type(expr) is not ast.arg:
             return False
-        scope = self.scope_of(expr).lookup(expr.value)
-        if scope is None or expr.value in scope.evidence:
+        name = _spelling(expr)  # type: ignore[arg-type]
+        scope = self.scope_of(expr).lookup(name)
+        if scope is None or name in scope.evidence:
             return False
-        bindings = scope.bindings.get(expr.value, [])
+        bindings = scope.bindings.get(name, [])
         if len(bindings) != 1 or bindings[0][0] != "param":
             return False
         param = bindings[0][1]
-        return isinstance(param, cst.Param) and param.annotation is None and param.default is None and (
+        return type(param) is ast.arg and param.annotation is None and self._default(param) is None and (
             self._param_kind(scope, param) is Kind.TENSOR
         )
 
-    def assigned_values(self, expr: cst.CSTNode) -> list[cst.BaseExpression]:
+    def assigned_values(self, expr: ast.AST) -> list[ast.expr]:
         """What ``expr`` is assigned: for a name, the values of its assignments in its scope
         (none when it is also bound another way: a parameter, a loop, an import); for
         ``self.attr`` in a method, every ``self.attr = ...`` of the class."""
-        if isinstance(expr, cst.Name):
-            scope = self.scope_of(expr).lookup(expr.value)
-            bindings = scope.bindings.get(expr.value, []) if scope is not None else []
-            values = [node for how, node in bindings if how == "value" and isinstance(node, cst.BaseExpression)]
+        if type(expr) is ast.Name or type(expr) is ast.arg:
+            name = _spelling(expr)  # type: ignore[arg-type]
+            scope = self.scope_of(expr).lookup(name)
+            bindings = scope.bindings.get(name, []) if scope is not None else []
+            values = [node for how, node in bindings if how == "value" and isinstance(node, ast.expr)]
             return values if len(values) == len(bindings) else []
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self":
             cls = self.enclosing_class(expr)
-            return list(self.class_attrs.get(cls, {}).get(expr.attr.value, [])) if cls is not None else []
+            return list(self.class_attrs.get(cls, {}).get(expr.attr, [])) if cls is not None else []
         return []
 
-    def tensor_sequence(self, expr: cst.CSTNode) -> bool:
+    def tensor_sequence(self, expr: ast.AST) -> bool:
         """Is ``expr`` a call that the stubs say gives a tuple or list of tensors
         (``torch.split(x, 2)``, ``x.unbind(0)``, ``torch.where(mask)``)?"""
-        if type(expr) is not cst.Call:
+        if type(expr) is not ast.Call:
             return False
         func = expr.func
         positional, keywords = call_shape(expr)
         q = self.imports.qualify(func)
         if q is not None and q.startswith("torch."):
             return torch_stubs.table().function_kind(q, positional, keywords) == torch_stubs.TENSORS
-        if isinstance(func, cst.Attribute) and self.kind(func.value) is Kind.TENSOR:
-            return torch_stubs.table().method_kind(func.attr.value, positional, keywords) == torch_stubs.TENSORS
+        if type(func) is ast.Attribute and self.kind(func.value) is Kind.TENSOR:
+            return torch_stubs.table().method_kind(func.attr, positional, keywords) == torch_stubs.TENSORS
         return False
 
-    def tensor_pair(self, call: cst.Call) -> bool:
+    def tensor_pair(self, call: ast.Call) -> bool:
         """``t.max(1)``, ``t.sort()``, ``t.topk(k)``: a (values, indices) pair of tensors."""
         func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in PAIR_METHODS):
+        if not (type(func) is ast.Attribute and func.attr in PAIR_METHODS):
             return False
         if self.kind(func.value) is not Kind.TENSOR:
             return False
-        if func.attr.value in ("sort", "topk", "kthvalue"):
+        if func.attr in ("sort", "topk", "kthvalue"):
             return True
-        first = call.args[0] if call.args else None  # ``t.max()`` is one tensor; ``t.max(dim)`` a pair
-        return first is not None and (first.keyword is None or first.keyword.value == "dim") and (
-            self.kind(first.value) is not Kind.TENSOR
+        arguments = call_arguments(call)
+        first = arguments[0] if arguments else None  # ``t.max()`` is one tensor; ``t.max(dim)`` a pair
+        return first is not None and argument_keyword(first) in (None, "dim") and (
+            self.kind(argument_value(first)) is not Kind.TENSOR
         )
 
-    def _attribute_kind(self, expr: cst.Attribute) -> Kind:
-        attr = expr.attr.value
-        if attr in ("values", "indices") and isinstance(expr.value, cst.Call) and self.tensor_pair(expr.value):
+    def _attribute_kind(self, expr: ast.Attribute) -> Kind:
+        attr = expr.attr
+        value = expr.value
+        if attr in ("values", "indices") and type(value) is ast.Call and self.tensor_pair(value):
             return Kind.TENSOR  # ``x.max(1).indices``
-        if type(expr.value) is cst.Name and expr.value.value not in ("self", "cls"):
-            owner = self.scope_of(expr.value).lookup(expr.value.value)
-            key = (id(owner), f"{expr.value.value}.{attr}")
+        if type(value) is ast.Name and value.id not in ("self", "cls"):
+            owner = self.scope_of(value).lookup(value.id)
+            key = (id(owner), f"{value.id}.{attr}")
             if owner is not None and key in self._object_attrs:
                 kind = self._lookup(key)  # ``t.loss`` of ``t = State()``, set in this function
                 if kind is not Kind.UNKNOWN:
                     return kind
-        base_kind = self.kind(expr.value)
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        base_kind = self.kind(value)
+        if type(value) is ast.Name and value.id == "self":
             cls = self.enclosing_class(expr)
             if cls is not None and attr in self.class_attrs.get(cls, {}):
                 return self._lookup((id(cls), "self." + attr))
@@ -1930,7 +2076,7 @@ class Provenance:
         if base_kind is Kind.NUMPY:
             # ``np.finfo(np.float32).eps``, ``arr.T``: numpy values, whatever the origin.
             return NUMPY_METADATA.get(attr, Kind.NUMPY)
-        if isinstance(expr.value, cst.Call) and self.imports.qualify(expr.value.func) in ("torch.finfo", "torch.iinfo"):
+        if type(value) is ast.Call and self.imports.qualify(value.func) in ("torch.finfo", "torch.iinfo"):
             return Kind.NUMBER if attr not in ("dtype",) else Kind.OTHER
         q = self.imports.qualify(expr)
         if q and q.startswith("torch.") and q.split(".")[-1] in ("pi", "e", "inf", "nan"):
@@ -1941,17 +2087,17 @@ class Provenance:
             return Kind.NUMBER
         return Kind.UNKNOWN
 
-    def _is_imported_name(self, expr: cst.BaseExpression) -> bool:
+    def _is_imported_name(self, expr: ast.expr) -> bool:
         """Is ``expr`` a module (or a name in one) bound by an import?"""
         root = expr
-        while isinstance(root, cst.Attribute):
+        while type(root) is ast.Attribute:
             root = root.value
-        if not isinstance(root, cst.Name):
+        if type(root) is not ast.Name:
             return False
-        scope = self.scope_of(root).lookup(root.value)
-        return scope is not None and any(how == "import" for how, _ in scope.bindings[root.value])
+        scope = self.scope_of(root).lookup(root.id)
+        return scope is not None and any(how == "import" for how, _ in scope.bindings[root.id])
 
-    def _call_kind(self, call: cst.Call) -> Kind:
+    def _call_kind(self, call: ast.Call) -> Kind:
         func = call.func
         q = self.imports.qualify(func)
         if q is not None:
@@ -1961,7 +2107,8 @@ class Provenance:
             if q in NON_TENSOR_RESULTS:
                 return Kind.NUMBER if NON_TENSOR_RESULTS[q] == "number" else Kind.OTHER
             if q in WRAPPING_CALLS:
-                wrapped = self.kind(call.args[0].value) if call.args else Kind.UNKNOWN
+                arguments = call_arguments(call)
+                wrapped = self.kind(argument_value(arguments[0])) if arguments else Kind.UNKNOWN
                 return Kind.MODULE if wrapped is Kind.MODULE else Kind.OTHER
             if q.startswith("torch.jit."):
                 return Kind.OTHER
@@ -1977,13 +2124,15 @@ class Provenance:
             if is_module_class(q, self.module_classes):
                 return Kind.MODULE
             if q in ("float", "int", "bool", "len", "round", "abs", "sum", "math.sqrt", "math.log", "math.exp"):
-                if q in ("abs", "round", "sum") and call.args and self.kind(call.args[0].value) is Kind.TENSOR:
-                    return Kind.TENSOR if q != "round" or len(call.args) == 1 else Kind.UNKNOWN
+                if q in ("abs", "round", "sum"):
+                    arguments = call_arguments(call)
+                    if arguments and self.kind(argument_value(arguments[0])) is Kind.TENSOR:
+                        return Kind.TENSOR if q != "round" or len(arguments) == 1 else Kind.UNKNOWN
                 return Kind.NUMBER
             if q in ("str", "repr", "list", "dict", "tuple", "set", "range", "enumerate", "zip", "sorted", "open", "print", "isinstance", "hasattr", "getattr"):
                 return Kind.OTHER if q != "isinstance" and q != "hasattr" else Kind.NUMBER
-            if q in ("max", "min") and call.args:
-                kinds = [self.kind(a.value) for a in call.args]
+            if q in ("max", "min") and (call.args or call.keywords):
+                kinds = [self.kind(argument_value(a)) for a in call_arguments(call)]
                 if all(k is Kind.NUMBER for k in kinds):
                     return Kind.NUMBER
                 return Kind.UNKNOWN
@@ -1996,8 +2145,8 @@ class Provenance:
                 return returned  # ``self.stats(x)`` where ``stats`` returns ``torch.stack(...)``
         if self.kind(func) is Kind.MODULE:
             return Kind.TENSOR
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
+        if type(func) is ast.Attribute:
+            method = func.attr
             receiver = self.kind(func.value)
             if method in NON_TENSOR_ANY_METHODS:
                 return NON_TENSOR_ANY_METHODS[method]
@@ -2034,33 +2183,83 @@ class Provenance:
         return Kind.UNKNOWN
 
 
-def _names_cpu(expr: cst.BaseExpression) -> bool:
+def _spelling(name: ast.Name | ast.arg) -> str:
+    """The name a ``Name`` reads, or the name of a parameter."""
+    return name.id if type(name) is ast.Name else name.arg  # type: ignore[union-attr]
+
+
+def _in_body(node: ast.AST, child: ast.AST) -> bool:
+    """Is ``child`` (a child of the ``if`` / ``while`` / conditional expression ``node``, not
+    its test) in its body rather than its ``else``?"""
+    if type(node) is ast.IfExp:
+        return child is node.body  # type: ignore[attr-defined]
+    orelse = node.orelse  # type: ignore[attr-defined]
+    if not orelse:
+        return True
+    number, first_else = number_of(child), number_of(orelse[0])
+    if number is None or first_else is None:
+        return any(item is child for item in node.body)  # type: ignore[attr-defined]
+    return number < first_else
+
+
+def _names_spelled_elsewhere(module: ast.Module) -> set[str]:
+    """The names written in ``module`` other than as ``Name`` expressions: attribute names,
+    keywords, imported names, defined names, parameters, ``global`` names (libcst spelled
+    each of them with a ``Name`` node)."""
+    found: set[str] = set()
+    for node in nodes_within(module, ast.Attribute, ast.keyword, ast.alias, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef, ast.arg, ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.ImportFrom):
+        t = type(node)
+        if t is ast.Attribute:
+            found.add(node.attr)  # type: ignore[attr-defined]
+        elif t is ast.keyword:
+            if node.arg is not None:  # type: ignore[attr-defined]
+                found.add(node.arg)  # type: ignore[attr-defined]
+        elif t is ast.alias:
+            found.update(node.name.split("."))  # type: ignore[attr-defined]
+            if node.asname is not None:  # type: ignore[attr-defined]
+                found.add(node.asname)  # type: ignore[attr-defined]
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            found.add(node.name)  # type: ignore[attr-defined]
+        elif t is ast.arg:
+            found.add(node.arg)  # type: ignore[attr-defined]
+        elif t in (ast.Global, ast.Nonlocal):
+            found.update(node.names)  # type: ignore[attr-defined]
+        elif t is ast.ExceptHandler:
+            if node.name is not None:  # type: ignore[attr-defined]
+                found.add(node.name)  # type: ignore[attr-defined]
+        elif t is ast.ImportFrom and node.module is not None:  # type: ignore[attr-defined]
+            found.update(node.module.split("."))  # type: ignore[attr-defined]
+    return found
+
+
+def _names_cpu(expr: ast.expr) -> bool:
     """``"cpu"`` or ``torch.device("cpu")``."""
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value == "cpu"
-    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "device" and expr.args:
-        first = expr.args[0].value
-        return isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu"
+    if type(expr) is ast.Constant:
+        return type(expr.value) is str and expr.value == "cpu"
+    if type(expr) is ast.Call and (dotted_name(expr.func) or "").split(".")[-1] == "device" and (expr.args or expr.keywords):
+        first = argument_value(call_arguments(expr)[0])
+        return type(first) is ast.Constant and type(first.value) is str and first.value == "cpu"
     return False
 
 
-def module_class_of(provenance: Provenance, func: cst.BaseExpression) -> str | None:
+def module_class_of(provenance: Provenance, func: ast.expr) -> str | None:
     """The class a called module was built from (``self.fc`` -> ``torch.nn.Linear``),
     or the module's own dotted name when fixitem cannot tell."""
     if provenance.kind(func) is not Kind.MODULE:
         return None
-    values: list[cst.BaseExpression] = []
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+    values: list[ast.expr] = []
+    if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
         cls = provenance.enclosing_class(func)
         if cls is not None:
-            values = provenance.class_attrs.get(cls, {}).get(func.attr.value, [])
-    elif isinstance(func, cst.Name):
-        scope = provenance.scope_of(func).lookup(func.value)
+            values = provenance.class_attrs.get(cls, {}).get(func.attr, [])
+    elif type(func) is ast.Name:
+        scope = provenance.scope_of(func).lookup(func.id)
         if scope is not None:
-            values = [node for how, node in scope.bindings.get(func.value, []) if how == "value" and isinstance(node, cst.BaseExpression)]
+            values = [node for how, node in scope.bindings.get(func.id, []) if how == "value" and isinstance(node, ast.expr)]
     classes = set()
     for value in values:
-        if isinstance(value, cst.Call):
+        if type(value) is ast.Call:
             q = provenance.imports.qualify(value.func)
             if is_module_class(q, provenance.module_classes):
                 classes.add(q)
@@ -2069,36 +2268,35 @@ def module_class_of(provenance: Provenance, func: cst.BaseExpression) -> str | N
     return dotted_name(func)
 
 
-def _is_text(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+def _is_text(expr: ast.expr) -> bool:
+    t = type(expr)
+    return (t is ast.Constant and type(expr.value) in (str, bytes)) or t is ast.JoinedStr  # type: ignore[attr-defined]
 
 
-def is_text(expr: cst.BaseExpression) -> bool:
+def is_text(expr: ast.expr) -> bool:
     """A string by its syntax: a literal, or one repeated or joined (``"%g " * 3``, ``"a" + s``)."""
     if _is_text(expr):
         return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
-        return _is_text(expr.left) or (isinstance(expr.operator, cst.Multiply) and _is_text(expr.right))
+    if type(expr) is ast.BinOp and type(expr.op) in (ast.Mult, ast.Add):
+        return _is_text(expr.left) or (type(expr.op) is ast.Mult and _is_text(expr.right))
     return False
 
 
-def _stub_body(func: cst.FunctionDef) -> bool:
+def _stub_body(func: ast.FunctionDef) -> bool:
     """A body of only a docstring, ``pass``, ``...`` and ``raise``: a method left to subclasses."""
-    body = func.body.body
-    for statement in body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return False
-        for small in statement.body:
-            if isinstance(small, (cst.Pass, cst.Raise)):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)):
-                continue
-            return False
+    for statement in func.body:
+        t = type(statement)
+        if t is ast.Pass or t is ast.Raise:
+            continue
+        if t is ast.Expr and type(statement.value) is ast.Constant and (  # type: ignore[attr-defined]
+                statement.value.value is Ellipsis or type(statement.value.value) in (str, bytes)):  # type: ignore[attr-defined]
+            continue
+        return False
     return True
 
 
-def _is_none(node: cst.CSTNode | None) -> bool:
-    return type(node) is cst.Name and node.value == "None"  # type: ignore[union-attr]
+def _is_none(node: object) -> bool:
+    return type(node) is ast.Constant and node.value is None  # type: ignore[attr-defined]
 
 
 # Classes an ``isinstance`` test names that only tensors are instances of.
@@ -2107,26 +2305,42 @@ TENSOR_CLASSES = frozenset({"torch.Tensor", "Tensor", "torch.nn.Parameter", "tor
 NOT_NONE = "#not-none"
 
 
-def _first_param(func: cst.FunctionDef) -> cst.Param | None:
-    params = list(func.params.posonly_params) + list(func.params.params)
+def _first_param(func: ast.FunctionDef) -> ast.arg | None:
+    params = func.args.posonlyargs + func.args.args
     return params[0] if params else None
 
 
-def all_params(params: cst.Parameters) -> list[cst.Param]:
-    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    if isinstance(params.star_arg, cst.Param):
-        found.append(params.star_arg)
-    if params.star_kwarg is not None:
-        found.append(params.star_kwarg)
+def all_params(params: ast.arguments) -> list[ast.arg]:
+    """Every parameter: positional-only, positional, keyword-only, then ``*args`` and ``**kwargs``."""
+    found = list(params.posonlyargs) + list(params.args) + list(params.kwonlyargs)
+    if params.vararg is not None:
+        found.append(params.vararg)
+    if params.kwarg is not None:
+        found.append(params.kwarg)
     return found
 
 
-# What ``_fill_scope`` looks at (checked by exact type first: ``isinstance``
-# on libcst classes goes through ``ABCMeta`` and is slow on every node).
+def param_default(func_args: ast.arguments, arg: ast.arg) -> ast.expr | None:
+    """The default value of the parameter ``arg`` of ``func_args`` (libcst's ``Param.default``):
+    ``defaults`` right-aligns with the positional parameters, ``kw_defaults[i]`` goes with
+    ``kwonlyargs[i]``; None where it has none (and for ``*args`` / ``**kwargs``)."""
+    positional = func_args.posonlyargs + func_args.args
+    for i, param in enumerate(positional):
+        if param is arg:
+            j = i - (len(positional) - len(func_args.defaults))
+            return func_args.defaults[j] if j >= 0 else None
+    for param, default in zip(func_args.kwonlyargs, func_args.kw_defaults):
+        if param is arg:
+            return default
+    return None
+
+
+# What ``_fill_scope`` looks at (checked by exact type first: a set lookup of the type
+# is cheaper than a chain of tests on every node).
 _BINDING_NODES = frozenset({
-    cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS, cst.Assign, cst.AnnAssign, cst.AugAssign,
-    cst.NamedExpr, cst.For, cst.WithItem, cst.Import, cst.ImportFrom, cst.ExceptHandler, cst.Global,
-    cst.Nonlocal, cst.Call, cst.Attribute, cst.Slice, cst.Comparison,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *COMPREHENSIONS, ast.Assign, ast.AnnAssign,
+    ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.withitem, ast.Import, ast.ImportFrom,
+    ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.Call, ast.Attribute, ast.Slice, ast.Compare,
 })
 
 # Tensor methods whose arguments are all Python sizes or dimensions.
@@ -2142,29 +2356,30 @@ SIZE_ALL = frozenset({"zeros", "ones", "empty", "rand", "randn", "eye", "randper
 SIZE_KEYWORDS = frozenset({"size", "shape", "dim", "output_size", "kernel_size", "stride", "padding", "sizes", "split_size_or_sections"})
 
 
-def _size_names(expr: cst.BaseExpression) -> set[str]:
+def _size_names(expr: ast.expr) -> set[str]:
     """The names an expression used as a size is computed from (``H * W`` -> H, W)."""
-    if isinstance(expr, cst.Name):
-        return {expr.value}
-    if isinstance(expr, cst.BinaryOperation):
-        return _size_names(expr.left) | _size_names(expr.right)
-    if isinstance(expr, cst.UnaryOperation):
-        return _size_names(expr.expression)
-    if isinstance(expr, (cst.Tuple, cst.List)):
+    t = type(expr)
+    if t is ast.Name:
+        return {expr.id}  # type: ignore[attr-defined]
+    if t is ast.BinOp:
+        return _size_names(expr.left) | _size_names(expr.right)  # type: ignore[attr-defined]
+    if t is ast.UnaryOp:
+        return _size_names(expr.operand)  # type: ignore[attr-defined]
+    if t is ast.Tuple or t is ast.List:
         found: set[str] = set()
-        for element in expr.elements:
-            if not isinstance(element, cst.StarredElement):
-                found |= _size_names(element.value)
+        for element in expr.elts:  # type: ignore[attr-defined]
+            if type(element) is not ast.Starred:
+                found |= _size_names(element)
         return found
     return set()
 
 
-def _size_names_of_call(call: cst.Call, imports: Imports) -> set[str]:
+def _size_names_of_call(call: ast.Call, imports: Imports) -> set[str]:
     found: set[str] = set()
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in SIZE_KEYWORDS:
-            found |= _size_names(arg.value)
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    for keyword in call.keywords:
+        if keyword.arg is not None and keyword.arg in SIZE_KEYWORDS:
+            found |= _size_names(keyword.value)
+    positional = [a for a in call.args if type(a) is not ast.Starred]
     func = call.func
     q = imports.qualify(func) or ""
     if q == "range":
@@ -2174,8 +2389,8 @@ def _size_names_of_call(call: cst.Call, imports: Imports) -> set[str]:
         sizes = positional[1:] if name in SIZE_AFTER_FIRST else positional if name in SIZE_ALL else []
         if name == "full" and positional:
             sizes = positional[:1]
-    elif isinstance(func, cst.Attribute) and func.attr.value in SIZE_METHODS and not (
-        isinstance(func.value, cst.Name) and (func.value.value in ("self", "cls") or func.value.value in imports.aliases)
+    elif type(func) is ast.Attribute and func.attr in SIZE_METHODS and not (
+        type(func.value) is ast.Name and (func.value.id in ("self", "cls") or func.value.id in imports.aliases)
     ):
         sizes = positional
     else:
@@ -2185,40 +2400,43 @@ def _size_names_of_call(call: cst.Call, imports: Imports) -> set[str]:
     return found
 
 
-def _is_shape_query(expr: cst.BaseExpression) -> bool:
+def _is_shape_query(expr: ast.expr) -> bool:
     """``x.shape[1]``, ``x.size(1)``, ``len(x)``, ``x.numel()``: a size read from a tensor's header."""
-    if isinstance(expr, cst.Subscript):
-        expr = expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value in ("shape", "ndim")
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Attribute):
-            return func.attr.value in ("size", "numel", "dim")
-        return isinstance(func, cst.Name) and func.value == "len"
+    if type(expr) is ast.Subscript:
+        expr = expr.value  # type: ignore[attr-defined]
+    t = type(expr)
+    if t is ast.Attribute:
+        return expr.attr in ("shape", "ndim")  # type: ignore[attr-defined]
+    if t is ast.Call:
+        func = expr.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute:
+            return func.attr in ("size", "numel", "dim")
+        return type(func) is ast.Name and func.id == "len"
     return False
-_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
+_NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 
 
-def _iter_scope_nodes(body: object) -> Iterator[cst.CSTNode]:
+def _iter_scope_nodes(body: object) -> Iterator[ast.AST]:
     """Nodes of one scope, yielding (but not entering) nested scopes."""
-    for root in [body] if isinstance(body, cst.CSTNode) else list(body):  # type: ignore[call-overload]
+    for root in [body] if isinstance(body, ast.AST) else list(body):  # type: ignore[call-overload]
         yield from _scope_nodes_below(root)
 
 
-def _scope_nodes_below(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _scope_nodes_below(root: ast.AST) -> Iterator[ast.AST]:
     number = number_of(root)
     if number is None:  # code built after the file was indexed
-        nodes: list[cst.CSTNode] = [root]
+        nodes: list[ast.AST] = [root]
         while nodes:
             node = nodes.pop()
             yield node
             if type(node) in _NESTED_SCOPES:
-                if type(node) is not cst.Lambda:
-                    nodes.extend(reversed([d.decorator for d in node.decorators]))  # type: ignore[attr-defined]
+                if type(node) is not ast.Lambda:
+                    nodes.extend(reversed(node.decorator_list))  # type: ignore[attr-defined]
             elif type(node) in _COMPREHENSION_TYPES:
-                nodes.append(node.for_in.iter)  # type: ignore[attr-defined]
+                nodes.append(node.generators[0].iter)  # type: ignore[attr-defined]
             else:
                 nodes.extend(reversed(children_of(node)))
         return
@@ -2230,13 +2448,14 @@ def _scope_nodes_below(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield node
         kind = type(node)
         if kind in _NESTED_SCOPES:
-            # Decorators and defaults are evaluated in this scope.
-            if kind is not cst.Lambda:
-                for decorator in node.decorators:  # type: ignore[attr-defined]
-                    yield from _scope_nodes_below(decorator.decorator)
+            # Decorators are evaluated in this scope (the parameters' defaults and
+            # annotations, a class's bases, are looked at by neither scope).
+            if kind is not ast.Lambda:
+                for decorator in node.decorator_list:  # type: ignore[attr-defined]
+                    yield from _scope_nodes_below(decorator)
             number = subtree_stop(number)
         elif kind in _COMPREHENSION_TYPES:
-            yield from _scope_nodes_below(node.for_in.iter)  # type: ignore[attr-defined]
+            yield from _scope_nodes_below(node.generators[0].iter)  # type: ignore[attr-defined]
             number = subtree_stop(number)
         else:
             number += 1

@@ -20,31 +20,66 @@ stands.
 
 from __future__ import annotations
 
+import ast
 import bisect
-
-import libcst as cst
+from collections.abc import Mapping
 
 from .tree import nodes_within, number_of, subtree_stop, walk
 
 # Blocks a read is followed out of whatever they bind: their header runs once, before their body.
-_STRAIGHT = (cst.If, cst.With)
-_BODIES = (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+_STRAIGHT = (ast.If, ast.With, ast.AsyncWith)
+# The nodes that hold lists of statements (``ast`` has no block node: a statement's parent is
+# the module or compound statement whose ``body`` / ``orelse`` / ``finalbody`` list holds it).
+_BODIES = (
+    ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+    ast.With, ast.AsyncWith, ast.Try, ast.ExceptHandler, ast.match_case,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+# The fields of those nodes that hold statements, in source order.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody")
+# Statements with a body (libcst's ``BaseCompoundStatement``).
+_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_FOR = (ast.For, ast.AsyncFor)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def statements_holding(block: ast.AST, child: ast.AST) -> list[ast.stmt] | None:
+    """The statement list of ``block`` (its ``body``, ``orelse`` or ``finalbody``) that holds
+    ``child``, or None when ``child`` is not one of its statements."""
+    if not isinstance(child, ast.stmt):
+        return None
+    number = number_of(child)
+    for field in _STATEMENT_FIELDS:
+        body = getattr(block, field, None)
+        if not body or type(body) is not list:
+            continue
+        if number is not None:
+            first, last = number_of(body[0]), number_of(body[-1])
+            if first is not None and last is not None and first <= number <= last:
+                return body
+            if first is not None and last is not None:
+                continue
+        if any(item is child for item in body):
+            return body
+    return None
 
 
 def reaching_value(
-    read: cst.Name, scope_node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode],
+    read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
     bindings: Bindings,
-) -> cst.BaseExpression | cst.Param | None:
+) -> ast.expr | ast.arg | None:
     """The value ``read`` certainly sees (see the module docstring): an assigned value,
-    or the function's parameter when no assignment comes before; or None.
+    or the function's parameter (its ``ast.arg``) when no assignment comes before; or None.
 
     ``scope_node``: the function (or module) whose local ``read`` is; ``bindings``: the
-    module's :class:`Bindings`."""
-    name = read.value
-    child: cst.CSTNode = read
+    module's :class:`Bindings`. (A parameter, its ``ast.arg``, sees itself.)"""
+    name = read.id if type(read) is ast.Name else read.arg
+    child: ast.AST = read
     node = parents.get(read)
     while node is not None:
-        if isinstance(node, _BODIES):
+        if isinstance(child, ast.stmt):  # ``node`` holds the block of statements ``child`` is in
             found = bindings.last_binding_before(node, child, name)
             if found is None:
                 return None
@@ -53,93 +88,95 @@ def reaching_value(
                 return _assigned_value(earlier, name, bindings)
         if node is scope_node:
             return _parameter(node, name)
-        if isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, _STRAIGHT):
+        if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
             # A loop that rebinds the name (a later statement may run before the read, on the
             # next pass), a try whose body may or may not have, a match's capture, a nested
             # def's parameter: no single answer. A for's iterable is read before its target is bound.
-            if not (isinstance(node, cst.For) and child is node.iter) and bindings.binds(node, name):
+            if not (isinstance(node, _FOR) and child is node.iter) and bindings.binds(node, name):
                 return None
         child = node
         node = parents.get(node)
     return None
 
 
-def _parameter(scope_node: cst.CSTNode, name: str) -> cst.Param | None:
+def _parameter(scope_node: ast.AST, name: str) -> ast.arg | None:
     """The parameter ``name`` of the function ``scope_node``: what a read sees before any
     assignment."""
-    if not isinstance(scope_node, cst.FunctionDef):
+    if not isinstance(scope_node, _FUNCTIONS):
         return None
-    params = scope_node.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
+    params = scope_node.args
+    for param in (*params.posonlyargs, *params.args, *params.kwonlyargs):
+        if param.arg == name:
             return param
     return None
 
 
-def _assigned_value(statement: cst.CSTNode, name: str, bindings: Bindings) -> cst.BaseExpression | None:
+def _assigned_value(statement: ast.AST, name: str, bindings: Bindings) -> ast.expr | None:
     """The value ``statement`` (which binds ``name``) leaves in it, when it is a plain
     assignment that certainly does."""
-    if isinstance(statement, cst.SimpleStatementLine):
-        small = [s for s in statement.body if bindings.binds(s, name)]
-        statement = small[-1]
-    if isinstance(statement, cst.AnnAssign):
-        if isinstance(statement.target, cst.Name) and statement.value is not None and not _walrus_in(statement.value):
+    if type(statement) is ast.AnnAssign:
+        if type(statement.target) is ast.Name and statement.value is not None and not _walrus_in(statement.value):
             return statement.value
         return None
-    if not isinstance(statement, cst.Assign) or _walrus_in(statement.value):
+    if type(statement) is not ast.Assign or _walrus_in(statement.value):
         return None
     found = None
     for target in statement.targets:
-        value = _element_value(target.target, statement.value, name)
+        value = _element_value(target, statement.value, name)
         if value is not None:
             found = value
-        elif name in _target_names(target.target):
+        elif name in _target_names(target):
             return None  # bound by unpacking something fixitem cannot split
     return found
 
 
-def _element_value(target: cst.BaseExpression, value: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
-    if isinstance(target, cst.Name):
-        return value if target.value == name else None
+def _unstarred(element: ast.expr) -> ast.expr:
+    """The expression of an element (libcst's ``Element.value`` / ``StarredElement.value``)."""
+    return element.value if type(element) is ast.Starred else element  # type: ignore[attr-defined]
+
+
+def _element_value(target: ast.expr, value: ast.expr, name: str) -> ast.expr | None:
+    if type(target) is ast.Name:
+        return value if target.id == name else None
     if (
-        isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+        type(target) in (ast.Tuple, ast.List) and type(value) in (ast.Tuple, ast.List)
+        and len(target.elts) == len(value.elts)  # type: ignore[attr-defined]
+        and not any(type(e) is ast.Starred for e in (*target.elts, *value.elts))  # type: ignore[attr-defined]
     ):
-        pairs = [(t, v) for t, v in zip(target.elements, value.elements) if name in _target_names(t.value)]
+        pairs = [(t, v) for t, v in zip(target.elts, value.elts) if name in _target_names(t)]  # type: ignore[attr-defined]
         if len(pairs) == 1:
             (element, element_value), = pairs
-            return _element_value(element.value, element_value.value, name)
+            return _element_value(element, element_value, name)
     return None
 
 
-def _walrus_in(value: cst.BaseExpression) -> bool:
-    return any(isinstance(n, cst.NamedExpr) for n in walk(value))
+def _walrus_in(value: ast.AST) -> bool:
+    return any(type(n) is ast.NamedExpr for n in walk(value))
 
 
-def _target_names(target: cst.CSTNode) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _target_names(e.value)}
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+def _target_names(target: ast.AST) -> set[str]:
+    if type(target) is ast.Name:
+        return {target.id}  # type: ignore[attr-defined]
+    if type(target) in (ast.Tuple, ast.List):
+        return {n for e in target.elts for n in _target_names(_unstarred(e))}  # type: ignore[attr-defined]
+    if type(target) is ast.Starred:
+        return _target_names(target.value)  # type: ignore[attr-defined]
     return set()  # an attribute or an item: binds no name
 
 
 class Bindings:
     """Where each name is bound in a module: the source-order numbers of the nodes that bind
-    it (targets, parameters, imports, defs, ...), so that "does this statement bind ``x``?"
+    it (assignments, parameters, imports, defs, ...), so that "does this statement bind ``x``?"
     is a search in a sorted list, not a walk of the statement."""
 
     # The node types that bind a name, and the names each binds.
-    TYPES = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr,
-             cst.Del, cst.Global, cst.Nonlocal, cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param,
-             cst.MatchAs, cst.MatchStar, cst.MatchMapping)
+    TYPES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem,
+             ast.ExceptHandler, ast.alias, ast.NamedExpr, ast.Delete, ast.Global, ast.Nonlocal, ast.FunctionDef,
+             ast.AsyncFunctionDef, ast.ClassDef, ast.arg, ast.MatchAs, ast.MatchStar, ast.MatchMapping)
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: ast.Module) -> None:
         self._at: dict[str, list[int]] = {}
-        self._starts: dict[int, list[int]] = {}  # a block's number -> its statements' numbers
+        self._starts: dict[int, list[int]] = {}  # a block's first statement's number -> its statements' numbers
         for node in nodes_within(module, *self.TYPES):
             number = number_of(node)
             if number is None:
@@ -149,16 +186,19 @@ class Bindings:
         for numbers in self._at.values():
             numbers.sort()
 
-    def last_binding_before(self, block: cst.CSTNode, child: cst.CSTNode, name: str) -> tuple[cst.CSTNode | None] | None:
-        """The last statement of ``block.body`` before ``child`` that binds ``name``, as a
-        1-tuple (``(None,)`` when none does), or None when ``child`` is not in ``block.body``.
+    def last_binding_before(self, block: ast.AST, child: ast.AST, name: str) -> tuple[ast.stmt | None] | None:
+        """The last statement of the statement list of ``block`` holding ``child`` (its
+        ``body``, ``orelse``, ...) before ``child`` that binds ``name``, as a 1-tuple
+        (``(None,)`` when none does), or None when ``child`` is not one of ``block``'s statements.
 
         The statements of a block are runs of source-order numbers, in order: the binding
         of ``name`` numbered last before ``child`` lies in the statement sought. (A walk back
         over the statements costs as many steps as there are between, which for a read at
         the bottom of a long module is most of them.)"""
-        body = block.body  # type: ignore[attr-defined]
-        number, top = number_of(child), number_of(block)
+        body = statements_holding(block, child)
+        if body is None:
+            return None
+        number, top = number_of(child), number_of(body[0])
         if number is None or top is None:
             index = next((i for i, item in enumerate(body) if item is child), None)
             if index is None:
@@ -176,7 +216,7 @@ class Bindings:
             return (None,)
         return (body[bisect.bisect_right(starts, numbers[last]) - 1],)
 
-    def binds(self, node: cst.CSTNode, name: str) -> bool:
+    def binds(self, node: ast.AST, name: str) -> bool:
         """Whether ``name`` may be bound anywhere within ``node`` (nested functions included)."""
         numbers = self._at.get(name)
         number = number_of(node)
@@ -186,22 +226,52 @@ class Bindings:
         return i < len(numbers) and numbers[i] < subtree_stop(number)
 
 
-def _names_bound_by(node: cst.CSTNode) -> set[str]:
-    if isinstance(node, cst.AssignTarget):
-        return _target_names(node.target)
-    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-        return _target_names(node.target)
-    if isinstance(node, cst.AsName):
-        return _target_names(node.name)
-    if isinstance(node, cst.NamedExpr):
-        return _target_names(node.target)
-    if isinstance(node, cst.Del):
-        return {n.value for n in walk(node.target) if isinstance(n, cst.Name)}
-    if isinstance(node, (cst.Global, cst.Nonlocal)):
-        return {item.name.value for item in node.names}
-    if isinstance(node, cst.ImportAlias):
-        local = node.asname.name if node.asname is not None else node.name
-        return {n.value for n in walk(local) if isinstance(n, cst.Name)}
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
-        return {node.name.value}
-    return {n.value for n in walk(node) if isinstance(n, cst.Name)}  # match patterns
+def _names_bound_by(node: ast.AST) -> set[str]:
+    t = type(node)
+    if t is ast.Assign:
+        return {n for target in node.targets for n in _target_names(target)}  # type: ignore[attr-defined]
+    if t in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension):
+        return _target_names(node.target)  # type: ignore[attr-defined]
+    if t is ast.withitem:
+        return _target_names(node.optional_vars) if node.optional_vars is not None else set()  # type: ignore[attr-defined]
+    if t is ast.ExceptHandler:
+        return {node.name} if node.name is not None else set()  # type: ignore[attr-defined]
+    if t is ast.NamedExpr:
+        return _target_names(node.target)  # type: ignore[attr-defined]
+    if t is ast.Delete:
+        # Every name spelled in the targets (libcst's walk: ``del self.x`` gives ``self`` and ``x``).
+        return {n for target in node.targets for n in _spelled_names(target)}  # type: ignore[attr-defined]
+    if t in (ast.Global, ast.Nonlocal):
+        return set(node.names)  # type: ignore[attr-defined]
+    if t is ast.alias:
+        if node.name == "*":  # type: ignore[attr-defined]
+            return set()
+        if node.asname is not None:  # type: ignore[attr-defined]
+            return {node.asname}  # type: ignore[attr-defined]
+        return set(node.name.split("."))  # type: ignore[attr-defined]  # as libcst's walk of ``a.b.c``
+    if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        return {node.name}  # type: ignore[attr-defined]
+    if t is ast.arg:
+        return {node.arg}  # type: ignore[attr-defined]
+    return _spelled_names(node)  # match patterns
+
+
+def _spelled_names(root: ast.AST) -> set[str]:
+    """Every name spelled in ``root``'s subtree: what a walk of libcst's ``Name`` nodes found
+    (names, attribute names, keyword names, match captures)."""
+    found: set[str] = set()
+    for n in walk(root):
+        t = type(n)
+        if t is ast.Name:
+            found.add(n.id)  # type: ignore[attr-defined]
+        elif t is ast.Attribute:
+            found.add(n.attr)  # type: ignore[attr-defined]
+        elif t is ast.keyword and n.arg is not None:  # type: ignore[attr-defined]
+            found.add(n.arg)  # type: ignore[attr-defined]
+        elif t in (ast.MatchAs, ast.MatchStar) and n.name is not None:  # type: ignore[attr-defined]
+            found.add(n.name)  # type: ignore[attr-defined]
+        elif t is ast.MatchMapping and n.rest is not None:  # type: ignore[attr-defined]
+            found.add(n.rest)  # type: ignore[attr-defined]
+        elif t is ast.MatchClass:
+            found.update(n.kwd_attrs)  # type: ignore[attr-defined]
+    return found

@@ -5,11 +5,7 @@ Each shortcut gives the findings and rewrites that the longer way gives:
 
 - a file's analyses are kept for the in-memory rewrites that ``scan`` makes
   (an analysis depends only on the text: :class:`codemods.engine.Analyses`);
-- the rewrite transform visits only the way to the replaced nodes;
-- parsing does not validate each node the parser builds;
-- code generation uses plain context managers instead of generator-based ones;
 - provenance's fixed-point iteration skips names whose inputs did not change;
-- adding imports reuses the imports the analysis found;
 - Python's cyclic garbage collector is paused while a file is processed
   (:func:`collection_paused`).
 

@@ -11,9 +11,10 @@ float16 tensor: ``norm + 1e-12`` is zero there where ``norm`` is.
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .context import FileContext
+from .scalar_shapes import arg_keyword, arg_value, call_arguments
 
 # Tensor methods / torch functions whose result is never negative (for a real input).
 NON_NEGATIVE_CALLS = frozenset(
@@ -33,7 +34,7 @@ FLOAT16_TINIEST = 2.0**-24
 MAX_DEPTH = 6
 
 
-def zero_divisor(ctx: FileContext, divisor: cst.BaseExpression) -> str:
+def zero_divisor(ctx: FileContext, divisor: ast.expr) -> str:
     """Why ``divisor`` may be zero: "" when the code shows it is not (a nonzero
     number; a value never negative plus a positive constant; a clamp to a
     positive minimum), otherwise a short reason."""
@@ -45,21 +46,25 @@ def zero_divisor(ctx: FileContext, divisor: cst.BaseExpression) -> str:
     return ""
 
 
-def _number(expr: cst.BaseExpression) -> float | None:
-    if isinstance(expr, (cst.Integer, cst.Float)):
+def _number(expr: ast.AST | None) -> float | None:
+    t = type(expr)
+    if t is ast.Constant:
+        value = expr.value  # type: ignore[union-attr]
+        if type(value) not in (int, float):  # not ``True``, a string, ``None``, ``1j``
+            return None
         try:
-            return float(expr.evaluated_value)
+            return float(value)
         except (OverflowError, ValueError):
             return None
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        inner = _number(expr.expression)
+    if t is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):  # type: ignore[union-attr]
+        inner = _number(expr.operand)  # type: ignore[union-attr]
         if inner is None:
             return None
-        return -inner if isinstance(expr.operator, cst.Minus) else inner
+        return -inner if type(expr.op) is ast.USub else inner  # type: ignore[union-attr]
     return None
 
 
-def _positive(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> float | None:
+def _positive(ctx: FileContext, expr: ast.expr, depth: int) -> float | None:
     """A lower bound > 0 on ``abs(expr)`` the code shows (a nonzero number, ``a + c``
     with ``a`` never negative, ``clamp(min=c)``), or None."""
     if depth > MAX_DEPTH:
@@ -67,19 +72,20 @@ def _positive(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> float |
     number = _number(expr)
     if number is not None:
         return abs(number) or None
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        for constant, other in ((expr.right, expr.left), (expr.left, expr.right)):
+    t = type(expr)
+    if t is ast.BinOp and type(expr.op) is ast.Add:  # type: ignore[attr-defined]
+        for constant, other in ((expr.right, expr.left), (expr.left, expr.right)):  # type: ignore[attr-defined]
             c = _number(constant)
             if c is not None and c > 0 and _non_negative(ctx, other, depth + 1):
                 return c
         return None
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        left, right = _positive(ctx, expr.left, depth + 1), _positive(ctx, expr.right, depth + 1)
+    if t is ast.BinOp and type(expr.op) is ast.Mult:  # type: ignore[attr-defined]
+        left, right = _positive(ctx, expr.left, depth + 1), _positive(ctx, expr.right, depth + 1)  # type: ignore[attr-defined]
         return left * right if left is not None and right is not None else None
-    if isinstance(expr, cst.Call):
-        name, receiver, args = _call_parts(ctx, expr)
+    if t is ast.Call:
+        name, receiver, args = _call_parts(ctx, expr)  # type: ignore[arg-type]
         if name in CLAMPS or name == "max" or name == "maximum":
-            bound = _clamp_min(name, expr, receiver, args)
+            bound = _clamp_min(name, expr, receiver, args)  # type: ignore[arg-type]
             if bound is not None and bound > 0:
                 return bound
         if name == "sqrt" and receiver is not None:
@@ -88,88 +94,91 @@ def _positive(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> float |
         if name in ("detach", "clone", "float", "double", "to", "reshape", "view", "squeeze", "unsqueeze") and receiver is not None:
             return _positive(ctx, receiver, depth + 1)
         return None
-    if isinstance(expr, cst.Name):
-        value = seen_value(ctx, expr)
+    if t is ast.Name:
+        value = seen_value(ctx, expr)  # type: ignore[arg-type]
         return _positive(ctx, value, depth + 1) if value is not None else None
     return None
 
 
-def _non_negative(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> bool:
+def _non_negative(ctx: FileContext, expr: ast.expr, depth: int) -> bool:
     if depth > MAX_DEPTH:
         return False
     number = _number(expr)
     if number is not None:
         return number >= 0
-    if isinstance(expr, cst.BinaryOperation):
-        op = expr.operator
-        if isinstance(op, (cst.Add, cst.Multiply, cst.Divide)):
-            return _non_negative(ctx, expr.left, depth + 1) and _non_negative(ctx, expr.right, depth + 1)
-        if isinstance(op, cst.Power):
-            exponent = _number(expr.right)
+    t = type(expr)
+    if t is ast.BinOp:
+        op = type(expr.op)  # type: ignore[attr-defined]
+        if op in (ast.Add, ast.Mult, ast.Div):
+            return _non_negative(ctx, expr.left, depth + 1) and _non_negative(ctx, expr.right, depth + 1)  # type: ignore[attr-defined]
+        if op is ast.Pow:
+            exponent = _number(expr.right)  # type: ignore[attr-defined]
             return exponent is not None and exponent == int(exponent) and int(exponent) % 2 == 0
         return False
-    if isinstance(expr, cst.Call):
-        name, receiver, args = _call_parts(ctx, expr)
+    if t is ast.Call:
+        name, receiver, args = _call_parts(ctx, expr)  # type: ignore[arg-type]
         if name in NON_NEGATIVE_CALLS:
             return True
         if name == "pow" and args:
-            exponent = _number(args[-1].value)
+            exponent = _number(arg_value(args[-1]))
             return exponent is not None and exponent == int(exponent) and int(exponent) % 2 == 0
         if name in KEEPING_SIGN and receiver is not None:
             return _non_negative(ctx, receiver, depth + 1)
         if name in CLAMPS or name in ("max", "maximum"):
-            bound = _clamp_min(name, expr, receiver, args)
+            bound = _clamp_min(name, expr, receiver, args)  # type: ignore[arg-type]
             return bound is not None and bound >= 0
         return False
-    if isinstance(expr, cst.Name):
-        value = seen_value(ctx, expr)
+    if t is ast.Name:
+        value = seen_value(ctx, expr)  # type: ignore[arg-type]
         return value is not None and _non_negative(ctx, value, depth + 1)
     return False
 
 
-def _call_parts(ctx: FileContext, call: cst.Call):
+def _call_parts(ctx: FileContext, call: ast.Call):
     """(name, receiver or first argument, remaining arguments) of a tensor method,
-    a ``torch`` function, or ``max``."""
+    a ``torch`` function, or ``max``. The arguments are those of
+    :func:`~codemods.scalar_shapes.call_arguments` (an expression, ``*x``'s ``Starred``,
+    or an ``ast.keyword``)."""
     func = call.func
     qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified.startswith("torch."):
-        args = list(call.args)
-        first = args[0].value if args and args[0].keyword is None else None
+        args = call_arguments(call)
+        first = arg_value(args[0]) if args and arg_keyword(args[0]) is None else None
         return qualified.rsplit(".", 1)[-1], first, args[1:] if first is not None else args
-    if isinstance(func, cst.Name) and func.value == "max" and qualified in ("", "max"):
-        args = list(call.args)
-        return "max", (args[0].value if args else None), args[1:]
-    if isinstance(func, cst.Attribute):
-        return func.attr.value, func.value, list(call.args)
+    if type(func) is ast.Name and func.id == "max" and qualified in ("", "max"):
+        args = call_arguments(call)
+        return "max", (arg_value(args[0]) if args else None), args[1:]
+    if type(func) is ast.Attribute:
+        return func.attr, func.value, call_arguments(call)
     return "", None, []
 
 
-def _clamp_min(name: str, call: cst.Call, receiver, args) -> float | None:
+def _clamp_min(name: str, call: ast.Call, receiver, args) -> float | None:
     """The lower bound a clamp or ``max`` puts on its value, when it is a number."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "min":
-            return _number(arg.value)
-    positional = [a for a in args if a.keyword is None]
+    for keyword in call.keywords:
+        if keyword.arg == "min":
+            return _number(keyword.value)
+    positional = [a for a in args if arg_keyword(a) is None]
     if name in ("clamp", "clip") and positional:
-        return _number(positional[0].value)
+        return _number(arg_value(positional[0]))
     if name in ("clamp_min", "max", "maximum") and positional:
-        return _number(positional[0].value)
+        return _number(arg_value(positional[0]))
     return None
 
 
-def seen_value(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
+def seen_value(ctx: FileContext, name: ast.Name) -> ast.expr | None:
     """The value the read ``name`` sees: its only assignment, or the one that
     certainly reaches it."""
     if name not in ctx.parents:
         return None
     reaching = ctx.provenance.reaching(name)
-    if isinstance(reaching, cst.BaseExpression):
+    if isinstance(reaching, ast.expr):
         return reaching
     scope = ctx.provenance.scope_of(name)
-    owner = scope.lookup(name.value)
+    owner = scope.lookup(name.id)
     if owner is None:
         return None
-    bindings = owner.bindings.get(name.value, [])
-    if len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], cst.BaseExpression):
+    bindings = owner.bindings.get(name.id, [])
+    if len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], ast.expr):
         return bindings[0][1]
     return None

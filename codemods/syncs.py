@@ -22,14 +22,13 @@ site is reported once, by the most specific rule.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
-import libcst as cst
-
+from . import gen
 from .context import FileContext
-from .output_calls import LOG_METHODS, output_call  # noqa: F401  (LOG_METHODS: re-exported)
+from .output_calls import LOG_METHODS, argument_values, call_arguments, output_call  # noqa: F401  (LOG_METHODS: re-exported)
 from .provenance import Certainty, Kind, dotted_name, is_text
-from .tree import children_of
 
 
 # Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
@@ -41,12 +40,12 @@ SYNCHRONIZE_CALLS = frozenset(
 
 @dataclass(eq=False)
 class SyncSite:
-    node: cst.CSTNode  # the expression that syncs
+    node: ast.AST  # the expression that syncs
     # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
     # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "compare" (``max(t, c)``),
     # "metric" (a tensor given to ``writer.add_scalar``), "synchronize" (``torch.cuda.synchronize()``)
     kind: str
-    value: cst.BaseExpression  # the tensor expression that is read
+    value: ast.expr  # the tensor expression that is read
     certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
     certainty: Certainty = Certainty.TENSOR
     on_host: bool = False  # the tensor certainly lives in host memory: a graph break, no device sync
@@ -63,14 +62,19 @@ class SyncSite:
         return self.kind != "synchronize"
 
 
-def is_item_call(node: cst.CSTNode) -> bool:
+def is_item_call(node: ast.AST) -> bool:
     """``x.item()``."""
     return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "item"
-        and not node.args
+        type(node) is ast.Call
+        and type(node.func) is ast.Attribute  # type: ignore[attr-defined]
+        and node.func.attr == "item"  # type: ignore[attr-defined]
+        and not node.args  # type: ignore[attr-defined]
+        and not node.keywords  # type: ignore[attr-defined]
     )
+
+
+def _no_arguments(call: ast.Call) -> bool:
+    return not call.args and not call.keywords
 
 
 # Sites where the node itself reads the value (``t.item()``, ``float(t)``): wherever
@@ -79,38 +83,27 @@ def is_item_call(node: cst.CSTNode) -> bool:
 SELF_READING_KINDS = frozenset({"item", "tolist", "float", "int", "bool", "cpu", "numpy"})
 
 
-def kept_reads(sites: list[SyncSite], replacements) -> list[SyncSite]:
+def kept_reads(ctx: FileContext, sites: list[SyncSite], replacements) -> list[SyncSite]:
     """The sites of ``sites`` whose read a rewrite keeps: the reading node stands,
     as it was, in one of ``replacements`` (a lambda's body excepted: a deferred
     read runs later, not where the value was read)."""
-    wanted = {id(s.node): s for s in sites if s.kind in SELF_READING_KINDS}
+    wanted = [s for s in sites if s.kind in SELF_READING_KINDS]
     if not wanted:
         return []
-    found: list[SyncSite] = []
-    stack = [r for r in replacements if isinstance(r, cst.CSTNode)]
-    stack += [n for r in replacements if isinstance(r, cst.FlattenSentinel) for n in r.nodes]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Lambda):
-            continue
-        site = wanted.pop(id(node), None)
-        if site is not None:
-            found.append(site)
-            continue
-        stack.extend(children_of(node))
-    return [s for s in sites if s in found]
+    kept = {id(n) for n in gen.kept_nodes(ctx, [s.node for s in wanted], list(replacements))}
+    return [s for s in wanted if id(s.node) in kept]
 
 
 def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     sites: list[SyncSite] = []
-    seen: set[cst.CSTNode] = set()
+    seen: set[int] = set()  # ids of the nodes that are sites (or part of one)
 
-    def add(node: cst.CSTNode, kind: str, value: cst.BaseExpression, certain: bool | None = None,
+    def add(node: ast.AST, kind: str, value: ast.expr, certain: bool | None = None,
             host: bool = False) -> None:
         """``host``: the read works only on a tensor in host memory (``.numpy()``)."""
-        if node in seen:
+        if id(node) in seen:
             return
-        seen.add(node)
+        seen.add(id(node))
         certainty = Certainty.TENSOR if kind == "synchronize" else ctx.certainty(value)
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
@@ -119,60 +112,66 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             return  # a host tensor read outside traced code costs nothing
         sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
 
-    def possible(value: cst.BaseExpression) -> bool:
+    def possible(value: ast.expr) -> bool:
         return ctx.certainty(value) is not Certainty.NOT_TENSOR
 
-    for call in ctx.nodes(cst.Call):
-        assert isinstance(call, cst.Call)
+    for call in ctx.nodes(ast.Call):
+        assert type(call) is ast.Call
         func = call.func
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
+        if type(func) is ast.Attribute:
+            method = func.attr
             receiver = func.value
-            if method == "item" and not call.args:
+            if method == "item" and _no_arguments(call):
                 if possible(receiver):
                     add(call, "item", receiver)
-            elif method == "tolist" and not call.args and ctx.is_tensor(receiver):
+            elif method == "tolist" and _no_arguments(call) and ctx.is_tensor(receiver):
                 add(call, "tolist", receiver)
             elif method == "numpy" and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
                 # ``x.detach().cpu().numpy()`` is one copy, of ``x``.
                 inner = receiver
                 chain = []
-                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and (
-                    inner.func.attr.value in ("cpu", "detach") or (inner.func.attr.value == "to" and _moves_to_cpu(inner))
+                while type(inner) is ast.Call and type(inner.func) is ast.Attribute and (  # type: ignore[attr-defined]
+                    inner.func.attr in ("cpu", "detach") or (inner.func.attr == "to" and _moves_to_cpu(inner))  # type: ignore[attr-defined]
                 ):
                     chain.append(inner)
-                    inner = inner.func.value
+                    inner = inner.func.value  # type: ignore[attr-defined]
                 # ``.numpy()`` works only on a tensor in host memory (it raises for a device
                 # tensor): without a ``.cpu()`` before it, it copies nothing from a device.
-                copies = any(c.func.attr.value in ("cpu", "to") for c in chain)  # type: ignore[attr-defined]
+                copies = any(c.func.attr in ("cpu", "to") for c in chain)  # type: ignore[attr-defined]
                 add(call, "numpy", inner if chain and ctx.certainty(inner) is not Certainty.NOT_TENSOR else receiver,
                     host=not copies)
-                seen.update(chain)
-            elif method == "cpu" and not call.args and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
+                seen.update(id(c) for c in chain)
+            elif method == "cpu" and _no_arguments(call) and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
                 add(call, "cpu", receiver)
             elif method == "to" and ctx.is_tensor(receiver) and _moves_to_cpu(call):
                 add(call, "cpu", receiver)
             elif method == "format" and _is_text(ctx, receiver):
                 # ``"{:.3f}".format(loss)``
-                for arg in call.args:
-                    if ctx.is_tensor(arg.value) and not is_item_call(arg.value):
-                        add(arg.value, "format", arg.value)
-        elif isinstance(func, cst.Name) and len(call.args) == 1 and call.args[0].keyword is None:
-            arg = call.args[0].value
-            if func.value in ("float", "int", "bool", "complex") and ctx.is_tensor(arg):
-                add(call, func.value if func.value != "complex" else "float", arg)
-            elif func.value in ("range",) and ctx.is_tensor(arg):
+                for value in argument_values(call):
+                    if ctx.is_tensor(value) and not is_item_call(value):
+                        add(value, "format", value)
+        elif type(func) is ast.Name and len(call.args) + len(call.keywords) == 1 and (
+                call.args or call.keywords[0].arg is None):
+            # One argument, not a keyword one (``*x`` and ``**x`` count, as they did).
+            arg = call.args[0] if call.args else call.keywords[0].value
+            if type(arg) is ast.Starred:
+                arg = arg.value
+            name = func.id
+            if name in ("float", "int", "bool", "complex") and ctx.is_tensor(arg):
+                add(call, name if name != "complex" else "float", arg)
+            elif name in ("range",) and ctx.is_tensor(arg):
                 add(arg, "size", arg)
-            elif func.value in ("all", "any") and ctx.certainly_tensor(arg):
+            elif name in ("all", "any") and ctx.certainly_tensor(arg):
                 add(call, "elements", arg)  # ``all(t)``: ``bool()`` of each element in turn
-        if isinstance(func, cst.Name) and func.value in ("max", "min") and len(call.args) >= 2 and _builtin(ctx, func):
+        if type(func) is ast.Name and func.id in ("max", "min") and len(call.args) + len(call.keywords) >= 2 and \
+                _builtin(ctx, func):
             # ``max(1e-3 * norm, 1e-6)`` compares on the host: ``bool()`` of a tensor comparison.
-            tensor = next((a.value for a in call.args if not a.star and a.keyword is None and ctx.is_tensor(a.value)), None)
+            tensor = next((a for a in call.args if type(a) is not ast.Starred and ctx.is_tensor(a)), None)
             if tensor is not None:
                 add(call, "compare", tensor)
-        elif (ctx.provenance.imports.qualify(func) or "").startswith("math.") and call.args:
+        elif (call.args or call.keywords) and (ctx.provenance.imports.qualify(func) or "").startswith("math."):
             # ``math.isfinite(norm)``, ``math.sqrt(var)``: ``float()`` of the tensor.
-            tensor = next((a.value for a in call.args if not a.star and ctx.is_tensor(a.value)), None)
+            tensor = next((value for _, star, value in call_arguments(call) if not star and ctx.is_tensor(value)), None)
             if tensor is not None:
                 add(call, "float", tensor)
         if is_synchronize(ctx, call):
@@ -182,47 +181,44 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             # A metric writer reads a tensor it is given itself (TensorBoard's ``make_np`` copies it
             # to the host); text output formats it.
             kind = "format" if found.kind.formats_text else "metric"
-            for arg in call.args:
-                if (ctx.is_tensor(arg.value) if kind == "format" else ctx.certainly_tensor(arg.value)) and (
-                    not is_item_call(arg.value)
+            for value in argument_values(call):
+                if (ctx.is_tensor(value) if kind == "format" else ctx.certainly_tensor(value)) and (
+                    not is_item_call(value)
                 ):
-                    add(arg.value, kind, arg.value)
+                    add(value, kind, value)
 
-    for node in ctx.nodes(cst.FormattedStringExpression):
-        assert isinstance(node, cst.FormattedStringExpression)
-        if ctx.is_tensor(node.expression):
-            add(node.expression, "format", node.expression)
+    for node in ctx.nodes(ast.FormattedValue):
+        expression = node.value  # type: ignore[attr-defined]
+        if ctx.is_tensor(expression):
+            add(expression, "format", expression)
 
-    for operation in ctx.nodes(cst.BinaryOperation):
+    for operation in ctx.nodes(ast.BinOp):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
-        assert isinstance(operation, cst.BinaryOperation)
-        if isinstance(operation.operator, cst.Modulo) and is_text(operation.left):
-            for value in _percent_values(ctx, operation.right):
+        if type(operation.op) is ast.Mod and is_text(operation.left):  # type: ignore[attr-defined]
+            for value in _percent_values(ctx, operation.right):  # type: ignore[attr-defined]
                 if ctx.is_tensor(value) and not is_item_call(value):
                     add(value, "format", value)
 
-    for comparison in ctx.nodes(cst.Comparison):
+    for comparison in ctx.nodes(ast.Compare):
         # ``x in t`` runs ``Tensor.__contains__``: ``(t == x).any().item()``. Only on a
         # certain tensor and for an element that can be one: ``"loss" in outputs`` is a dict's.
-        assert isinstance(comparison, cst.Comparison)
-        element = comparison.left
-        for target in comparison.comparisons:
+        element = comparison.left  # type: ignore[attr-defined]
+        for op, comparator in zip(comparison.ops, comparison.comparators):  # type: ignore[attr-defined]
             if (
-                isinstance(target.operator, (cst.In, cst.NotIn))
-                and ctx.certainly_tensor(target.comparator)
+                (type(op) is ast.In or type(op) is ast.NotIn)
+                and ctx.certainly_tensor(comparator)
                 and ctx.kind(element) in (Kind.NUMBER, Kind.TENSOR, Kind.UNKNOWN)
                 and not _is_text(ctx, element)
             ):
-                add(comparison, "contains", target.comparator)
-            element = target.comparator
+                add(comparison, "contains", comparator)
+            element = comparator
 
     for test in _truth_tests(ctx):
         if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):
             add(test, "truth", test)
 
-    for node in ctx.nodes(cst.Slice):
-        assert isinstance(node, cst.Slice)
-        for bound in (node.lower, node.upper, node.step):
+    for node in ctx.nodes(ast.Slice):
+        for bound in (node.lower, node.upper, node.step):  # type: ignore[attr-defined]
             if bound is not None and ctx.is_tensor(bound):
                 add(bound, "size", bound)
 
@@ -231,112 +227,120 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     return sites
 
 
-def _percent_values(ctx: FileContext, right: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _percent_values(ctx: FileContext, right: ast.expr) -> list[ast.expr]:
     """The values ``"..." % right`` formats: the items of a tuple, the tensor unpacked by
     ``(*t,)`` or ``tuple(t)`` (each element is formatted: one read of it)."""
-    if isinstance(right, cst.Tuple):
-        return [e.value for e in right.elements]
-    if isinstance(right, cst.Call) and isinstance(right.func, cst.Name) and right.func.value in ("tuple", "list") and \
-            len(right.args) == 1 and right.args[0].keyword is None and not right.args[0].star and _builtin(ctx, right.func):
-        return [right.args[0].value]
+    if type(right) is ast.Tuple:
+        return [e.value if type(e) is ast.Starred else e for e in right.elts]  # type: ignore[attr-defined]
+    if type(right) is ast.Call and type(right.func) is ast.Name and right.func.id in ("tuple", "list") and \
+            len(right.args) == 1 and not right.keywords and type(right.args[0]) is not ast.Starred and \
+            _builtin(ctx, right.func):
+        return [right.args[0]]
     return [right]
 
 
-def _builtin(ctx: FileContext, name: cst.Name) -> bool:
+def _builtin(ctx: FileContext, name: ast.Name) -> bool:
     """``name`` is the builtin of that name (nothing in the file rebinds it)."""
-    return ctx.provenance.scope_of(name).lookup(name.value) is None
+    return ctx.provenance.scope_of(name).lookup(name.id) is None
 
 
-def is_synchronize(ctx: FileContext, call: cst.Call) -> bool:
+def is_synchronize(ctx: FileContext, call: ast.Call) -> bool:
     """``torch.cuda.synchronize()`` (and the other devices'), ``torch.cuda.current_stream().synchronize()``,
     and a name bound to one (``synchronize = torch.cuda.synchronize if cuda else (lambda: None)``)."""
     func = call.func
-    if isinstance(func, cst.Name) and not call.args:
+    if type(func) is ast.Name and _no_arguments(call):
         return any(q in SYNCHRONIZE_CALLS for q in ctx.provenance.callee_names(func))
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "synchronize"):
+    if not (type(func) is ast.Attribute and func.attr == "synchronize"):  # type: ignore[attr-defined]
         return False
     q = ctx.provenance.imports.qualify(func) or ""
     if q in SYNCHRONIZE_CALLS:
         return True
-    receiver = func.value
-    if isinstance(receiver, cst.Call):
+    receiver = func.value  # type: ignore[attr-defined]
+    if type(receiver) is ast.Call:
         inner = ctx.provenance.imports.qualify(receiver.func) or ""
         return inner in ("torch.cuda.current_stream", "torch.cuda.default_stream", "torch.xpu.current_stream")
     return False
 
 
-def module_output(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def module_output(ctx: FileContext, expr: ast.expr) -> bool:
     """``model(x)`` where ``model`` is a callable object of this function (a parameter
     or a local, not a function or class defined or imported here): almost always a
     module, whose output is possibly a tensor. Also a name bound only from such a call."""
     if ctx.certainty(expr) is not Certainty.POSSIBLY:
         return False
-    if isinstance(expr, cst.Name):
-        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
-        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
-        return len(bindings) == 1 and bindings[0][0] == "value" and isinstance(bindings[0][1], cst.Call) and (
+    if type(expr) is ast.Name:
+        scope = ctx.provenance.scope_of(expr).lookup(expr.id)
+        bindings = scope.bindings.get(expr.id, []) if scope is not None else []
+        return len(bindings) == 1 and bindings[0][0] == "value" and type(bindings[0][1]) is ast.Call and (
             _callable_object(ctx, bindings[0][1])
         )
-    return isinstance(expr, cst.Call) and _callable_object(ctx, expr)
+    return type(expr) is ast.Call and _callable_object(ctx, expr)  # type: ignore[arg-type]
 
 
-def _callable_object(ctx: FileContext, call: cst.Call) -> bool:
-    if not call.args:
+def _callable_object(ctx: FileContext, call: ast.Call) -> bool:
+    if _no_arguments(call):
         return False
     func = call.func
-    if isinstance(func, cst.Attribute):
-        return isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value not in ("forward",)
-    if not isinstance(func, cst.Name):
+    if type(func) is ast.Attribute:
+        return type(func.value) is ast.Name and func.value.id == "self" and func.attr not in ("forward",)  # type: ignore[attr-defined]
+    if type(func) is not ast.Name:
         return False
-    scope = ctx.provenance.scope_of(func).lookup(func.value)
+    scope = ctx.provenance.scope_of(func).lookup(func.id)  # type: ignore[attr-defined]
     if scope is None:
         return False
-    return all(how in ("param", "value") for how, _ in scope.bindings.get(func.value, []))
+    return all(how in ("param", "value") for how, _ in scope.bindings.get(func.id, []))  # type: ignore[attr-defined]
 
 
-def _is_text(ctx: FileContext, expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+def _is_text(ctx: FileContext, expr: ast.AST) -> bool:
+    """A string literal or an f-string."""
+    t = type(expr)
+    return t is ast.JoinedStr or (t is ast.Constant and isinstance(expr.value, (str, bytes)))  # type: ignore[attr-defined]
 
 
-def _on_error_path(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _on_error_path(ctx: FileContext, node: ast.AST) -> bool:
     """Inside ``raise ...`` or an ``assert``'s message: runs only when the program
     is failing anyway, so the read costs nothing in a working run."""
     child = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, cst.Raise):
+        if type(parent) is ast.Raise:
             return True
-        if isinstance(parent, cst.Assert):
-            return parent.msg is not None and child is parent.msg
-        if isinstance(parent, cst.BaseStatement):
+        if type(parent) is ast.Assert:
+            return parent.msg is not None and child is parent.msg  # type: ignore[attr-defined]
+        if isinstance(parent, ast.stmt):
             return False
         child = parent
     return False
 
 
-def _moves_to_cpu(call: cst.Call) -> bool:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value != "device":
+def _moves_to_cpu(call: ast.Call) -> bool:
+    for keyword, _, value in call_arguments(call):
+        if keyword is not None and keyword != "device":
             continue
-        value = arg.value
-        if isinstance(value, cst.SimpleString) and value.evaluated_value in ("cpu",):
+        if type(value) is ast.Constant and value.value == "cpu":  # type: ignore[attr-defined]
             return True
-        if isinstance(value, cst.Call) and dotted_name(value.func) in ("torch.device", "device"):
-            first = value.args[0].value if value.args else None
-            if isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu":
+        if type(value) is ast.Call and dotted_name(value.func) in ("torch.device", "device"):  # type: ignore[attr-defined]
+            arguments = argument_values(value)  # type: ignore[arg-type]
+            first = arguments[0] if arguments else None
+            if type(first) is ast.Constant and first.value == "cpu":  # type: ignore[attr-defined]
                 return True
     return False
 
 
-def _truth_tests(ctx: FileContext) -> list[cst.BaseExpression]:
-    tests: list[cst.BaseExpression] = []
-    for node in ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf, cst.UnaryOperation, cst.BooleanOperation):
-        if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
-            tests.append(node.test)
-        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            tests.append(node.expression)
-        elif isinstance(node, cst.BooleanOperation):
-            tests.extend([node.left, node.right])
-    # ``if a and b:``: the operands are the truth tests, not the whole expression.
-    return [t for t in tests if not isinstance(t, (cst.BooleanOperation,)) and not (isinstance(t, cst.UnaryOperation) and isinstance(t.operator, cst.Not))]
-
-
+def _truth_tests(ctx: FileContext) -> list[ast.expr]:
+    """The expressions Python takes the truth of: the tests of ``if`` / ``while`` / ``assert`` /
+    conditional expressions and comprehensions' ``if``, the operand of ``not``, and the operands
+    of ``and`` / ``or`` (``if a and b:``: the operands are the truth tests, not the whole
+    expression)."""
+    tests: list[ast.expr] = []
+    for node in ctx.nodes(ast.If, ast.While, ast.Assert, ast.IfExp, ast.comprehension, ast.UnaryOp, ast.BoolOp):
+        t = type(node)
+        if t is ast.comprehension:
+            tests.extend(node.ifs)  # type: ignore[attr-defined]
+        elif t is ast.UnaryOp:
+            if type(node.op) is ast.Not:  # type: ignore[attr-defined]
+                tests.append(node.operand)  # type: ignore[attr-defined]
+        elif t is ast.BoolOp:
+            tests.extend(node.values)  # type: ignore[attr-defined]
+        else:
+            tests.append(node.test)  # type: ignore[attr-defined]
+    return [t for t in tests if type(t) is not ast.BoolOp and not (type(t) is ast.UnaryOp and type(t.op) is ast.Not)]  # type: ignore[attr-defined]

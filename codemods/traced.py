@@ -13,62 +13,77 @@ A sync inside traced code is also a graph break. Traced code is:
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from collections.abc import Mapping
 
 from .provenance import Imports
 from .tree import nodes_within
 
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
-def _is_compile(node: cst.BaseExpression, imports: Imports) -> bool:
-    if isinstance(node, cst.Call):
+
+def _is_compile(node: ast.expr, imports: Imports) -> bool:
+    if type(node) is ast.Call:
         node = node.func
     return imports.qualify(node) in ("torch.compile", "torch.jit.script", "torch.compiler.compile")
 
 
-def traced_functions(
-    module: cst.Module, imports: Imports, parents: dict[cst.CSTNode, cst.CSTNode]
-) -> set[cst.FunctionDef]:
-    functions = nodes_within(module, cst.FunctionDef)
-    by_name: dict[str, list[cst.FunctionDef]] = {}
-    methods: dict[tuple[cst.ClassDef, str], cst.FunctionDef] = {}
-    for func in functions:
-        parent = parents.get(parents.get(func))  # FunctionDef -> IndentedBlock -> ClassDef
-        if isinstance(parent, cst.ClassDef):
-            methods[(parent, func.name.value)] = func
-        else:
-            by_name.setdefault(func.name.value, []).append(func)
+def _first_argument(call: ast.Call) -> ast.expr | None:
+    """The value of the first argument of ``call`` as written (positional or keyword)."""
+    first: ast.AST | None = None
+    for candidate in (call.args[0] if call.args else None, call.keywords[0] if call.keywords else None):
+        if candidate is not None and (first is None or (candidate.lineno, candidate.col_offset) < (first.lineno, first.col_offset)):  # type: ignore[attr-defined]
+            first = candidate
+    if first is None:
+        return None
+    return first.value if type(first) in (ast.keyword, ast.Starred) else first  # type: ignore[attr-defined,return-value]
 
-    traced: set[cst.FunctionDef] = set()
-    compiled_names: set[str] = set()
-    for node in nodes_within(module, cst.Call):
-        if _is_compile(node.func, imports) and node.args:
-            target = node.args[0].value
-            if isinstance(target, cst.Name):
-                compiled_names.add(target.value)
+
+def traced_functions(
+    module: ast.Module, imports: Imports, parents: Mapping[ast.AST, ast.AST]
+) -> set[ast.FunctionDef]:
+    functions = nodes_within(module, *_FUNCTIONS)
+    by_name: dict[str, list[ast.FunctionDef]] = {}
+    methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef] = {}
     for func in functions:
-        cls = parents.get(parents.get(func))
-        if func.name.value == "forward" and isinstance(cls, cst.ClassDef):
-            traced.add(func)
-        elif any(_is_compile(d.decorator, imports) for d in func.decorators):
-            traced.add(func)
-        elif func.name.value in compiled_names and not isinstance(cls, cst.ClassDef):
-            traced.add(func)
+        parent = parents.get(func)  # a method's parent is its ClassDef
+        if type(parent) is ast.ClassDef:
+            methods[(parent, func.name)] = func  # type: ignore[attr-defined,index]
+        else:
+            by_name.setdefault(func.name, []).append(func)  # type: ignore[attr-defined,arg-type]
+
+    traced: set[ast.FunctionDef] = set()
+    compiled_names: set[str] = set()
+    for node in nodes_within(module, ast.Call):
+        if _is_compile(node.func, imports) and (node.args or node.keywords):  # type: ignore[attr-defined]
+            target = _first_argument(node)  # type: ignore[arg-type]
+            if type(target) is ast.Name:
+                compiled_names.add(target.id)  # type: ignore[union-attr]
+    for func in functions:
+        cls = parents.get(func)
+        if func.name == "forward" and type(cls) is ast.ClassDef:  # type: ignore[attr-defined]
+            traced.add(func)  # type: ignore[arg-type]
+        elif any(_is_compile(d, imports) for d in func.decorator_list):  # type: ignore[attr-defined]
+            traced.add(func)  # type: ignore[arg-type]
+        elif func.name in compiled_names and type(cls) is not ast.ClassDef:  # type: ignore[attr-defined]
+            traced.add(func)  # type: ignore[arg-type]
 
     work = list(traced)
     while work:
         func = work.pop()
-        cls = parents.get(parents.get(func))
-        for node in nodes_within(func.body, cst.Call):
-            callees: list[cst.FunctionDef] = []
-            if isinstance(node.func, cst.Name):
-                callees = by_name.get(node.func.value, [])
+        cls = parents.get(func)
+        for node in (n for stmt in func.body for n in nodes_within(stmt, ast.Call)):
+            callees: list[ast.FunctionDef] = []
+            f = node.func  # type: ignore[attr-defined]
+            if type(f) is ast.Name:
+                callees = by_name.get(f.id, [])
             elif (
-                isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == "self"
-                and isinstance(cls, cst.ClassDef)
+                type(f) is ast.Attribute
+                and type(f.value) is ast.Name
+                and f.value.id == "self"
+                and type(cls) is ast.ClassDef
             ):
-                found = methods.get((cls, node.func.attr.value))
+                found = methods.get((cls, f.attr))  # type: ignore[arg-type]
                 callees = [found] if found else []
             for callee in callees:
                 if callee not in traced:

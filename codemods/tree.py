@@ -291,6 +291,23 @@ class Positions(Mapping):
             return self.span(self._index.parents.get(node))  # ``ast`` gives the whole f-string
         if t is ast.Module:
             return 0, len(text.source)
+        if t is ast.GeneratorExp:
+            # ``ast`` gives a generator expression the parentheses around it (its own, or the
+            # call's of ``sum(x for x in y)``); its span is what is inside them.
+            start = text.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            end = text.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+            source = text.source
+            if source[start:start + 1] == "(" and source[end - 1:end] == ")":
+                return _skip_space(source, start + 1, 1), _skip_space(source, end - 1, -1)
+            return start, end
+        if t is ast.Tuple:
+            # ``ast`` counts a tuple's own parentheses in its span; libcst, and the rest of
+            # fixitem, count them as parentheses around it (``ctx.span`` adds them back).
+            start = text.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            end = text.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+            if self._enclosing_pair(node, start, end):
+                return _skip_space(text.source, start + 1, 1), _skip_space(text.source, end - 1, -1)
+            return start, end
         lineno = getattr(node, "lineno", None)
         if lineno is not None and getattr(node, "end_lineno", None) is not None:
             return text.offset(lineno, node.col_offset), text.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
@@ -305,6 +322,35 @@ class Positions(Mapping):
             if getattr(node, "is_async", 0):
                 start = text.source.rfind("async", 0, start)
         return start, last[1]
+
+    def _enclosing_pair(self, node: ast.AST, start: int, end: int) -> bool:
+        """Are the first and last characters of ``start:end`` a ``(`` and the ``)`` that
+        closes it (not ``(a), (b)``)? Strings inside are skipped by their spans."""
+        source = self._index.text.source
+        if source[start:start + 1] != "(" or source[end - 1:end] != ")":
+            return False
+        strings = sorted(self.span(n) for n in walk_subtree(node) if type(n) in (ast.Constant, ast.JoinedStr)
+                         and isinstance(getattr(n, "value", ""), (str, bytes)) or type(n) is ast.JoinedStr)
+        depth, i, k = 0, start, 0
+        while i < end:
+            while k < len(strings) and strings[k][1] <= i:
+                k += 1
+            if k < len(strings) and strings[k][0] <= i:
+                i = strings[k][1]
+                continue
+            c = source[i]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return i == end - 1
+            elif c == "#":
+                newline = source.find("\n", i)
+                i = end if newline < 0 else newline
+                continue
+            i += 1
+        return False
 
     def _in_fstring(self, node: ast.AST) -> bool:
         up = self._index.parents.get(node)
@@ -329,6 +375,25 @@ class Positions(Mapping):
     def offset(self, node: ast.AST) -> int:
         """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
         return self.span(node)[0]
+
+
+def _skip_space(source: str, i: int, step: int) -> int:
+    """From ``i``, past whitespace (and comments, going forward) in direction ``step``."""
+    if step > 0:
+        n = len(source)
+        while i < n:
+            c = source[i]
+            if c in " \t\f\r\n\\":
+                i += 1
+            elif c == "#":
+                end = source.find("\n", i)
+                i = n if end < 0 else end
+            else:
+                break
+        return i
+    while i > 0 and source[i - 1] in " \t\f\r\n":
+        i -= 1
+    return i
 
 
 def _braces(source: str, inner: tuple[int, int]) -> tuple[int, int]:
@@ -386,6 +451,11 @@ def nodes_within(root: ast.AST, *types: type) -> list[ast.AST]:
     if len(types) > 1:
         found.sort()
     return [_order[i] for i in found]
+
+
+def walk_subtree(root: ast.AST) -> Iterator[ast.AST]:
+    """``root`` and everything below it, whatever the active index."""
+    return _walk_unindexed(root)
 
 
 def walk(root: ast.AST) -> Iterable[ast.AST]:

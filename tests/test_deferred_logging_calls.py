@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from fixitem.codemods import advice
@@ -24,7 +24,7 @@ HEADER = (
 def _kinds(body: str) -> dict[str, OutputKind | None]:
     ctx = FileContext.build(Path("example.py"), HEADER + body)
     kinds = {}
-    for call in ctx.nodes(cst.Call):
+    for call in ctx.nodes(ast.Call):
         found = output_call(ctx, call)
         kinds[ctx.code(call.func)] = found.kind if found else None
     return kinds

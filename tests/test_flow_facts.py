@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import libcst as cst
+import ast
 from conftest import run_side_by_side
 import pytest
 from fixitem.codemods.context import FileContext
@@ -27,16 +27,46 @@ def _lines(code: str) -> list[int]:
     return sorted({f.line for f in _findings(code)})
 
 
+def _matches(ctx: FileContext, text: str) -> list[ast.AST | None]:
+    """The names, attributes, calls and subscripts written as ``text``, in the order of where
+    they start, counted as libcst counted them: a parameter's name was a ``Name`` (its
+    ``ast.arg`` stands for it), and so were the names of attributes, keywords, functions and
+    classes (``None`` stands for them: nothing to ask about)."""
+    found: list[tuple[int, int, ast.AST | None]] = []
+    order = {ast.Name: 0, ast.arg: 0, ast.Attribute: 1, ast.Call: 2, ast.Subscript: 3}
+    for node in ctx.nodes(ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.arg, ast.keyword,
+                          ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        t = type(node)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if node.name == text:
+                found.append((ctx.source.index(text, ctx.positions.offset(node)), 0, None))
+        elif t is ast.arg:
+            if node.arg == text:
+                found.append((ctx.positions.offset(node), 0, node))
+        elif t is ast.keyword:
+            if node.arg == text:
+                found.append((ctx.positions.offset(node), 0, None))
+        else:
+            if ctx.code(node) == text:
+                found.append((ctx.positions.offset(node), order[t], node))
+            if t is ast.Attribute and node.attr == text:
+                found.append((ctx.positions.span(node)[1] - len(text), 0, None))
+    found.sort(key=lambda item: item[:2])
+    return [node for _, _, node in found]
+
+
 def _kind_of(code: str, text: str, nth: int = -1) -> Kind:
     """The kind of the ``nth`` expression of the file written as ``text``."""
     ctx = FileContext.build(Path("example.py"), code)
-    matches = [n for n in ctx.nodes(cst.Name, cst.Attribute, cst.Call, cst.Subscript) if ctx.code(n) == text]
+    matches = _matches(ctx, text)
+    assert matches[nth] is not None
     return ctx.kind(matches[nth])
 
 
 def _certainty_of(code: str, text: str, nth: int = -1) -> Certainty:
     ctx = FileContext.build(Path("example.py"), code)
-    matches = [n for n in ctx.nodes(cst.Name, cst.Attribute, cst.Call, cst.Subscript) if ctx.code(n) == text]
+    matches = _matches(ctx, text)
+    assert matches[nth] is not None
     return ctx.certainty(matches[nth])
 
 
@@ -375,5 +405,5 @@ def test_an_element_computed_from_its_own_container_is_analysed():
     assert [f.rule for f in result.findings] == ["FX001"]
     assert _kind_of(code, "running[0]") is Kind.TENSOR
     ctx = FileContext.build(Path("example.py"), code)
-    inner = [n for n in ctx.nodes(cst.Subscript) if ctx.code(n) == "running[0]"]
+    inner = [n for n in ctx.nodes(ast.Subscript) if ctx.code(n) == "running[0]"]
     assert [ctx.kind(n) for n in inner] == [Kind.TENSOR] * 3

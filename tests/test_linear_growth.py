@@ -90,13 +90,14 @@ def contexts():
 
 
 def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
-    import libcst as cst
+    import ast
+
     from fixitem.codemods.syncs import find_sync_sites
 
     checked = 0
     for ctx in contexts():
         sites = find_sync_sites(ctx)
-        for root in ctx.nodes(cst.If, cst.Call, cst.Expr, cst.FunctionDef, cst.Comparison, cst.Module):
+        for root in ctx.nodes(ast.If, ast.Call, ast.Expr, ast.FunctionDef, ast.Compare, ast.Module):
             walked = [s for s in sites if s.node is root or any(p is root for p in ctx.ancestors(s.node))]
             assert ctx.sites_below(sites, root) == walked
             checked += bool(walked)
@@ -106,40 +107,43 @@ def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
 
 
 def test_names_within_a_node_are_those_of_its_walk():
-    import libcst as cst
+    import ast
+
     from fixitem.codemods.tree import walk
 
     checked = 0
     for ctx in contexts():
-        spellings = {n.value for n in ctx.nodes(cst.Name)}
-        for root in [ctx.module, *ctx.nodes(cst.FunctionDef, cst.ClassDef, cst.For)]:
+        spellings = {n.id for n in ctx.nodes(ast.Name)}
+        for root in [ctx.module, *ctx.nodes(ast.FunctionDef, ast.ClassDef, ast.For)]:
             for value in spellings:
-                walked = [n for n in walk(root) if isinstance(n, cst.Name) and n.value == value]
+                walked = [n for n in walk(root) if isinstance(n, ast.Name) and n.id == value]
                 assert ctx.names(value, root) == walked
                 checked += bool(walked)
             assert all(ctx.below(n, root) for n in walk(root))
         for value in spellings:
-            assert ctx.names(value) == [n for n in ctx.nodes(cst.Name) if n.value == value]
+            assert ctx.names(value) == [n for n in ctx.nodes(ast.Name) if n.id == value]
     assert checked > 1000
 
 
 def test_the_binding_before_a_read_is_the_one_a_walk_back_finds():
-    import libcst as cst
+    import ast
+
     from fixitem.codemods.reaching import _BODIES, Bindings
 
     checked = 0
     for ctx in contexts():
         bindings = Bindings(ctx.module)
-        for read in ctx.nodes(cst.Name):
+        for read in ctx.nodes(ast.Name):
             child, node = read, ctx.parents.get(read)
             while node is not None:
-                if isinstance(node, _BODIES):
-                    index = next(i for i, item in enumerate(node.body) if item is child)
-                    walked = next((e for e in reversed(node.body[:index]) if bindings.binds(e, read.value)), None)
-                    assert bindings.last_binding_before(node, child, read.value) == (walked,)
+                if isinstance(node, _BODIES) and isinstance(child, ast.stmt):
+                    block = getattr(node, ctx.field_of(child))
+                    index = next(i for i, item in enumerate(block) if item is child)
+                    walked = next((e for e in reversed(block[:index]) if bindings.binds(e, read.id)), None)
+                    assert bindings.last_binding_before(node, child, read.id) == (walked,)
                     checked += walked is not None
                 child, node = node, ctx.parents.get(node)
-            assert bindings.last_binding_before(ctx.module, read, read.value) is None  # not a statement there
+            assert bindings.last_binding_before(ctx.module, read, read.id) is None  # not a statement there
     assert checked > 100
 
 

@@ -7,27 +7,80 @@ lost.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from fixitem.codemods.context import FileContext
 from fixitem.codemods.engine import process
 from fixitem.codemods.provenance import Certainty, Kind
 from fixitem.codemods.registry import all_rules
-from fixitem.codemods.tree import walk
+from fixitem.codemods.tree import children_of, walk
 
 
 def context(code: str) -> FileContext:
     return FileContext.build(Path("facts.py"), code)
 
 
-def expression(ctx: FileContext, text: str, nth: int = 0) -> cst.BaseExpression:
-    """The ``nth`` expression of the file whose source is ``text``."""
-    found = [n for n in walk(ctx.module) if isinstance(n, cst.BaseExpression) and ctx.code(n).strip() == text]
+def spelled(ctx: FileContext) -> list[tuple[ast.AST | None, str]]:
+    """The expressions of the file with their text, in source order (a node before the nodes
+    inside it), counted as libcst counted them: a parameter's name is an expression (its
+    ``ast.arg`` stands for it), and so are the names of attributes, keywords, functions,
+    classes and imports (``None`` stands for them: nothing to ask about)."""
+    found: list[tuple[ast.AST | None, str]] = []
+
+    def dotted(name: str) -> None:  # ``a.b.c``: the attribute chain, outermost first, then each name
+        parts = name.split(".")
+        for i in range(len(parts), 1, -1):
+            found.append((None, ".".join(parts[:i])))
+        found.extend((None, part) for part in parts)
+
+    def visit(node: ast.AST, parent: ast.AST | None) -> None:
+        t = type(node)
+        if t is ast.arg:
+            found.append((node, node.arg))
+        elif t is ast.keyword and node.arg is not None:
+            found.append((None, node.arg))
+        elif t is ast.alias:
+            dotted(node.name)
+            if node.asname is not None:
+                found.append((None, node.asname))
+        elif t in (ast.Global, ast.Nonlocal):
+            found.extend((None, name) for name in node.names)
+        elif t is ast.ImportFrom and node.module is not None:
+            dotted(node.module)
+        elif isinstance(node, ast.expr) and not (
+            t in (ast.Slice, ast.FormattedValue)  # not expressions to libcst
+            or (t is ast.Starred and type(parent) is ast.Call)  # ``*x`` of a call: a libcst ``Arg``
+            or type(parent) in (ast.JoinedStr, ast.FormattedValue) and t in (ast.Constant, ast.JoinedStr)
+        ):
+            found.append((node, ctx.code(node).strip()))
+        kids = children_of(node)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            decorators = len(node.decorator_list)
+            for kid in kids[:decorators]:
+                visit(kid, node)
+            found.append((None, node.name))
+            kids = kids[decorators:]
+        for kid in kids:
+            visit(kid, node)
+            if t is ast.ExceptHandler and kid is node.type and node.name is not None:
+                found.append((None, node.name))
+        if t is ast.Attribute:
+            found.append((None, node.attr))
+
+    visit(ctx.module, None)
+    return found
+
+
+def expression(ctx: FileContext, text: str, nth: int = 0) -> ast.AST:
+    """The ``nth`` expression of the file whose source is ``text`` (a parameter's name is
+    its ``ast.arg``)."""
+    found = [n for n, code in spelled(ctx) if code == text]
     assert len(found) > nth, f"{text!r} not in the code"
-    return found[nth]
+    assert found[nth] is not None, f"{text!r} #{nth} is no expression of ast"
+    return found[nth]  # type: ignore[return-value]
 
 
 def certainty(code: str, text: str, nth: int = 0) -> Certainty:
@@ -369,7 +422,7 @@ def test_a_name_rebound_from_its_own_read_is_the_tensor_on_the_right():
 def test_a_read_that_may_see_several_bindings_keeps_the_scope_wide_kind(body):
     code = "import torch\n\ndef f(x: torch.Tensor):\n    loss = x.sum()\n" + body
     ctx = context(code)
-    read = [n for n in walk(ctx.module) if isinstance(n, cst.Name) and n.value == "loss"][-1]
+    read = [n for n in walk(ctx.module) if isinstance(n, ast.Name) and n.id == "loss"][-1]
     assert ctx.provenance.reaching(read) is None
 
 
@@ -380,7 +433,7 @@ def test_a_module_name_some_function_declares_global_keeps_the_scope_wide_kind()
         "loss = loss.item()\nreset()\nprint(f'{loss}')\n"
     )
     ctx = context(code)
-    read = [n for n in walk(ctx.module) if isinstance(n, cst.Name) and n.value == "loss"][-1]
+    read = [n for n in walk(ctx.module) if isinstance(n, ast.Name) and n.id == "loss"][-1]
     assert ctx.provenance.reaching(read) is None
     assert ctx.kind(read) is not Kind.NUMBER
 

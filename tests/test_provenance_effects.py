@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from fixitem.codemods import effects
@@ -55,7 +55,7 @@ MODEL = (
 )
 def test_call_effects(call, effect):
     ctx = FileContext.build(Path("effects.py"), MODEL.format(call=call))
-    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == call]
+    [node] = [n for n in walk(ctx.module) if isinstance(n, ast.Call) and ctx.code(n) == call]
     found = call_effect(ctx, node)
     assert found.effect is effect
     assert found.pure is (effect is Effect.NONE)
@@ -64,14 +64,14 @@ def test_call_effects(call, effect):
 
 def test_relu_without_inplace_is_pure():
     ctx = FileContext.build(Path("effects.py"), MODEL.format(call="F.relu(x, inplace=False)"))
-    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == "F.relu(x, inplace=False)"]
+    [node] = [n for n in walk(ctx.module) if isinstance(n, ast.Call) and ctx.code(n) == "F.relu(x, inplace=False)"]
     assert call_effect(ctx, node).pure
 
 
 def test_a_shadowed_builtin_is_not_the_builtin():
     code = "import torch\n\ndef print(*a):\n    return a\n\ndef f(x: torch.Tensor):\n    return print(x)\n"
     ctx = FileContext.build(Path("effects.py"), code)
-    [node] = [n for n in walk(ctx.module) if isinstance(n, cst.Call) and ctx.code(n) == "print(x)"]
+    [node] = [n for n in walk(ctx.module) if isinstance(n, ast.Call) and ctx.code(n) == "print(x)"]
     assert call_effect(ctx, node).effect is Effect.UNKNOWN
 
 

@@ -218,15 +218,15 @@ class Net(nn.Module):
 
 
 def _facts():
+    import ast
     from pathlib import Path
 
-    import libcst as cst
     from fixitem.codemods.context import FileContext
 
     ctx = FileContext.build(Path("facts.py"), FACTS_SOURCE)
-    ret = next(n for n in ctx.nodes(cst.Return))
-    names = {e.value.value: e.value for e in ret.value.elements}  # the reads in `return`
-    values = {a.targets[0].target.value: a.value for a in ctx.nodes(cst.Assign) if isinstance(a.targets[0].target, cst.Name)}
+    ret = next(n for n in ctx.nodes(ast.Return))
+    names = {e.id: e for e in ret.value.elts}  # the reads in `return`
+    values = {a.targets[0].id: a.value for a in ctx.nodes(ast.Assign) if isinstance(a.targets[0], ast.Name)}
     return ctx, names, values
 
 

@@ -71,17 +71,16 @@ def test_a_fix_that_would_keep_the_read_it_claims_is_no_fix():
 
 
 def _findings_by_function(path: Path):
-    import libcst as cst
+    import ast
 
     result = process(path, path.read_text(), all_rules())
-    module = cst.parse_module(path.read_text())
+    module = ast.parse(path.read_text())
     lines = {}
-    wrapper = cst.metadata.MetadataWrapper(module)
-    positions = wrapper.resolve(cst.metadata.PositionProvider)
-    for node, where in positions.items():
-        if isinstance(node, cst.FunctionDef):
-            for line in range(where.start.line, where.end.line + 1):
-                lines[line] = node.name.value
+    # Outer functions last: a line of a nested function counts as its outer function's.
+    functions = [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for node in reversed(functions):
+        for line in range(node.lineno, node.end_lineno + 1):
+            lines[line] = node.name
     found: dict[str, list] = {}
     for finding in result.findings:
         found.setdefault(lines.get(finding.line, "<module>"), []).append(finding)

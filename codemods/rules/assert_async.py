@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import libcst as cst
-
-from ..context import FileContext
+from .. import gen
+from ..context import FUNCTIONS, FileContext
 from ..provenance import Kind
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite, is_item_call
@@ -36,7 +36,9 @@ METADATA = frozenset(
 )
 # Methods that read a tensor's values back to the host.
 VALUE_READS = frozenset({"item", "tolist", "numpy", "cpu", "__format__", "__repr__", "__str__"})
-COMPARISON_FLIP = {cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal}
+COMPARISON_FLIP = {"==": "!=", "!=": "=="}
+COMPARISON_OPERATORS = {ast.Eq: "==", ast.NotEq: "!="}
+TRY = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 HAND_ADVICE = (
     "By hand: move the check out of the compiled code (validate inputs once before the model runs, "
@@ -259,13 +261,13 @@ class AssertAsync(Rule):
     ]
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
-        for node in ctx.nodes(cst.Assert, cst.If):
-            if isinstance(node, cst.Assert):
+        for node in ctx.nodes(ast.Assert, ast.If):
+            if type(node) is ast.Assert:
                 test, message, raised = node.test, node.msg, "AssertionError"
             else:
-                assert isinstance(node, cst.If)
+                assert type(node) is ast.If
                 parent = ctx.parents.get(node)
-                if isinstance(parent, cst.If) and parent.orelse is node:
+                if type(parent) is ast.If and ctx.field_of(node) == "orelse" and ctx.else_line(parent) is None:
                     continue  # an ``elif``: FX101 reports the chain
                 raise_stmt = _only_raise(node)
                 if raise_stmt is None:
@@ -278,9 +280,9 @@ class AssertAsync(Rule):
                 continue  # code written for (or kept out of) compiled regions: leave it as it is
             yield self._report(ctx, node, test, message, raised, test_sites)
 
-    def _report(self, ctx: FileContext, node: cst.Assert | cst.If, test: cst.BaseExpression,
-                message: cst.BaseExpression | None, raised: str, test_sites: list[SyncSite]) -> Report:
-        what = f"assert {ctx.code(test)}" if isinstance(node, cst.Assert) else f"if {ctx.code(test)}: raise"
+    def _report(self, ctx: FileContext, node: ast.Assert | ast.If, test: ast.expr,
+                message: ast.expr | None, raised: str, test_sites: list[SyncSite]) -> Report:
+        what = f"assert {ctx.code(test)}" if type(node) is ast.Assert else f"if {ctx.code(test)}: raise"
         text = f"`{what}` reads a tensor value on the host to check it"
 
         def no_fix(note: str) -> Report:
@@ -292,7 +294,7 @@ class AssertAsync(Rule):
         if uncertain:
             return no_fix(f"no fix: {uncertain[0]}")
         function = ctx.enclosing_function(node)
-        if ctx.path.name.startswith("test_") or (function is not None and function.name.value.startswith("test")):
+        if ctx.path.name.startswith("test_") or (function is not None and function.name.startswith("test")):
             return no_fix(
                 "no fix: an assertion in a test, where waiting for the value costs little and a Python "
                 "`AssertionError` is what the test runner expects; ignore FX401 for test files "
@@ -308,7 +310,7 @@ class AssertAsync(Rule):
             condition = _device_condition(ctx, test)
             if condition is None:
                 raise NotConvertible(f"`{ctx.code(test)}` reads the value in a way fixitem cannot keep on the device")
-            if isinstance(node, cst.If):
+            if type(node) is ast.If:
                 condition = Converted(_negate(ctx, condition.expr), condition.reads)
             _check_boolean_operands(ctx, test, condition.expr)
             _check_covers(ctx, test_sites, condition)
@@ -327,9 +329,9 @@ class AssertAsync(Rule):
         ]
         if raised != "RuntimeError":
             reasons.append(f"it raises `RuntimeError` instead of `{raised}`")
-        if isinstance(node, cst.Assert):
+        if type(node) is ast.Assert:
             reasons.append("`python -O` no longer removes the check")
-        arguments: list[cst.BaseExpression] = [condition.expr]
+        arguments: list[gen.Expr_] = [condition.expr]
         if message is not None:
             constant = _constant_message(message)
             if constant is None:
@@ -341,8 +343,9 @@ class AssertAsync(Rule):
                     )
                 arguments.append(constant)
         call = fit_line(ctx, node, torch_call(ctx, "_assert_async", *arguments))
-        if isinstance(node, cst.Assert):
-            replacement: cst.CSTNode = cst.Expr(call, semicolon=node.semicolon)
+        if type(node) is ast.Assert:
+            # The statement's text is replaced: a ``;`` or comment after it stays where it is.
+            replacement: gen.Statement = gen.ExprStatement(call)
         else:
             replacement = _statement_for_if(ctx, node, call)
         return Report(
@@ -350,115 +353,173 @@ class AssertAsync(Rule):
         )
 
 
-def _only_raise(node: cst.If) -> cst.Raise | None:
+def _only_raise(node: ast.If) -> ast.Raise | None:
     """The ``raise`` that is the whole body of an ``if`` without ``else`` (not an ``elif``)."""
-    if node.orelse is not None:
+    if node.orelse:
         return None
-    body = node.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        smalls = list(body.body)
-    elif len(body.body) == 1 and isinstance(body.body[0], cst.SimpleStatementLine):
-        smalls = list(body.body[0].body)
-    else:
+    if len(node.body) != 1 or type(node.body[0]) is not ast.Raise or node.body[0].exc is None:
         return None
-    if len(smalls) != 1 or not isinstance(smalls[0], cst.Raise) or smalls[0].exc is None:
-        return None
-    return smalls[0]
+    return node.body[0]
 
 
-def _raise_message(raise_stmt: cst.Raise) -> cst.BaseExpression | None:
+def _raise_message(raise_stmt: ast.Raise) -> ast.expr | None:
     exc = raise_stmt.exc
-    if isinstance(exc, cst.Call) and exc.args and exc.args[0].keyword is None and not exc.args[0].star:
-        return exc.args[0].value
+    # A positional argument stands before every keyword: the first one is the call's first.
+    if type(exc) is ast.Call and exc.args and type(exc.args[0]) is not ast.Starred:
+        return exc.args[0]
     return None
 
 
-def _exception_name(ctx: FileContext, raise_stmt: cst.Raise) -> str:
+def _exception_name(ctx: FileContext, raise_stmt: ast.Raise) -> str:
     exc = raise_stmt.exc
     assert exc is not None
-    return ctx.code(exc.func if isinstance(exc, cst.Call) else exc)
+    return ctx.code(exc.func if type(exc) is ast.Call else exc)
 
 
-def _enclosing_try(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode | None:
+def _enclosing_try(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """The ``try`` whose body holds ``node`` (within the same function)."""
     child = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(parent, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
             return None
-        if isinstance(parent, (cst.Try, cst.TryStar)) and child is parent.body:
+        if isinstance(parent, TRY) and any(s is child for s in parent.body):  # type: ignore[attr-defined]
             return parent
         child = parent
     return None
 
 
-def _bool_call(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+def _bool_call(ctx: FileContext, expr: ast.expr) -> ast.expr | None:
     """``bool(t)`` of a tensor ``t``: ``t``."""
     if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Name)
-        and expr.func.value == "bool"
+        type(expr) is ast.Call
+        and type(expr.func) is ast.Name
+        and expr.func.id == "bool"
         and len(expr.args) == 1
-        and expr.args[0].keyword is None
-        and not expr.args[0].star
-        and ctx.is_tensor(expr.args[0].value)
+        and not expr.keywords
+        and type(expr.args[0]) is not ast.Starred
+        and ctx.is_tensor(expr.args[0])
     ):
-        return expr.args[0].value
+        return expr.args[0]
     return None
 
 
-def _device_condition(ctx: FileContext, test: cst.BaseExpression) -> Converted | None:
+def _device_condition(ctx: FileContext, test: ast.expr) -> Converted | None:
     """The test as a tensor that is non-zero exactly when the test is true."""
     inner = _bool_call(ctx, test)
     if inner is not None:
         return Converted(_strip_parens(inner), [test])
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        operand = _device_condition(ctx, test.expression)
+    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+        operand = _device_condition(ctx, test.operand)
         if operand is None:
             return None
         return Converted(_negate(ctx, operand.expr), operand.reads)
     return convert_condition(ctx, test)
 
 
-def _negate(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+# -- looking into new code ----------------------------------------------------------------------
+# A converted condition is new code (:mod:`..gen`) whose leaves are nodes of the file; a node of
+# the file may also stand in it with nodes inside it replaced (``gen.Splice``). These helpers see
+# through both, so that the shape of the code (a ``~``, a comparison) is what is tested, whether it
+# is new code or the file's own.
+
+
+def _unwrap(value: gen.Expr_) -> tuple[gen.Expr_, dict | None]:
+    """``value`` without the parentheses new code put around it: a node of the file with the
+    replacements made inside it (``{}`` for none), or new code with None."""
+    while isinstance(value, gen.Paren):
+        value = value.value
+    if isinstance(value, ast.AST):
+        return value, {}
+    if isinstance(value, gen.Source):
+        return value.node, {}
+    if isinstance(value, gen.Splice):
+        return value.node, value.replacements
+    return value, None
+
+
+def _part(ctx: FileContext, child: ast.AST, replacements: dict) -> gen.Node:
+    """A child of a node of the file, as new code, with the replacements inside it made."""
+    return gen.substitute(child, replacements, ctx)
+
+
+def _negate(ctx: FileContext, expr: gen.Expr_) -> gen.Expr_:
     """``not expr`` for a tensor: undo a ``~``, flip ``==`` / ``!=``, else ``~`` or ``logical_not``.
 
     ``<`` is never flipped into ``>=``: for NaN both are false, while
     ``not x < c`` is true.
     """
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert) and is_boolean(ctx, expr.expression):
-        return _strip_parens(expr.expression)
-    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        (target,) = expr.comparisons
-        flipped = COMPARISON_FLIP.get(type(target.operator))
-        if flipped is not None:
-            operator = flipped(
-                whitespace_before=target.operator.whitespace_before,
-                whitespace_after=target.operator.whitespace_after,
-            )
-            return _strip_parens(expr).with_changes(comparisons=[target.with_changes(operator=operator)])
+    node, replacements = _unwrap(expr)
+    if replacements is None:
+        if type(node) is gen.UnaryOperation and node.op == "~" and is_boolean(ctx, node.operand):
+            return _strip_parens(node.operand)
+        if type(node) is gen.Comparison and len(node.comparisons) == 1:
+            ((op, right),) = node.comparisons
+            if op in COMPARISON_FLIP:
+                return gen.Comparison(node.left, [(COMPARISON_FLIP[op], right)])
+    else:
+        if type(node) is ast.UnaryOp and type(node.op) is ast.Invert:
+            operand = _part(ctx, node.operand, replacements)
+            if is_boolean(ctx, operand):
+                return _strip_parens(operand)
+        if type(node) is ast.Compare and len(node.ops) == 1 and type(node.ops[0]) in COMPARISON_OPERATORS:
+            flipped = COMPARISON_FLIP[COMPARISON_OPERATORS[type(node.ops[0])]]
+            return gen.Comparison(_part(ctx, node.left, replacements),
+                                  [(flipped, _part(ctx, node.comparators[0], replacements))])
     if is_boolean(ctx, expr):
-        return cst.UnaryOperation(operator=cst.BitInvert(), expression=_paren(expr))
+        return gen.UnaryOperation("~", _paren(expr))
     return torch_call(ctx, "logical_not", expr)
 
 
-def _check_boolean_operands(ctx: FileContext, test: cst.BaseExpression, condition: cst.BaseExpression) -> None:
+def _check_boolean_operands(ctx: FileContext, test: ast.expr, condition: gen.Expr_) -> None:
     """``~`` / ``&`` / ``|`` that the conversion introduced must act on boolean tensors:
     on an integer tensor they are bitwise, on a float tensor an error."""
-    original = set(walk(test))
-    for node in walk(condition):
-        if node in original:
+    # The test's own nodes are left out; what counts as introduced is what the conversion
+    # built or rebuilt: new code, a node of the file with changes inside it, and a node of
+    # the file given parentheses it did not have, or stripped of its own (the conversion
+    # made a changed copy of such a node; its children are still the test's own).
+    stack: list[tuple[gen.Expr_, bool]] = [(condition, False)]  # (code, in new parentheses)
+    while stack:
+        item, in_parentheses = stack.pop()
+        operands: list[gen.Expr_] = []
+        children: list[gen.Expr_] = []
+        if isinstance(item, (ast.AST, gen.Source)):
+            node = item if isinstance(item, ast.AST) else item.node
+            own = isinstance(item, ast.AST) or item.parentheses
+            if in_parentheses:
+                rebuilt = not own or not ctx.parenthesized(node)
+            else:
+                rebuilt = not own and ctx.parenthesized(node)
+            if not rebuilt:
+                continue
+            operands = _bitwise_operands(ctx, node, {})
+        elif isinstance(item, gen.Paren):
+            stack.append((item.value, True))
             continue
-        operands: list[cst.BaseExpression] = []
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
-            operands = [node.expression]
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-            operands = [node.left, node.right]
+        elif isinstance(item, gen.Splice):
+            operands = _bitwise_operands(ctx, item.node, item.replacements)
+            children = [v for _, v in sorted(item.replacements.items(), key=lambda kv: ctx.span(kv[0])[0])]
+        elif isinstance(item, gen.Node):
+            if type(item) is gen.UnaryOperation and item.op == "~":
+                operands = [item.operand]
+            elif type(item) is gen.BinaryOperation and item.op in ("&", "|"):
+                operands = [item.left, item.right]
+            children = item.children()
         for operand in operands:
             if not is_boolean(ctx, operand):
                 raise NotConvertible(
-                    f"`{ctx.code(operand)}` may not be a boolean tensor: `not` / `and` / `or` of it has no "
+                    f"`{gen.show(ctx, operand)}` may not be a boolean tensor: `not` / `and` / `or` of it has no "
                     "exact tensor form here"
                 )
+        stack.extend((child, False) for child in reversed(children))
+
+
+def _bitwise_operands(ctx: FileContext, node: ast.AST, replacements: dict) -> list[gen.Expr_]:
+    """The operands of ``~`` / ``&`` / ``|`` node of the file (with ``replacements`` made in them)."""
+    if type(node) is ast.UnaryOp and type(node.op) is ast.Invert:
+        return [_part(ctx, node.operand, replacements)]
+    if type(node) is ast.BinOp and type(node.op) in (ast.BitAnd, ast.BitOr):
+        return [_part(ctx, node.left, replacements), _part(ctx, node.right, replacements)]
+    return []
 
 
 def _check_covers(ctx: FileContext, test_sites: list[SyncSite], condition: Converted) -> None:
@@ -470,56 +531,54 @@ def _check_covers(ctx: FileContext, test_sites: list[SyncSite], condition: Conve
         raise NotConvertible(f"`{ctx.code(site.node)}` would still be read on the host")
 
 
-def _reads_tensor(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def _reads_tensor(ctx: FileContext, expr: ast.expr) -> bool:
     """Does building ``expr`` read a tensor's value? (Its sizes, dtype and device are fine.)"""
     for node in walk(expr):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in VALUE_READS:
+        if not isinstance(node, ast.expr):
+            continue  # ``keyword``, ``comprehension``...: their expressions come next
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in VALUE_READS:
             if is_item_call(node) or ctx.kind(node.func.value) in (Kind.TENSOR, Kind.UNKNOWN):
                 return True
         if ctx.kind(node) is Kind.TENSOR:
             parent = ctx.parents.get(node)
-            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in METADATA:
+            if type(parent) is ast.Attribute and parent.value is node and parent.attr in METADATA:
                 continue
             return True
     return False
 
 
-def _constant_message(message: cst.BaseExpression) -> cst.BaseExpression | None:
+def _constant_message(message: ast.expr) -> gen.Expr_ | None:
     """``message`` as ``torch._assert_async`` can take it: string literals as they are,
     and f-strings kept intact (their fields read no tensor: the caller checked); None
-    for anything else."""
-    if isinstance(message, cst.SimpleString):
+    for anything else. (Implicitly concatenated literals are one node in ``ast``: an
+    f-string among them makes the whole an f-string.)"""
+    if type(message) is ast.Constant and isinstance(message.value, (str, bytes)):
         return message
-    if isinstance(message, cst.FormattedString):
-        if not any(isinstance(p, cst.FormattedStringExpression) for p in message.parts):
+    if type(message) is ast.JoinedStr:
+        if not any(type(p) is ast.FormattedValue for p in message.values):
             return message
-        # The same f-string, so that ``{shape}`` is still filled in; it is marked as a
-        # changed node so that the fix names the cost of formatting it on every call.
-        return message.deep_clone()
-    if isinstance(message, cst.ConcatenatedString):
-        left = _constant_message(message.left)
-        right = _constant_message(message.right)
-        if left is None or right is None:
-            return None
-        if left is message.left and right is message.right:
-            return message
-        return message.with_changes(left=left, right=right)
+        # The same f-string, so that ``{shape}`` is still filled in; it is given as new code
+        # (not ``message`` itself) so that the fix names the cost of formatting it on every call.
+        return gen.Source(message)
     return None
 
 
-def _statement_for_if(ctx: FileContext, node: cst.If, call: cst.Call) -> cst.SimpleStatementLine:
-    """The ``torch._assert_async(...)`` line that replaces ``if ...: raise``, with its comments."""
-    comments = list(node.leading_lines)
-    header = getattr(node.body, "header", None)
-    if header is not None and header.comment is not None:
-        comments.append(cst.EmptyLine(comment=header.comment))
-    trailing = cst.TrailingWhitespace()
-    body = node.body
-    if isinstance(body, cst.IndentedBlock):
-        line = body.body[0]
-        assert isinstance(line, cst.SimpleStatementLine)
-        comments.extend(l for l in line.leading_lines if l.comment is not None)
-        trailing = line.trailing_whitespace
-    elif isinstance(body, cst.SimpleStatementSuite):
-        trailing = body.trailing_whitespace
-    return cst.SimpleStatementLine([cst.Expr(call)], leading_lines=comments, trailing_whitespace=trailing)
+def _statement_for_if(ctx: FileContext, node: ast.If, call: gen.Expr_) -> gen.Statement:
+    """The ``torch._assert_async(...)`` line that replaces ``if ...: raise``, with its comments.
+
+    The comment lines above the ``if`` stay where they are (the replaced text starts at the
+    ``if``); the comments inside it (on its header, above the ``raise``, after it) go with the
+    new line."""
+    comments: list[str] = []
+    header = ctx.header_comment(node)
+    if header is not None:
+        comments.append(header)
+    line = node.body[0]
+    header_end = ctx.header_end(node)
+    if header_end is not None and ctx.positions[line].start.line > header_end[0]:  # the ``raise`` on a line of its own
+        comments.extend(ctx.leading_comments(line))
+    trailing = ""
+    if ctx.trailing_comment(line) is not None:
+        end = ctx.positions[line].end
+        trailing = ctx.line(end.line)[end.column:].rstrip()
+    return gen.ExprStatement(call, comments=comments, trailing=trailing)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
+import ast
 
 from ..context import FileContext
 from ..dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
@@ -144,14 +144,14 @@ class ClampMinMax(Rule):
     ]
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
-        for node in ctx.nodes(cst.Call):
-            assert isinstance(node, cst.Call)
-            if not (isinstance(node.func, cst.Name) and node.func.value in ("max", "min")):
+        for node in ctx.nodes(ast.Call):
+            assert isinstance(node, ast.Call)
+            if not (type(node.func) is ast.Name and node.func.id in ("max", "min")):
                 continue
             inner = [s for s in sites_within(ctx, sites, node) if s not in claimed]
             if not inner:
                 continue
-            message = f"`{node.func.value}(...)` of a tensor value read on the host"
+            message = f"`{node.func.id}(...)` of a tensor value read on the host"
             try:
                 converted = convert_value(ctx, node, detach=True)
             except NotConvertible as exc:
@@ -182,7 +182,7 @@ class ClampMinMax(Rule):
             yield Report(node, message, fix=Fix({node: new}, safety, reason), sites=inner)
 
 
-def _dtype_problems(ctx: FileContext, node: cst.Call, reads: list[cst.CSTNode]) -> list[str]:
+def _dtype_problems(ctx: FileContext, node: ast.Call, reads: list[ast.AST]) -> list[str]:
     """Why the 0-dim result may promote differently than the Python number did
     against the tensors it meets."""
     sources = [_read_tensor(read) for read in reads]
@@ -195,12 +195,13 @@ def _dtype_problems(ctx: FileContext, node: cst.Call, reads: list[cst.CSTNode]) 
     return [p for p in problems if p][:1]  # the first says enough
 
 
-def _read_tensor(read: cst.CSTNode) -> cst.BaseExpression | None:
+def _read_tensor(read: ast.AST) -> ast.expr | None:
     """``t`` of ``t.item()`` / ``float(t)``; None for ``int(t)``."""
-    if isinstance(read, cst.Call):
-        func = read.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "item":
+    if type(read) is ast.Call:
+        func = read.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute and func.attr == "item":
             return func.value
-        if isinstance(func, cst.Name) and func.value == "float" and read.args:
-            return read.args[0].value
+        if type(func) is ast.Name and func.id == "float" and (read.args or read.keywords):  # type: ignore[attr-defined]
+            first = read.args[0] if read.args else read.keywords[0]  # type: ignore[attr-defined]
+            return first.value if type(first) in (ast.Starred, ast.keyword) else first
     return None

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
+import io
 import keyword
 import re
 import string
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import libcst as cst
-
+from .. import gen
 from ..context import FileContext
 from ..effects import PURE_BUILTINS
 from ..dtypes import certainly_integer
@@ -26,30 +28,158 @@ from ..output_calls import (
     own_file,
     stable_receiver,
 )
-from ..provenance import COMPREHENSIONS, Certainty, Kind, all_params, dotted_name, is_text
+from ..provenance import Certainty, Kind, dotted_name, is_text
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import LINE_LENGTH, one_argument_per_line, sites_within
-from ..tree import children_of, walk
+from ..tensor_values import LINE_LENGTH, sites_within
+from ..tree import children_of, nodes_within, walk
 
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))
-LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString)
+# Literals: numbers, strings, bytes and f-strings (``True``, ``False``, ``None`` and ``...``
+# are ``Constant`` too, but are not literals here: see :func:`_is_literal`).
+LITERALS = (ast.Constant, ast.JoinedStr)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# What a lambda cannot hold.
+_NOT_IN_LAMBDA = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 
 
-def _is_deferred_record(ctx: FileContext, call: cst.Call) -> bool:
+def _is_literal(node: ast.AST | None) -> bool:
+    """A number, a string, bytes or an f-string written out (not ``True``/``False``/``None``,
+    which are names of constants, nor ``...``)."""
+    if type(node) is ast.JoinedStr:
+        return True
+    if type(node) is not ast.Constant:
+        return False
+    value = node.value  # type: ignore[attr-defined]
+    return not isinstance(value, bool) and isinstance(value, (str, bytes, int, float, complex))
+
+
+def _is_string(node: ast.AST | None) -> bool:
+    """A string or bytes literal (one, or several written next to each other), not an f-string."""
+    return type(node) is ast.Constant and isinstance(node.value, (str, bytes))  # type: ignore[attr-defined]
+
+
+def _string_tokens(ctx: FileContext, node: ast.AST) -> int:
+    """How many string literals ``node``'s text is made of (``"a" "b"``: 2); 0 when unknown."""
+    start, end = ctx.positions.span(node)
+    count = depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(f"({ctx.source[start:end]})").readline):
+            name = tokenize.tok_name[token.type]
+            if name == "FSTRING_START":
+                count += depth == 0
+                depth += 1
+            elif name == "FSTRING_END":
+                depth -= 1
+            elif token.type == tokenize.STRING and depth == 0:
+                count += 1
+    except (tokenize.TokenError, SyntaxError):
+        return 0
+    return count
+
+
+def _simple_string(ctx: FileContext, node: ast.AST | None) -> bool:
+    """One string (or bytes) literal, not several written next to each other."""
+    return _is_string(node) and _string_tokens(ctx, node) == 1  # type: ignore[arg-type]
+
+
+def _concatenated_string(ctx: FileContext, node: ast.AST | None) -> bool:
+    """A string literal, or several (f-strings among them) written next to each other."""
+    if _is_string(node):
+        return True
+    return type(node) is ast.JoinedStr and _string_tokens(ctx, node) > 1  # type: ignore[arg-type]
+
+
+def _single_index(ctx: FileContext, node: ast.Subscript) -> ast.expr | None:
+    """The index of ``x[i]`` (one index, not a slice); None for ``x[a:b]``, ``x[a, b]``."""
+    index = node.slice
+    if type(index) is ast.Slice:
+        return None
+    if type(index) is ast.Tuple and not _parenthesized_tuple(ctx, index):
+        return None
+    return index
+
+
+def _parenthesized_tuple(ctx: FileContext, node: ast.Tuple) -> bool:
+    """``(a, b)`` rather than ``a, b`` (``ast`` puts a tuple's own parentheses in its span)."""
+    if ctx.parenthesized(node):
+        return True
+    start, end = ctx.positions.span(node)
+    if ctx.source[start:start + 1] != "(":
+        return False
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(ctx.source[start:end]).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth -= 1
+                if depth == 0:  # the first parenthesis closes: at the end of the tuple?
+                    return token.end == _end_of(ctx.source[start:end])
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return False
+
+
+def _end_of(text: str) -> tuple[int, int]:
+    """(1-based line, column) just after the last character of ``text``."""
+    lines = text.split("\n")
+    return len(lines), len(lines[-1])
+
+
+def _arguments(call: ast.Call) -> list[tuple[ast.expr, str | None, str]]:
+    """The arguments of ``call`` in the order they are written: (value, keyword, star), with
+    star ``"*"`` for ``*value`` and ``"**"`` for ``**value``."""
+    if not call.keywords:
+        return [(a.value, None, "*") if type(a) is ast.Starred else (a, None, "") for a in call.args]  # type: ignore[attr-defined]
+    found: list[tuple[ast.expr, str | None, str]] = []
+    for node in children_of(call)[1:]:
+        if type(node) is ast.keyword:
+            found.append((node.value, node.arg, "" if node.arg is not None else "**"))  # type: ignore[attr-defined]
+        elif type(node) is ast.Starred:
+            found.append((node.value, None, "*"))  # type: ignore[attr-defined]
+        else:
+            found.append((node, None, ""))  # type: ignore[arg-type]
+    return found
+
+
+def _debug_field(ctx: FileContext, node: ast.FormattedValue) -> bool:
+    """``f"{x=}"``: the field prints the source text of its expression."""
+    end = ctx.span(node.value)[1]
+    stop = ctx.positions.span(node)[1]
+    return ctx.source[end:stop].lstrip().startswith("=")
+
+
+def _prefix(ctx: FileContext, node: ast.BoolOp, count: int) -> ast.expr:
+    """The first ``count`` operands of ``a and b and c`` as one operation (``a and b``):
+    ``ast`` keeps one node for the chain, where the analysis looks at it as
+    ``(a and b) and c``. A node of no tree, kept for the file (its position is asked later)."""
+    if count == 1:
+        return node.values[0]
+
+    def build() -> ast.BoolOp:
+        first, last = node.values[0], node.values[count - 1]
+        return ast.BoolOp(op=node.op, values=node.values[:count], lineno=first.lineno, col_offset=first.col_offset,
+                          end_lineno=last.end_lineno, end_col_offset=last.end_col_offset)
+
+    return ctx.memo(("deferred-logging operands", id(node), count), build)
+
+
+def _is_deferred_record(ctx: FileContext, call: ast.Call) -> bool:
     return ctx.provenance.imports.qualify(call.func) == "fixitem.runtime.record"
 
 
 @dataclass
 class _Plan:
-    stmt: cst.Expr
-    call: cst.Call
+    stmt: ast.Expr
+    call: ast.Call
     found: OutputCall
     reads: list[SyncSite] = field(default_factory=list)
     blocker: str = ""  # why the call cannot be deferred
     unsafe: list[str] = field(default_factory=list)
-    new: cst.Call | None = None
+    new: gen.Node | None = None
 
 
 class _Collector:
@@ -64,28 +194,29 @@ class _Collector:
     the bodies of lambdas and comprehensions are left as they are.
     """
 
-    def __init__(self, ctx: FileContext, reads: dict[cst.CSTNode, SyncSite], other_sites: set[cst.CSTNode]) -> None:
+    def __init__(self, ctx: FileContext, reads: dict[ast.AST, SyncSite], other_sites: set[ast.AST]) -> None:
         self.ctx = ctx
         self.reads = reads
         self.other_sites = other_sites
         self.aliases = ctx.provenance.imports.aliases
-        self.names: dict[str, list[tuple[cst.Name, str]]] = {}  # name -> (node, use)
+        self.names: dict[str, list[tuple[ast.Name, str]]] = {}  # name -> (node, use)
         self.order: list[tuple[str, object]] = []  # ("name", str), ("read", node) or ("expr", node)
         self.problem = ""
-        self.replayed: list[cst.Call] = []  # calls left in the lambda that are not known to be pure
+        self.replayed: list[ast.Call] = []  # calls left in the lambda that are not known to be pure
 
-    def _use(self, name: cst.Name, use: str) -> None:
-        if name.value not in self.names:
-            self.order.append(("name", name.value))
-        self.names.setdefault(name.value, []).append((name, use))
+    def _use(self, name: ast.Name, use: str) -> None:
+        if name.id not in self.names:
+            self.order.append(("name", name.id))
+        self.names.setdefault(name.id, []).append((name, use))
 
     def _fail(self, why: str) -> None:
         self.problem = self.problem or why
 
-    def walk(self, node: cst.CSTNode, bound: frozenset[str] = frozenset(), nested: bool = False,
+    def walk(self, node: ast.AST, bound: frozenset[str] = frozenset(), nested: bool = False,
              lazy: bool = False) -> None:
         """``nested``: inside a lambda or comprehension of the call; ``lazy``: evaluated only sometimes."""
-        if isinstance(node, (cst.Await, cst.Yield, cst.NamedExpr)):
+        t = type(node)
+        if t in _NOT_IN_LAMBDA:
             self._fail("it contains `await`, `yield` or `:=`, which a lambda cannot hold")
             return
         if node in self.reads:
@@ -93,102 +224,111 @@ class _Collector:
             if nested:
                 self._fail("a tensor value is read inside a lambda or comprehension")
                 return
-            if lazy and not isinstance(value, cst.Name):
+            if lazy and type(value) is not ast.Name:
                 self._fail("a tensor value is read in a part of the call that is evaluated only sometimes")
                 return
             self.order.append(("read", node))
             if any(n in self.reads or n in self.other_sites for n in walk(value)):
                 self._fail("a tensor value is read inside another read")
-            if isinstance(value, cst.Name) and value.value not in bound:
-                self._use(value, "read")
+            if type(value) is ast.Name and value.id not in bound:  # type: ignore[attr-defined]
+                self._use(value, "read")  # type: ignore[arg-type]
             return
-        if isinstance(node, cst.BaseExpression) and not nested and not lazy and self.capturable(node):
-            self.order.append(("expr", node))
-            return
-        if isinstance(node, cst.Name):
-            if node.value in bound or node.value in BUILTINS or node.value in self.aliases or self._module_function(node):
-                return
-            self._use(node, "other")
-            return
-        if isinstance(node, cst.Attribute):
-            self.walk(node.value, bound, nested, lazy)
-            return
-        if isinstance(node, cst.Call):
-            func = node.func
-            if not self._pure_call(node):
-                self.replayed.append(node)
-            self.walk(func.value if isinstance(func, cst.Attribute) else func, bound, nested, lazy)
-            for arg in node.args:
-                self.walk(arg, bound, nested, lazy)
-            return
-        if isinstance(node, cst.Arg):
-            if node.star and (any(n in self.reads or n in self.other_sites for n in walk(node.value))
-                              or self.ctx.kind(node.value) is Kind.TENSOR):
-                self._fail("a starred argument reads a tensor")
-                return
-            self.walk(node.value, bound, nested, lazy)
-            return
-        if isinstance(node, cst.FormattedStringExpression):
-            if node.equal is not None and not isinstance(node.expression, cst.Name):
+        if t is ast.FormattedValue:  # the ``{...}`` of an f-string: never passed whole
+            if _debug_field(self.ctx, node) and type(node.value) is not ast.Name:  # type: ignore[arg-type,attr-defined]
                 # f"{loss.item()=}" prints the expression's source: it must stay as written.
                 self._fail("an f-string `=` prints the source text of its expression")
                 return
-            self.walk(node.expression, bound, nested, lazy)
-            for part in node.format_spec or ():
-                self.walk(part, bound, nested, lazy)
+            self.walk(node.value, bound, nested, lazy)  # type: ignore[attr-defined]
+            if node.format_spec is not None:  # type: ignore[attr-defined]
+                for part in node.format_spec.values:  # type: ignore[attr-defined]
+                    self.walk(part, bound, nested, lazy)
             return
-        if isinstance(node, cst.IfExp):
-            self.walk(node.test, bound, nested, lazy)
-            self.walk(node.body, bound, nested, True)
-            self.walk(node.orelse, bound, nested, True)
+        if isinstance(node, ast.expr) and not nested and not lazy and self.capturable(node):
+            self.order.append(("expr", node))
             return
-        if isinstance(node, cst.BooleanOperation):
-            self.walk(node.left, bound, nested, lazy)
-            self.walk(node.right, bound, nested, True)
+        if t is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in bound or name in BUILTINS or name in self.aliases or self._module_function(node):  # type: ignore[arg-type]
+                return
+            self._use(node, "other")  # type: ignore[arg-type]
             return
-        if isinstance(node, cst.Lambda):
-            params = frozenset(p.name.value for p in all_params(node.params))
-            for p in all_params(node.params):
-                if p.default is not None:
-                    self.walk(p.default, bound, nested, lazy)
-            self.walk(node.body, bound | params, True, lazy)
+        if t is ast.Attribute:
+            self.walk(node.value, bound, nested, lazy)  # type: ignore[attr-defined]
             return
-        if isinstance(node, COMPREHENSIONS):
+        if t is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if not self._pure_call(node):  # type: ignore[arg-type]
+                self.replayed.append(node)  # type: ignore[arg-type]
+            self.walk(func.value if type(func) is ast.Attribute else func, bound, nested, lazy)
+            for value, _, star in _arguments(node):  # type: ignore[arg-type]
+                self.walk_argument(value, star, bound, nested, lazy)
+            return
+        if t is ast.IfExp:
+            self.walk(node.test, bound, nested, lazy)  # type: ignore[attr-defined]
+            self.walk(node.body, bound, nested, True)  # type: ignore[attr-defined]
+            self.walk(node.orelse, bound, nested, True)  # type: ignore[attr-defined]
+            return
+        if t is ast.BoolOp:
+            # ``a and b and c`` is looked at as ``(a and b) and c``: the left operand is
+            # evaluated whenever the operation is, the right one only sometimes.
+            values = node.values  # type: ignore[attr-defined]
+            if len(values) > 2:
+                self.walk(_prefix(self.ctx, node, len(values) - 1), bound, nested, lazy)  # type: ignore[arg-type]
+            else:
+                self.walk(values[0], bound, nested, lazy)
+            self.walk(values[-1], bound, nested, True)
+            return
+        if t is ast.Lambda:
+            args = node.args  # type: ignore[attr-defined]
+            params = frozenset(p.arg for p in _lambda_params(args))
+            for default in (*args.defaults, *args.kw_defaults):
+                if default is not None:
+                    self.walk(default, bound, nested, lazy)
+            self.walk(node.body, bound | params, True, lazy)  # type: ignore[attr-defined]
+            return
+        if t in _COMPREHENSIONS:
             targets: set[str] = set()
-            comp = node.for_in
-            while comp is not None:
-                targets |= {n.value for n in walk(comp.target) if isinstance(n, cst.Name)}
-                comp = comp.inner_for_in
+            for comp in node.generators:  # type: ignore[attr-defined]
+                targets |= {n.id for n in walk(comp.target) if type(n) is ast.Name}  # type: ignore[attr-defined]
             for child in children_of(node):
                 self.walk(child, bound | targets, True, lazy)
             return
         for child in children_of(node):
             self.walk(child, bound, nested, lazy)
 
-    def _pure_call(self, call: cst.Call) -> bool:
+    def walk_argument(self, value: ast.expr, star: str, bound: frozenset[str] = frozenset(), nested: bool = False,
+                      lazy: bool = False) -> None:
+        """One argument of a call (``value``, ``k=value``, ``*value``, ``**value``)."""
+        if star and (any(n in self.reads or n in self.other_sites for n in walk(value))
+                     or self.ctx.kind(value) is Kind.TENSOR):
+            self._fail("a starred argument reads a tensor")
+            return
+        self.walk(value, bound, nested, lazy)
+
+    def _pure_call(self, call: ast.Call) -> bool:
         """A call that gives the same result at replay: a builtin that builds a value
         (``round``, ``str``, ``min``), ``math`` / ``numpy``, ``"...".format`` and ``" ".join``."""
         func = call.func
-        if isinstance(func, cst.Name):
-            return func.value in PURE_BUILTINS and self.ctx.provenance.scope_of(call).lookup(func.value) is None
-        if isinstance(func, cst.Attribute) and func.attr.value in ("format", "join") and \
-                isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+        if type(func) is ast.Name:
+            return func.id in PURE_BUILTINS and self.ctx.provenance.scope_of(call).lookup(func.id) is None
+        if type(func) is ast.Attribute and func.attr in ("format", "join") and \
+                _concatenated_string(self.ctx, func.value):
             return True
         local = (dotted_name(func) or "").split(".")[0]
         qualified = self.ctx.provenance.imports.qualify(func) or ""
         return local in self.aliases and qualified.split(".")[0] in ("math", "numpy")
 
-    def _module_function(self, name: cst.Name) -> bool:
+    def _module_function(self, name: ast.Name) -> bool:
         """A function or class defined once at the module level: the same object at replay."""
         provenance = self.ctx.provenance
         module_scope = provenance.scopes[self.ctx.module]
-        if provenance.scope_of(name).lookup(name.value) is not module_scope:
+        if provenance.scope_of(name).lookup(name.id) is not module_scope:
             return False
-        if module_scope.bindings.get(name.value) != [("opaque", None)]:
+        if module_scope.bindings.get(name.id) != [("opaque", None)]:
             return False
-        return any(isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name.value for s in self.ctx.module.body)
+        return any(isinstance(s, (*_FUNCTIONS, ast.ClassDef)) and s.name == name.id for s in self.ctx.module.body)
 
-    def capturable(self, node: cst.BaseExpression) -> bool:
+    def capturable(self, node: ast.expr) -> bool:
         """A value the call computes without tensor reads: evaluate it at record time.
 
         Plain names, literals, lambdas and containers written out (whose parts are
@@ -196,24 +336,34 @@ class _Collector:
         module (``sys.stderr``, ``logging.INFO``: looked up at replay) nor what
         holds a tensor read.
         """
-        if isinstance(node, (cst.Name, *LITERALS, cst.Dict, cst.List, cst.Tuple, cst.Set, cst.Lambda,
-                             cst.Ellipsis, cst.StarredElement)):
+        if isinstance(node, (ast.Name, *LITERALS, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Lambda,
+                             ast.Starred, ast.Slice, ast.FormattedValue)):
             return False
-        if isinstance(node, cst.Attribute):
+        if type(node) is ast.Attribute:
             root = dotted_name(node)
             if root is not None and root.split(".")[0] in self.aliases:
                 return False
         for sub in walk(node):
             if sub in self.reads or sub in self.other_sites:
                 return False
-            if isinstance(sub, (cst.Await, cst.Yield, cst.NamedExpr)):
+            if type(sub) in _NOT_IN_LAMBDA:
                 return False
-            if isinstance(sub, cst.FormattedStringExpression) and sub.equal is not None:
+            if type(sub) is ast.FormattedValue and _debug_field(self.ctx, sub):  # type: ignore[arg-type]
                 return False
         return True
 
 
-def _prints_as_number(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+def _lambda_params(args: ast.arguments) -> list[ast.arg]:
+    """The parameters of a lambda, in order (``*args`` and ``**kwargs`` last)."""
+    found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg is not None:
+        found.append(args.vararg)
+    if args.kwarg is not None:
+        found.append(args.kwarg)
+    return found
+
+
+def _prints_as_number(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]]) -> bool:
     """Would ``expr``, passed to ``record``, be written differently at replay?
 
     The runtime replays every one-element tensor it is given as a Python number:
@@ -223,28 +373,28 @@ def _prints_as_number(ctx: FileContext, expr: cst.BaseExpression, formats: dict[
     there), is written the same."""
     if ctx.certainty(expr) is Certainty.NOT_TENSOR:
         return False
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Attribute) and \
+    if type(expr) is ast.Attribute and type(expr.value) is ast.Attribute and \
             ctx.kind(expr.value) not in (Kind.TENSOR, Kind.MODULE):
         return False  # ``self.config.hidden_size``: a setting of an object that is not a module
-    if _hyperparameter(expr):
+    if _hyperparameter(ctx, expr):
         return False  # a learning rate: a number (as a one-element tensor, copied and replayed as one)
     style_code = formats.get(expr)
     return style_code is None or style_code[1] not in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT)
 
 
-def _is_plain(ctx: FileContext, name: cst.Name) -> bool:
+def _is_plain(ctx: FileContext, name: ast.Name) -> bool:
     """A number or a string: formatting it later gives the same text."""
     kind = ctx.kind(name)
     if kind is Kind.NUMBER:
         return True
-    scope = ctx.provenance.scope_of(name).lookup(name.value)
+    scope = ctx.provenance.scope_of(name).lookup(name.id)
     if scope is None:
         return False
-    bindings = scope.bindings.get(name.value, [])
+    bindings = scope.bindings.get(name.id, [])
     return bool(bindings) and all(_fresh_binding(ctx, how, value) for how, value in bindings)
 
 
-def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> bool:
+def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
     """Bound to a string, or to a fresh result nothing else holds (``a, b = f()``)?
 
     A function's result or arithmetic is a new object: nothing else can mutate it
@@ -253,15 +403,16 @@ def _fresh_binding(ctx: FileContext, how: str, value: cst.CSTNode | None) -> boo
     """
     if how not in ("value", "unpack"):
         return False
-    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)):
+    if type(value) is ast.JoinedStr or (
+            type(value) is ast.Constant and not isinstance(value.value, bool)  # type: ignore[attr-defined]
+            and isinstance(value.value, (str, bytes, int, float))):  # type: ignore[attr-defined]
         return True
-    if isinstance(value, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+    if isinstance(value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare)):
         return ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER) or _is_text(value) or how == "unpack"
     return False
 
 
-def _may_hold_tensors(ctx: FileContext, expr: cst.BaseExpression,
-                      formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]]) -> bool:
     """May the value passed for ``expr`` be a tensor, or a container of them?
 
     The runtime replays a recorded tensor as the number ``.item()`` gives (and
@@ -272,49 +423,49 @@ def _may_hold_tensors(ctx: FileContext, expr: cst.BaseExpression,
     ``%d``: a tensor formatted so prints its number).
     """
     kind = ctx.kind(expr)
-    if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or isinstance(expr, LITERALS):
+    if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or _is_literal(expr):
         return False
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and is_text(expr.left):
+    if type(expr) is ast.BinOp and type(expr.op) is ast.Mod and is_text(expr.left):
         return False  # ``"it %d" % (n,)``: a string
-    if isinstance(expr, (cst.Attribute, cst.Subscript)) and _immutable(ctx, expr, formats):
+    if isinstance(expr, (ast.Attribute, ast.Subscript)) and _immutable(ctx, expr, formats):
         return False  # ``x.shape``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
     style_code = formats.get(expr)
     if style_code is not None and style_code[1] in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT):
         return False
-    if isinstance(expr, cst.Attribute) and not _of_a_module(ctx, expr):
+    if type(expr) is ast.Attribute and not _of_a_module(ctx, expr):
         # ``trainer.iter_num``, ``self.config.block_size``: passed as a value (and, unless known
         # not to change, the fix says it is read at replay).
         return False
-    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-        return any(isinstance(e, cst.StarredElement) or _may_hold_tensors(ctx, e.value, {}) for e in expr.elements)
-    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return any(type(e) is ast.Starred or _may_hold_tensors(ctx, e, {}) for e in expr.elts)
+    if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
         return _may_hold_tensors(ctx, expr.elt, {})
-    if isinstance(expr, cst.DictComp):
+    if type(expr) is ast.DictComp:
         return _may_hold_tensors(ctx, expr.value, {})
-    if isinstance(expr, cst.Name):
-        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
-        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
-        if bindings and all(how == "value" and (isinstance(v, LITERALS) or _is_text(v)) for how, v in bindings):
+    if type(expr) is ast.Name:
+        scope = ctx.provenance.scope_of(expr).lookup(expr.id)
+        bindings = scope.bindings.get(expr.id, []) if scope is not None else []
+        if bindings and all(how == "value" and (_is_literal(v) or _is_text(v)) for how, v in bindings):
             return False
     return kind in (Kind.UNKNOWN, Kind.OTHER)
 
 
-def _of_a_module(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def _of_a_module(ctx: FileContext, expr: ast.expr) -> bool:
     """An attribute of an ``nn.Module`` itself (``self.scale`` in a module class,
     ``self.fc.weight``): modules hold tensors, so one fixitem cannot place may be
     a tensor. (``self.config.hidden_size`` is an attribute of the config.)"""
-    if not isinstance(expr, cst.Attribute):
+    if type(expr) is not ast.Attribute:
         return False
     base = expr.value
     if ctx.kind(base) is Kind.MODULE:
         return True
     cls = ctx.provenance.enclosing_class(expr)
-    return (isinstance(base, cst.Name) and base.value == "self" and cls is not None
-            and cls.name.value in ctx.provenance.module_classes)
+    return (type(base) is ast.Name and base.id == "self" and cls is not None
+            and cls.name in ctx.provenance.module_classes)
 
 
-def _is_text(expr: cst.CSTNode) -> bool:
-    return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format")
+def _is_text(expr: ast.AST | None) -> bool:
+    return type(expr) is ast.Call and dotted_name(expr.func) in ("str", "repr", "format")  # type: ignore[attr-defined]
 
 
 # What a receiver taken at record time is called in the lambda when its own spelling says nothing.
@@ -322,20 +473,20 @@ _KIND_RECEIVERS = {OutputKind.METRICS: "writer", OutputKind.LOGGER: "logger", Ou
                    OutputKind.PRINT: "stream", OutputKind.PROGRESS: "bar"}
 
 
-def _receiver_hint(expr: cst.BaseExpression) -> str:
+def _receiver_hint(expr: ast.expr) -> str:
     """What a person would call the object a method is called on: ``self.writer``
     -> ``writer``, ``writers[i]`` -> ``writer``, ``get_writer(i)`` -> ``writer``,
     ``logging.getLogger(name)`` -> ``logger``."""
-    if isinstance(expr, cst.Name):
-        return expr.value.strip("_")
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value.strip("_")
-    if isinstance(expr, cst.Subscript):
+    if type(expr) is ast.Name:
+        return expr.id.strip("_")
+    if type(expr) is ast.Attribute:
+        return expr.attr.strip("_")
+    if type(expr) is ast.Subscript:
         base = _receiver_hint(expr.value)
         if len(base) > 2 and base.endswith("s") and not base.endswith(("ss", "us", "is")):
             return base[:-1]
         return ""
-    if isinstance(expr, cst.Call):
+    if type(expr) is ast.Call:
         name = _receiver_hint(expr.func)
         for prefix in ("get_", "get", "make_", "create_"):
             if name.startswith(prefix) and len(name) > len(prefix):
@@ -345,7 +496,7 @@ def _receiver_hint(expr: cst.BaseExpression) -> str:
     return ""
 
 
-def _unknown_loggers(ctx: FileContext, call: cst.Call, found: OutputCall) -> list[str]:
+def _unknown_loggers(ctx: FileContext, call: ast.Call, found: OutputCall) -> list[str]:
     """Why the logger the call writes to (itself, or through a wrapper of the file) is
     not known to be a ``logging`` one."""
     if found.kind is OutputKind.LOGGER:
@@ -354,20 +505,20 @@ def _unknown_loggers(ctx: FileContext, call: cst.Call, found: OutputCall) -> lis
     if found.kind is not OutputKind.WRAPPER or found.wrapper is None:
         return []
     problems: list[str] = []
-    seen: set[cst.FunctionDef] = set()
+    seen: set[ast.AST] = set()
     todo = [found.wrapper]
     while todo:
         wrapper = todo.pop()
         if wrapper in seen:
             continue
         seen.add(wrapper)
-        for inner in walk(wrapper.body):
-            if isinstance(inner, cst.Call):
-                inner_found = output_call(ctx, inner)
+        for statement in wrapper.body:
+            for inner in nodes_within(statement, ast.Call):
+                inner_found = output_call(ctx, inner)  # type: ignore[arg-type]
                 if inner_found is None:
                     continue
                 if inner_found.kind is OutputKind.LOGGER:
-                    why = logger_origin(ctx, inner)
+                    why = logger_origin(ctx, inner)  # type: ignore[arg-type]
                     if why:
                         problems.append(why)
                 elif inner_found.kind is OutputKind.WRAPPER and inner_found.wrapper is not None:
@@ -387,10 +538,9 @@ _INTEGER_FORMAT = frozenset("bcdoxX")
 _INTEGER_PERCENT = frozenset("cxXo")
 
 
-def _literal_text(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
+def _literal_text(node: ast.AST) -> str | None:
+    if type(node) is ast.Constant and isinstance(node.value, str):  # type: ignore[attr-defined]
+        return node.value  # type: ignore[attr-defined]
     return None
 
 
@@ -416,27 +566,30 @@ def _format_fields(text: str) -> list[tuple[str, str]] | None:
     return fields
 
 
-def _formats(ctx: FileContext, call: cst.Call, found: OutputCall) -> dict[cst.CSTNode, tuple[str, str]]:
+def _formats(ctx: FileContext, call: ast.Call, found: OutputCall) -> dict[ast.AST, tuple[str, str]]:
     """The values of the call that are formatted with a type code, and how:
     ``{node: ("format", "d")}`` for ``f"{x:d}"`` and ``"{:d}".format(x)``,
     ``("percent", "x")`` for ``"%x" % x``, ``("log", "f")`` for the arguments of
     ``logger.info("%.3f", x)`` (``logging`` reports a formatting error itself)."""
-    formats: dict[cst.CSTNode, tuple[str, str]] = {}
+    formats: dict[ast.AST, tuple[str, str]] = {}
     for node in walk(call):
-        if isinstance(node, cst.FormattedStringExpression):
-            spec = node.format_spec
-            if node.conversion is not None or not spec or not all(isinstance(p, cst.FormattedStringText) for p in spec):
+        t = type(node)
+        if t is ast.FormattedValue:
+            spec = node.format_spec  # type: ignore[attr-defined]
+            if node.conversion != -1 or spec is None or not spec.values or \
+                    not all(type(p) is ast.Constant for p in spec.values):  # type: ignore[attr-defined]
                 continue
-            match = _FORMAT_SPEC.match("".join(p.value for p in spec))  # type: ignore[union-attr]
+            match = _FORMAT_SPEC.match("".join(p.value for p in spec.values))
             if match and match["type"]:
-                formats[node.expression] = ("format", match["type"])
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
-            text = _literal_text(node.func.value)
+                formats[node.value] = ("format", match["type"])  # type: ignore[attr-defined]
+        elif t is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "format":  # type: ignore[attr-defined]
+            text = _literal_text(node.func.value)  # type: ignore[attr-defined]
             fields = _format_fields(text) if text is not None else None
-            if not fields or any(a.star for a in node.args):
+            arguments = _arguments(node)  # type: ignore[arg-type]
+            if not fields or any(star for _, _, star in arguments):
                 continue
-            positional = [a.value for a in node.args if a.keyword is None]
-            keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            positional = [value for value, name, _ in arguments if name is None]
+            keywords = {name: value for value, name, _ in arguments if name is not None}
             for name, spec in fields:
                 match = _FORMAT_SPEC.match(spec) if spec else None
                 if not match or not match["type"]:
@@ -444,28 +597,30 @@ def _formats(ctx: FileContext, call: cst.Call, found: OutputCall) -> dict[cst.CS
                 value = positional[int(name)] if name.isdigit() and int(name) < len(positional) else keywords.get(name)
                 if value is not None:
                     formats[value] = ("format", match["type"])
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            text = _literal_text(node.left)
+        elif t is ast.BinOp and type(node.op) is ast.Mod:  # type: ignore[attr-defined]
+            text = _literal_text(node.left)  # type: ignore[attr-defined]
             if text is not None:
-                right = node.right
-                values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+                right = node.right  # type: ignore[attr-defined]
+                values = ([e.value if type(e) is ast.Starred else e for e in right.elts] if type(right) is ast.Tuple
+                          else [right])
                 formats.update(_percent_formats(text, values, "percent"))
-    if found.kind.logs and call.args and call.args[0].keyword is None:
-        text = _literal_text(call.args[0].value)
-        rest = [a for a in call.args[1:] if a.keyword is None]
-        if text is not None and not any(a.star for a in rest):
-            formats.update(_percent_formats(text, [a.value for a in rest], "log"))
+    arguments = _arguments(call)
+    if found.kind.logs and arguments and arguments[0][1] is None:
+        text = _literal_text(arguments[0][0])
+        rest = [a for a in arguments[1:] if a[1] is None]
+        if text is not None and not any(star for _, _, star in rest):
+            formats.update(_percent_formats(text, [value for value, _, _ in rest], "log"))
     return formats
 
 
-def _percent_formats(text: str, values: list[cst.BaseExpression], style: str) -> dict[cst.CSTNode, tuple[str, str]]:
+def _percent_formats(text: str, values: list[ast.expr], style: str) -> dict[ast.AST, tuple[str, str]]:
     conversions = [m for m in _PERCENT.finditer(text) if m["type"] != "%"]
     if any(m["key"] or m["width"] == "*" or m["precision"] == "*" for m in conversions) or len(conversions) != len(values):
         return {}  # a mapping, a ``*`` width, or a count fixitem does not see
     return {value: (style, m["type"]) for value, m in zip(values, conversions)}
 
 
-def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CSTNode, tuple[str, str]]) -> bool:
+def _immutable(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]]) -> bool:
     """Does ``expr`` give a value that cannot change before the replay?
 
     A number; a tensor's or an array's metadata (``x.shape``, ``x.dtype``, ``x.shape[0]``);
@@ -481,30 +636,32 @@ def _immutable(ctx: FileContext, expr: cst.BaseExpression, formats: dict[cst.CST
         style, code = style_code
         if code in (_NUMERIC_FORMAT if style == "format" else _NUMERIC_PERCENT):
             return True
-    if isinstance(expr, cst.Attribute):
-        attr = expr.attr.value
+    if type(expr) is ast.Attribute:
+        attr = expr.attr
         if attr in _NAME_ATTRIBUTES:
             return True  # ``self.__class__.__name__``: a string
         base = ctx.kind(expr.value)
         return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
-        return expr.value.attr.value == "shape" and _immutable(ctx, expr.value, {})
-    return _hyperparameter(expr)
+    if type(expr) is ast.Subscript and type(expr.value) is ast.Attribute:
+        return expr.value.attr == "shape" and _immutable(ctx, expr.value, {})
+    return _hyperparameter(ctx, expr)
 
 
-def _hyperparameter(expr: cst.BaseExpression) -> bool:
+def _hyperparameter(ctx: FileContext, expr: ast.expr) -> bool:
     """``opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``: a hyper-parameter of
     a torch optimizer, a number (or a tuple of them, or a one-element tensor,
     which the runtime copies); the optimizer puts a new value in its place, it
     does not change the old one."""
-    if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
+    if type(expr) is not ast.Subscript:
+        return False
+    key = _single_index(ctx, expr)
+    if key is None:
         return False
     base = expr.value
-    if isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute):
-        return base.func.attr.value == "get_last_lr" and not base.args
-    key = expr.slice[0].slice.value
-    return (isinstance(key, cst.SimpleString) and isinstance(base, cst.Subscript)
-            and isinstance(base.value, cst.Attribute) and base.value.attr.value == "param_groups")
+    if type(base) is ast.Call and type(base.func) is ast.Attribute:
+        return base.func.attr == "get_last_lr" and not base.args and not base.keywords
+    return (_simple_string(ctx, key) and type(base) is ast.Subscript
+            and type(base.value) is ast.Attribute and base.value.attr == "param_groups")
 
 
 # Attributes that describe a tensor or an array rather than hold its data (``shape`` is a tuple).
@@ -515,14 +672,14 @@ _NUMPY_METADATA = frozenset({"shape", "dtype", "ndim", "size", "nbytes", "itemsi
 _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 
-def _float_read(ctx: FileContext, node: cst.CSTNode, reads: dict[cst.CSTNode, SyncSite]) -> SyncSite | None:
+def _float_read(ctx: FileContext, node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
     """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
     site = reads.get(node)
     if site is not None:
         if site.kind == "float" or (site.kind == "item" and not certainly_integer(ctx, site.value)):
             return site
         return None
-    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+    if type(node) is ast.BinOp or type(node) is ast.UnaryOp:
         for child in children_of(node):
             found = _float_read(ctx, child, reads)
             if found is not None:
@@ -530,8 +687,8 @@ def _float_read(ctx: FileContext, node: cst.CSTNode, reads: dict[cst.CSTNode, Sy
     return None
 
 
-def _raising_formats(ctx: FileContext, formats: dict[cst.CSTNode, tuple[str, str]],
-                     reads: dict[cst.CSTNode, SyncSite]) -> list[str]:
+def _raising_formats(ctx: FileContext, formats: dict[ast.AST, tuple[str, str]],
+                     reads: dict[ast.AST, SyncSite]) -> list[str]:
     """``f"{loss.item():d}"``: the original raises where it runs; replayed, the
     error comes later (another step has run, the checkpoint may be written)."""
     problems = []
@@ -549,37 +706,71 @@ def _raising_formats(ctx: FileContext, formats: dict[cst.CSTNode, tuple[str, str
 REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
 
 
-def _redirected(ctx: FileContext, stmt: cst.CSTNode) -> str:
+def _redirected(ctx: FileContext, stmt: ast.AST) -> str:
     """The ``with redirect_stdout(...)`` around ``stmt`` in its function, if any."""
     for parent in ctx.ancestors(stmt):
-        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(parent, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
             return ""
-        if isinstance(parent, cst.With):
+        if isinstance(parent, (ast.With, ast.AsyncWith)):
             for item in parent.items:
-                if isinstance(item.item, cst.Call) and ctx.provenance.imports.qualify(item.item.func) in REDIRECTS:
-                    return ctx.code(item.item.func)
+                expr = item.context_expr
+                if type(expr) is ast.Call and ctx.provenance.imports.qualify(expr.func) in REDIRECTS:
+                    return ctx.code(expr.func)
     return ""
 
 
-class _Indent(cst.CSTTransformer):
-    """Indent the continuation lines of a call that spans several lines."""
+_LINE_START = re.compile(r"[ \t\f]*")
 
-    def __init__(self, extra: str) -> None:
-        super().__init__()
+
+class _Moved(gen.Node):
+    """Code of the file moved into ``deferred.record(...)`` (the call as the lambda's body, a
+    value passed): its lines that start inside its brackets keep their place relative to the
+    block (one written left of the block's indentation gets it in front), and lines of code
+    among them move ``extra`` further in, with the call, one level in as the lambda argument
+    of ``deferred.record(``. Lines in a string and after a ``\\`` stay as written."""
+
+    def __init__(self, value: gen.Expr_, block: str, extra: str = "") -> None:
+        self.value = gen.expr(value)
+        self.block = block
         self.extra = extra
 
-    def leave_ParenthesizedWhitespace(self, original_node, updated_node):  # noqa: N802 (libcst API)
-        last = updated_node.last_line
-        return updated_node.with_changes(last_line=last.with_changes(value=last.value + self.extra))
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.value.kind
+
+    def render(self, ctx: FileContext, indent: str = "") -> str:
+        # The file's text as it stands in its block: the move is this node's own.
+        text = self.value.render(ctx, self.block)
+        if "\n" not in text:
+            return text
+        return _moved_lines(text, self.block, self.extra)
+
+    def children(self) -> list[gen.Expr_]:
+        return [self.value]
+
+    def rebuilt(self, kids: list[gen.Expr_]) -> gen.Node:
+        return _Moved(kids[0], self.block, self.extra)
 
 
-class _Rewrite(cst.CSTTransformer):
-    def __init__(self, replacements: dict[cst.CSTNode, cst.BaseExpression]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        return self.replacements.get(original_node, updated_node)
+def _moved_lines(text: str, block: str, extra: str) -> str:
+    lines = text.split("\n")
+    after_break: set[int] = set()  # 0-based numbers of the lines that follow a line break in brackets
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(f"({text})").readline):
+            if token.type in (tokenize.NL, tokenize.NEWLINE) and token.start[0] < len(lines):
+                after_break.add(token.start[0])
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    for number in sorted(after_break):
+        line = lines[number]
+        space = _LINE_START.match(line).group()  # type: ignore[union-attr]
+        rest = line[len(space):]
+        if not space.startswith(block):
+            space = block + space
+        if rest and not rest.startswith("#"):
+            space += extra
+        lines[number] = space + rest
+    return "\n".join(lines)
 
 
 class DeferredLogging(Rule):
@@ -1097,10 +1288,10 @@ class DeferredLogging(Rule):
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         wrappers = set(output_wrappers(ctx).values())
-        for stmt in ctx.nodes(cst.Expr):
-            assert isinstance(stmt, cst.Expr)
+        for stmt in ctx.nodes(ast.Expr):
+            assert isinstance(stmt, ast.Expr)
             call = stmt.value
-            if not isinstance(call, cst.Call) or _is_deferred_record(ctx, call):
+            if type(call) is not ast.Call or _is_deferred_record(ctx, call):
                 continue
             found = output_call(ctx, call)
             if found is None or live_context(found, call):
@@ -1121,17 +1312,17 @@ class DeferredLogging(Rule):
                 yield Report(stmt, message, sites=plan.reads, note=f"no fix: {plan.blocker}")
                 continue
             safety = Safety.UNSAFE if plan.unsafe else Safety.SAFE
-            fix = Fix({stmt: cst.Expr(plan.new, semicolon=stmt.semicolon)}, safety,
+            fix = Fix({stmt: gen.ExprStatement(plan.new)}, safety,
                       "; ".join(plan.unsafe), imports=ctx.runtime_imports())
             yield Report(stmt, message, fix=fix, sites=plan.reads)
 
-    def _plan(self, ctx: FileContext, stmt: cst.Expr, call: cst.Call, found: OutputCall,
+    def _plan(self, ctx: FileContext, stmt: ast.Expr, call: ast.Call, found: OutputCall,
               inner: list[SyncSite]) -> _Plan:
         """How to defer ``call``, given the unclaimed sync sites within it."""
-        reads = {s.node: s for s in inner if s.kind in READ_KINDS and isinstance(s.node, cst.Call)}
+        reads = {s.node: s for s in inner if s.kind in READ_KINDS and type(s.node) is ast.Call}
         others = {s.node for s in inner if s.node not in reads}
         plan = _Plan(stmt, call, found, reads=[s for s in inner if s.node in reads])
-        if any(s.node in walk(call.func) for s in inner):
+        if any(ctx.below(s.node, call.func) for s in inner):
             plan.blocker = "the callee itself reads a tensor value"
             return plan
         redirect = _redirected(ctx, stmt)
@@ -1145,8 +1336,8 @@ class DeferredLogging(Rule):
                             "file closed by then, or out of order with the program's own writes to it")
             return plan
         collector = _Collector(ctx, reads, others)
-        for arg in call.args:
-            collector.walk(arg)
+        for value, _, star in _arguments(call):
+            collector.walk_argument(value, star)
         if collector.problem:
             plan.blocker = collector.problem
             return plan
@@ -1183,32 +1374,38 @@ class DeferredLogging(Rule):
         plan.unsafe.extend(raising)
         # The object whose method is called is taken now, as the original takes it:
         # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
-        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        receiver = call.func.value if type(call.func) is ast.Attribute else None
         if receiver is not None and stable_receiver(ctx, receiver):
             receiver = None
-        if receiver is not None and any(isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr)) for n in walk(receiver)):
+        if receiver is not None and any(type(n) in _NOT_IN_LAMBDA for n in walk(receiver)):
             plan.blocker = "the object called contains `await`, `yield` or `:=`, which a lambda cannot hold"
             return plan
 
-        # Parameters, in order of first appearance.
-        attributes = {n.attr for n in walk(call) if isinstance(n, cst.Attribute)}
-        taken = {n.value for n in walk(call) if isinstance(n, cst.Name) and n not in attributes}
+        # Parameters, in order of first appearance. (Attribute names are no names here;
+        # keyword arguments and the parameters of lambdas are.)
+        taken: set[str] = set()
+        for n in nodes_within(call, ast.Name, ast.keyword, ast.arg):
+            t = type(n)
+            if t is ast.Name:
+                taken.add(n.id)  # type: ignore[attr-defined]
+            elif n.arg is not None:  # type: ignore[attr-defined]  # a parameter, a keyword (not ``**``)
+                taken.add(n.arg)  # type: ignore[attr-defined]
         params: list[str] = []
-        values: list[cst.BaseExpression] = []
-        body_replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
+        values: list[gen.Expr_] = []
+        body_replacements: dict[ast.AST, gen.Expr_] = {}
         counter = 0
 
-        def fresh(hint: cst.CSTNode | str | None = None) -> str:
+        def fresh(hint: ast.AST | str | None = None) -> str:
             nonlocal counter
             # ``trainer.iter_num`` is passed as ``iter_num``: read as the original.
             # ``opt.param_groups[0]["lr"]`` as ``lr``.
             name = hint if isinstance(hint, str) else ""
-            if isinstance(hint, cst.Attribute):
-                name = hint.attr.value
-            elif isinstance(hint, cst.Subscript) and len(hint.slice) == 1 and isinstance(hint.slice[0].slice, cst.Index):
-                key = hint.slice[0].slice.value
-                if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
-                    name = key.evaluated_value
+            if type(hint) is ast.Attribute:
+                name = hint.attr
+            elif type(hint) is ast.Subscript:
+                key = _single_index(ctx, hint)
+                if key is not None and _simple_string(ctx, key) and isinstance(key.value, str):  # type: ignore[attr-defined]
+                    name = key.value  # type: ignore[attr-defined]
             if name.isidentifier() and not keyword.iskeyword(name) and name not in taken and name not in params \
                     and name not in BUILTINS:
                 return name
@@ -1219,13 +1416,13 @@ class DeferredLogging(Rule):
                     return name
 
         if receiver is not None:
-            if isinstance(receiver, cst.Name):
-                param = receiver.value  # ``lambda writer, loss: writer.add_scalar(...)``
+            if type(receiver) is ast.Name:
+                param = receiver.id  # ``lambda writer, loss: writer.add_scalar(...)``
             else:
                 param = fresh(_receiver_hint(receiver))
                 if param.startswith("value"):
                     param = fresh(_KIND_RECEIVERS.get(found.kind, "target"))
-                body_replacements[receiver] = cst.Name(param)
+                body_replacements[receiver] = gen.Name(param)
             params.append(param)
             values.append(receiver)
         alias = ctx.runtime_alias()
@@ -1236,7 +1433,7 @@ class DeferredLogging(Rule):
                 uses = collector.names[name]
                 if name not in params:
                     params.append(name)
-                    values.append(cst.Name(name))
+                    values.append(gen.Name(name))
                 if all(use == "read" for _, use in uses):
                     continue
                 node = uses[0][0]
@@ -1254,7 +1451,7 @@ class DeferredLogging(Rule):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
             elif what == "expr":
                 expr = item
-                assert isinstance(expr, cst.BaseExpression)
+                assert isinstance(expr, ast.expr)
                 kind = ctx.kind(expr)
                 if kind is Kind.TENSOR:
                     plan.blocker = f"`{ctx.code(expr)}` is a tensor used other than through `.item()`"
@@ -1273,7 +1470,7 @@ class DeferredLogging(Rule):
                                        "replay, not now")
                 elif _prints_as_number(ctx, expr, formats):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: replayed, it would print as a number")
-                if isinstance(expr, (cst.Attribute, cst.Subscript)) and not _immutable(ctx, expr, formats):
+                if isinstance(expr, (ast.Attribute, ast.Subscript)) and not _immutable(ctx, expr, formats):
                     plan.unsafe.append(
                         f"`{ctx.code(expr)}` may be a mutable object (an array): it is passed by reference and read "
                         "at replay, not now"
@@ -1283,38 +1480,35 @@ class DeferredLogging(Rule):
                     by_reference.add(len(params))
                 params.append(param)
                 values.append(expr)
-                body_replacements[expr] = cst.Name(param)
+                body_replacements[expr] = gen.Name(param)
             else:
                 site = reads[item]  # type: ignore[index]
                 value = site.value
                 if not site.certain:
                     plan.unsafe.append(f"`{ctx.code(value)}` is not known to be a tensor")
-                if isinstance(value, cst.Name) and all(use == "read" for _, use in collector.names.get(value.value, [])):
-                    param = value.value  # passed once, as the name
+                if type(value) is ast.Name and all(use == "read" for _, use in collector.names.get(value.id, [])):
+                    param = value.id  # passed once, as the name
                 else:
                     param = fresh()
                     params.append(param)
                     values.append(value)
-                new_expr: cst.BaseExpression = cst.Name(param)
+                new_expr: gen.Node = gen.Name(param)
                 if site.kind in ("float", "int"):
-                    new_expr = cst.Call(cst.Name(site.kind), [cst.Arg(cst.Name(param))])
+                    new_expr = gen.Call(gen.Name(site.kind), [gen.Name(param)])
                 body_replacements[item] = new_expr  # type: ignore[index]
-        body = call.visit(_Rewrite(body_replacements))
-        if "\n" in cst.Module(body=[]).code_for_node(body):
-            # The call moves one level in, as the lambda argument of ``deferred.record(``.
-            body = body.visit(_Indent("    "))
-        empty = cst.Module(body=[])
-        head = f"lambda {', '.join(params)}:" if params else "lambda:"
-        texts = [empty.code_for_node(v) for v in values]
-        for i in by_reference:
-            texts[i] = f"{alias}.by_reference({texts[i]})"
-        pieces = [f"{head} {empty.code_for_node(body)}", *texts]
-        record = cst.ensure_type(cst.parse_expression(f"{alias}.record({', '.join(pieces)})"), cst.Call)
-        indent = ctx.positions[stmt].start.column
-        text = empty.code_for_node(record)
-        if "\n" in text or indent + len(text) > LINE_LENGTH:
-            record = one_argument_per_line(record)
-        if found.kind.logs and "\n" in empty.code_for_node(record) and \
+        block = ctx.indent(stmt)  # the block's (also for ``if x: print(...)``, ``a = 1; print(...)``)
+        # Multi-line, the call moves one level in, as the lambda argument of ``deferred.record(``.
+        body = _Moved(gen.Splice(call, body_replacements), block, gen.INDENT)
+        arguments: list[gen.Expr_] = [gen.Lambda(params, body)]
+        for i, value in enumerate(values):
+            moved = _Moved(value, block)
+            arguments.append(gen.Call(gen.Attribute(gen.Name(alias), "by_reference"), [moved]) if i in by_reference
+                             else moved)
+        record = gen.Call(gen.Attribute(gen.Name(alias), "record"), arguments)
+        text = record.render(ctx, block)
+        if "\n" in text or ctx.positions[stmt].start.column + len(text) > LINE_LENGTH:
+            record = record.with_one_per_line()
+        if found.kind.logs and "\n" in record.render(ctx, block) and \
                 (ctx.provenance.imports.qualify(call.func) or "").startswith("absl."):
             plan.unsafe.append("absl's log format shows the calling line, which moves into `deferred.record(`")
         plan.new = record

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
-
-import libcst as cst
 
 from ..context import FileContext
 from ..dtypes import zero_dim_dtype_problem
@@ -14,7 +13,7 @@ from ..syncs import SyncSite
 from ..scalar_shapes import detached_scalar
 from ..tensor_values import uncertain_tensor
 
-ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
 class DetachNotItem(Rule):
@@ -118,9 +117,9 @@ class DetachNotItem(Rule):
             if site in claimed or site.kind not in ("item", "float") or not site.certain:
                 continue
             parent = ctx.parents.get(site.node)
-            if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
+            if type(parent) is not ast.BinOp or not isinstance(parent.op, ARITHMETIC):  # type: ignore[attr-defined]
                 continue
-            other = parent.right if parent.left is site.node else parent.left
+            other = parent.right if parent.left is site.node else parent.left  # type: ignore[attr-defined]
             if ctx.kind(other) is not Kind.TENSOR or uncertain_tensor(ctx, other):
                 continue  # a Python number there would turn into a tensor
             detached = detached_scalar(ctx, site.value)

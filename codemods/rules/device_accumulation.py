@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import ast
+import io
+import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-import libcst as cst
-
-from ..context import FileContext
+from .. import gen
+from ..context import COMPOUND, FileContext
 from ..dtypes import certainly_floating
+from ..gen import method_call
 from ..provenance import Kind, Scope
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
-from ..tensor_values import _plain_number, method_call
+from ..tensor_values import _plain_number
 from ..tree import number_of, subtree_stop
 
 # What a name may hold at a point of its function, as seen by :class:`_Flow`.
@@ -20,75 +23,120 @@ ACC = "the running total"  # bound by a start (``total = 0``) or a step (``total
 OTHER = "another value"  # bound any other way (``total /= n``, ``total = total / n``)
 UNBOUND = "unbound"  # not bound yet: reading it fails the same way before and after
 
-# ``total OP= rhs`` on a Python number is exactly ``total = total OP rhs``.
-AUG_OPERATORS: dict[type, type] = {
-    cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
-    cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
-    cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,
-    cst.LeftShiftAssign: cst.LeftShift, cst.RightShiftAssign: cst.RightShift,
-    cst.BitAndAssign: cst.BitAnd, cst.BitOrAssign: cst.BitOr, cst.BitXorAssign: cst.BitXor,
+# ``total OP= rhs`` on a Python number is exactly ``total = total OP rhs``: the ``ast``
+# operator of an augmented assignment (``ast.Div`` for ``/=``) -> the binary operator's text.
+AUG_OPERATORS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
 }
 # Python ints however the tensor they ask about is stored: ``n`` in ``loss.item() * n``.
 SIZE_METHODS = frozenset({"size", "numel", "nelement", "dim"})
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FORS = (ast.For, ast.AsyncFor)
+_WITHS = (ast.With, ast.AsyncWith)
+_TRIES = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass
 class _Total:
     scope: Scope
     name: str
-    inits: list[tuple[cst.Assign, cst.BaseExpression, cst.Name]] = field(default_factory=list)  # statement, start, target
+    inits: list[tuple[ast.Assign, ast.expr, ast.Name]] = field(default_factory=list)  # statement, start, target
     # statement (``total += v`` or ``total = total + v``), what it adds (``v``), the read in it
-    steps: list[tuple[cst.AugAssign | cst.Assign, cst.BaseExpression, SyncSite]] = field(default_factory=list)
-    loads: list[cst.Name] = field(default_factory=list)
-    rebinds: list[cst.CSTNode] = field(default_factory=list)  # other Assign / AugAssign of the name
+    steps: list[tuple[ast.AugAssign | ast.Assign, ast.expr, SyncSite]] = field(default_factory=list)
+    loads: list[ast.Name] = field(default_factory=list)
+    rebinds: list[ast.AST] = field(default_factory=list)  # other Assign / AugAssign of the name
     problem: str = ""
 
 
-def _number_literal(expr: cst.BaseExpression) -> str | None:
+def _number_literal(expr: ast.AST) -> str | None:
     """``"int"`` / ``"float"`` for a numeric literal (``0``, ``0.0``, ``-1.5``), else None."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        expr = expr.expression
-    if isinstance(expr, cst.Integer):
-        return "int"
-    if isinstance(expr, cst.Float):
-        return "float"
+    if type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):
+        expr = expr.operand
+    if type(expr) is ast.Constant:
+        value = expr.value
+        if type(value) is int:  # not a bool
+            return "int"
+        if type(value) is float:
+            return "float"
     return None
 
 
-def _unpacked_start(
-    ctx: FileContext, value: cst.BaseExpression, name: str
-) -> tuple[cst.Assign, cst.BaseExpression, cst.Name] | None:
+def _unpacked_start(ctx: FileContext, value: ast.expr, name: str) -> tuple[ast.Assign, ast.expr, ast.Name] | None:
     """``total`` started by a literal in ``a, total = 0, 0.0``: (the statement, the literal, the target)."""
-    element = ctx.parents.get(value)
-    values = ctx.parents.get(element) if isinstance(element, cst.Element) else None
-    statement = ctx.parents.get(values) if isinstance(values, (cst.Tuple, cst.List)) else None
-    if not isinstance(statement, cst.Assign) or statement.value is not values or len(statement.targets) != 1:
+    values = ctx.parents.get(value)
+    statement = ctx.parents.get(values) if type(values) in (ast.Tuple, ast.List) else None
+    if type(statement) is not ast.Assign or statement.value is not values or len(statement.targets) != 1:
         return None
-    target = statement.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(values.elements):  # type: ignore[union-attr]
+    target = statement.targets[0]
+    if type(target) not in (ast.Tuple, ast.List) or len(target.elts) != len(values.elts):  # type: ignore[union-attr,attr-defined]
         return None
-    index = [e.value for e in values.elements].index(value)  # type: ignore[union-attr]
-    named = target.elements[index].value
-    if not _number_literal(value) or not isinstance(named, cst.Name) or named.value != name:
+    index = next(i for i, element in enumerate(values.elts) if element is value)  # type: ignore[union-attr]
+    named = target.elts[index]  # type: ignore[attr-defined]
+    if not _number_literal(value) or type(named) is not ast.Name or named.id != name:
         return None
     return statement, value, named
 
 
-def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+def _atom(ctx: FileContext, expr: gen.Node) -> gen.Node:
     """``expr`` as the right operand of a binary operator: parenthesised unless it is an atom."""
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-                         cst.SimpleString)) or expr.lpar:
+    if expr.kind in ("Name", "Attribute", "Call", "Subscript"):
         return expr
-    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if isinstance(expr, (gen.Source, gen.Splice)):
+        node = expr.node
+        if ctx.parenthesized(node):
+            return expr
+        # Numbers, strings (not ``"a" "b"``) and ``True`` / ``False`` / ``None``: atoms too.
+        if (type(node) is ast.Constant and node.value is not ... and type(node.value) is not complex  # type: ignore[attr-defined]
+                and not _concatenated(ctx, node)):
+            return expr
+    return gen.Paren(expr)
 
 
-class _Substitute(cst.CSTTransformer):
-    def __init__(self, replacements: dict[cst.CSTNode, cst.CSTNode]) -> None:
-        super().__init__()
-        self.replacements = replacements
+def _concatenated(ctx: FileContext, node: ast.Constant) -> bool:
+    """Is the string ``node`` written as several literals (``"a" "b"``)?"""
+    if type(node.value) not in (str, bytes):
+        return False
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(ctx.code(node)).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return sum(t.type == tokenize.STRING for t in tokens) > 1
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        return self.replacements.get(original_node, updated_node)
+
+class _StatementCode(gen.Node):
+    """A statement of the file replaced by new statements, inside another statement kept as
+    text (:class:`gen.SourceStatement`): printed at the replaced statement's own indentation."""
+
+    def __init__(self, node: ast.AST, value: gen.Statement | gen.Statements) -> None:
+        self.node = node
+        self.value = value
+
+    def render(self, ctx: FileContext, indent: str = "") -> str:
+        own = ctx.indent(self.node)
+        if isinstance(self.value, gen.Statements):
+            return gen.render_statements(ctx, self.value.statements, own)
+        return self.value.render(ctx, own)
+
+    def children(self) -> list:
+        return [self.value]  # walked as statements by :func:`gen.original_nodes`
+
+
+def _kept(ctx: FileContext, statement: ast.stmt, inner: dict[ast.AST, gen.Replacement], trailing: str = "") -> gen.SourceStatement:
+    """``statement`` kept as its own text, with the replacements of ``inner`` (those inside it)
+    made in it: libcst's ``statement.visit(replacer)``."""
+    outermost = {
+        node: new for node, new in inner.items()
+        if not any(other is not node and _inside(node, other) for other in inner)
+    }
+    wrapped = {
+        node: _StatementCode(node, new) if isinstance(new, (gen.Statement, gen.Statements)) else new
+        for node, new in outermost.items()
+    }
+    return gen.SourceStatement(statement, wrapped, trailing=trailing)  # type: ignore[arg-type]
 
 
 class _Flow:
@@ -100,41 +148,33 @@ class _Flow:
     than the program can reach only make the rule refuse more often.
     """
 
-    def __init__(self, total: _Total, anchors: dict[cst.CSTNode, list[cst.Name]], kinds: dict[cst.CSTNode, str]) -> None:
+    def __init__(self, total: _Total, anchors: dict[ast.AST, list[ast.Name]], kinds: dict[ast.AST, str]) -> None:
         self.total = total
         self.anchors = anchors  # statement (or compound header) -> the loads of the name it evaluates
         self.kinds = kinds  # binding statement -> "init", "step" or "rebind"
-        self.at: dict[cst.CSTNode, set[str]] = {}  # load / step / rebind -> states seen there
+        self.at: dict[ast.AST, set[str]] = {}  # load / step / rebind -> states seen there
         self.loops: list[tuple[list[frozenset], list[frozenset]]] = []  # (breaks, continues)
         self.problem = ""
 
-    def seen(self, node: cst.CSTNode, state: frozenset) -> None:
+    def seen(self, node: ast.AST, state: frozenset) -> None:
         self.at.setdefault(node, set()).update(state)
 
-    def read(self, anchor: cst.CSTNode, state: frozenset) -> None:
+    def read(self, anchor: ast.AST, state: frozenset) -> None:
         for load in self.anchors.get(anchor, ()):
             self.seen(load, state)
 
-    def block(self, body: cst.BaseSuite | Sequence[cst.BaseStatement], state: frozenset) -> frozenset:
-        if isinstance(body, cst.SimpleStatementSuite):
-            return self.small_statements(body.body, state)
-        statements = body.body if isinstance(body, cst.IndentedBlock) else body
-        for statement in statements:
+    def block(self, body: Sequence[ast.stmt], state: frozenset) -> frozenset:
+        for statement in body:
             state = self.statement(statement, state)
         return state
 
-    def small_statements(self, body: Sequence[cst.BaseSmallStatement], state: frozenset) -> frozenset:
-        for small in body:
-            state = self.small(small, state)
-        return state
-
-    def small(self, node: cst.BaseSmallStatement, state: frozenset) -> frozenset:
+    def small(self, node: ast.stmt, state: frozenset) -> frozenset:
         self.read(node, state)
-        if isinstance(node, (cst.Return, cst.Raise)):
+        if type(node) is ast.Return or type(node) is ast.Raise:
             return frozenset()
-        if isinstance(node, (cst.Break, cst.Continue)):
+        if type(node) is ast.Break or type(node) is ast.Continue:
             if self.loops:
-                self.loops[-1][0 if isinstance(node, cst.Break) else 1].append(state)
+                self.loops[-1][0 if type(node) is ast.Break else 1].append(state)
             return frozenset()
         kind = self.kinds.get(node)
         if kind is None:
@@ -142,67 +182,65 @@ class _Flow:
         self.seen(node, state)
         return frozenset({ACC}) if kind in ("init", "step") else frozenset({OTHER})
 
-    def finish(self, node: cst.BaseCompoundStatement, state: frozenset) -> frozenset:
+    def finish(self, node: ast.stmt, state: frozenset) -> frozenset:
         """After a loop (or ``with``) marked ``"finish"``: ``total = total.value()`` reads it once."""
         if self.kinds.get(node) != "finish":
             return state
         self.seen(node, state)
         return frozenset({OTHER}) if state else state
 
-    def orelse(self, node: cst.CSTNode | None, state: frozenset) -> frozenset:
-        if node is None:
-            return state
-        if isinstance(node, cst.If):  # elif
-            return self.statement(node, state)
-        return self.block(node.body, state)  # type: ignore[attr-defined]
+    def orelse(self, body: Sequence[ast.stmt], state: frozenset) -> frozenset:
+        """The ``else:`` (or ``elif``: an ``If`` alone in it) of a statement; none: ``state``."""
+        return self.block(body, state)
 
-    def statement(self, node: cst.BaseStatement, state: frozenset) -> frozenset:
-        if isinstance(node, cst.SimpleStatementLine):
-            return self.small_statements(node.body, state)
-        if isinstance(node, cst.If):
+    def statement(self, node: ast.stmt, state: frozenset) -> frozenset:
+        t = type(node)
+        if t is ast.If:
             self.read(node, state)
-            return self.block(node.body, state) | self.orelse(node.orelse, state)
-        if isinstance(node, (cst.For, cst.While)):
-            if isinstance(node, cst.For):
+            return self.block(node.body, state) | self.orelse(node.orelse, state)  # type: ignore[attr-defined]
+        if t in _LOOPS:
+            if t is not ast.While:
                 self.read(node, state)  # the iterable is evaluated once
             head = state
             while True:
                 self.loops.append(([], []))
-                if isinstance(node, cst.While):
+                if t is ast.While:
                     self.read(node, head)
-                out = self.block(node.body, head)
+                out = self.block(node.body, head)  # type: ignore[attr-defined]
                 breaks, continues = self.loops.pop()
                 new_head = head | out | frozenset().union(*continues)
                 if new_head == head:
                     break
                 head = new_head
-            return self.finish(node, self.orelse(node.orelse, head) | frozenset().union(*breaks))
-        if isinstance(node, cst.With):
+            return self.finish(node, self.orelse(node.orelse, head) | frozenset().union(*breaks))  # type: ignore[attr-defined]
+        if t in _WITHS:
             self.read(node, state)
-            return self.finish(node, self.block(node.body, state))
-        if isinstance(node, (cst.Try, cst.TryStar)):
+            return self.finish(node, self.block(node.body, state))  # type: ignore[attr-defined]
+        if t in _TRIES:
             bound = frozenset(
                 ACC if self.kinds[n] in ("init", "step") else OTHER
-                for n in self.kinds if _inside(n, node.body)
+                for n in self.kinds if any(_inside(n, s) for s in node.body)  # type: ignore[attr-defined]
             )
-            body = self.block(node.body, state)
+            body = self.block(node.body, state)  # type: ignore[attr-defined]
             raised = state | bound | body  # where an exception may leave the try body
-            out = self.orelse(node.orelse, body)
-            for handler in node.handlers:
+            out = self.orelse(node.orelse, body)  # type: ignore[attr-defined]
+            for handler in node.handlers:  # type: ignore[attr-defined]
                 out |= self.block(handler.body, raised)
-            if node.finalbody is not None:
-                out = self.block(node.finalbody.body, out | raised)
+            if node.finalbody:  # type: ignore[attr-defined]
+                out = self.block(node.finalbody, out | raised)  # type: ignore[attr-defined]
             return out
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if t in _FUNCTIONS or t is ast.ClassDef:
             self.read(node, state)  # decorators, defaults and bases run here; the body does not
             return state
+        if not isinstance(node, COMPOUND):
+            return self.small(node, state)
         # ``match`` and anything newer: not followed.
         if any(_inside(n, node) for n in [*self.anchors, *self.kinds]):
-            self.problem = f"`{self.total.name}` is used inside a `{type(node).__name__.lower()}` statement"
+            self.problem = f"`{self.total.name}` is used inside a `{t.__name__.lower()}` statement"
         return state
 
 
-def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
+def _inside(node: ast.AST, root: ast.AST) -> bool:
     """Is ``node`` within ``root``'s subtree?"""
     n, r = number_of(node), number_of(root)
     if n is None or r is None:
@@ -210,22 +248,23 @@ def _inside(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return r <= n < subtree_stop(r)
 
 
-def _conditional(parent: cst.CSTNode, child: cst.CSTNode, loops: bool = True) -> bool:
+def _conditional(parent: ast.AST, child: ast.AST, loops: bool = True) -> bool:
     """Can ``parent`` run without evaluating ``child`` (an ``if`` branch, a loop body, an
     ``except`` handler, a branch of ``x if c else y``, the right operand of ``and`` / ``or``)?
     Without ``loops``, a loop runs its body and its ``else`` (maybe many times, maybe never)."""
-    if isinstance(parent, (cst.For, cst.While)) and not loops:
+    t = type(parent)
+    if t in _LOOPS and not loops:
         return False
-    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
-        return child is not parent.test
-    if isinstance(parent, cst.For):
-        return child is not parent.iter
-    if isinstance(parent, cst.BooleanOperation):
-        return child is not parent.left
-    return isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
+    if t is ast.If or t is ast.While or t is ast.IfExp:
+        return child is not parent.test  # type: ignore[attr-defined]
+    if t in _FORS:
+        return child is not parent.iter  # type: ignore[attr-defined]
+    if t is ast.BoolOp:
+        return child is not parent.values[0]  # type: ignore[attr-defined]
+    return t is ast.ExceptHandler
 
 
-def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode) -> cst.CSTNode | None:
+def _unconditional_child(ctx: FileContext, node: ast.AST, stop: ast.AST) -> ast.AST | None:
     """The child of ``stop`` that holds ``node``, if evaluating that child evaluates ``node``
     (once, or as many times as a loop in between runs); None otherwise."""
     child = node
@@ -238,104 +277,165 @@ def _unconditional_child(ctx: FileContext, node: cst.CSTNode, stop: cst.CSTNode)
     return None
 
 
-def _read_after(ctx: FileContext, node: cst.CSTNode, statement: cst.CSTNode) -> tuple[bool, bool]:
+def _is_elif(ctx: FileContext, parent: ast.AST, child: ast.AST) -> bool:
+    """Is ``child`` the ``elif`` of the ``if`` ``parent`` (no block between them in libcst's tree)?"""
+    return (type(parent) is ast.If and type(child) is ast.If and len(parent.orelse) == 1  # type: ignore[attr-defined]
+            and parent.orelse[0] is child and ctx.else_line(parent) is None)  # type: ignore[attr-defined]
+
+
+def _block(ctx: FileContext, parent: ast.AST, child: ast.stmt) -> tuple[int, str] | None:
+    """The block of ``parent`` that holds the statement ``child`` (an indented block of libcst's
+    tree, or the module): (the parent's id, its field), None for an ``elif``."""
+    if _is_elif(ctx, parent, child):
+        return None
+    return id(parent), ctx.field_of(child) or ""
+
+
+def _read_after(ctx: FileContext, node: ast.AST, statement: ast.AST) -> tuple[bool, bool]:
     """(Is ``node``, a read later than ``statement``, evaluated whenever the code after
     ``statement`` runs to the end of a block that holds ``statement``? Is it in a loop there,
     maybe evaluated many times?)"""
-    blocks = {a for a in ctx.ancestors(statement) if isinstance(a, (cst.IndentedBlock, cst.Module))}
+    blocks: set[tuple[int, str]] = set()
+    child: ast.AST = statement
+    for parent in ctx.ancestors(statement):
+        if isinstance(child, ast.stmt) and (block := _block(ctx, parent, child)) is not None:
+            blocks.add(block)
+        child = parent
     child, always, looped = node, True, False
     for parent in ctx.ancestors(node):
-        if parent in blocks:
+        if isinstance(child, ast.stmt) and _block(ctx, parent, child) in blocks:
             return always, looped
         if _conditional(parent, child):
             always = False
-            looped = looped or isinstance(parent, (cst.For, cst.While))
+            looped = looped or type(parent) in _LOOPS
         child = parent
     return False, looped
 
 
-def _following(
-    ctx: FileContext, loop: cst.For | cst.While, name: str
-) -> tuple[cst.BaseStatement, cst.BaseStatement] | None:
+def _depth(ctx: FileContext, node: ast.AST) -> int:
+    """How deep ``node`` stands, counted as in libcst's tree (where each indented block, and
+    each ``else:`` / ``finally:`` clause, is a node of its own): loops are tried innermost first."""
+    depth, child = 0, node
+    for parent in ctx.ancestors(node):
+        depth += 1
+        if isinstance(child, ast.stmt) and type(parent) is not ast.Module and not _is_elif(ctx, parent, child):
+            depth += 2 if ctx.field_of(child) in ("orelse", "finalbody") else 1
+        child = parent
+    return depth
+
+
+def _statements_around(ctx: FileContext, statement: ast.stmt) -> tuple[list[ast.stmt], int] | None:
+    """The statements of the block holding ``statement``, and its place among them."""
+    parent = ctx.parents.get(statement)
+    name = ctx.field_of(statement) if parent is not None else None
+    block = getattr(parent, name, None) if name else None
+    if type(block) is not list:
+        return None
+    return block, next(i for i, s in enumerate(block) if s is statement)
+
+
+def _following(ctx: FileContext, loop: ast.stmt, name: str) -> tuple[ast.stmt, ast.stmt] | None:
     """(The statement that ends with ``loop``: the loop, or the ``with`` statements it ends;
     the statement to read ``name`` before: the next one, after other totals read there),
     or None if nothing follows in its block."""
-    end: cst.BaseStatement = loop
+    end: ast.stmt = loop
     while True:
-        block = ctx.parents.get(end)
-        owner = ctx.parents.get(block) if block is not None else None
-        if isinstance(block, cst.IndentedBlock) and isinstance(owner, cst.With) and block.body[-1] is end:
-            end = owner
+        owner = ctx.parents.get(end)
+        if type(owner) in _WITHS and owner.body[-1] is end:  # type: ignore[union-attr]
+            end = owner  # type: ignore[assignment]
             continue
         break
-    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+    around = _statements_around(ctx, end)
+    if around is None:
         return None
-    index = next(i for i, statement in enumerate(block.body) if statement is end) + 1
-    while index < len(block.body) and _reads_accumulator(block.body[index], name):
+    block, index = around
+    index += 1
+    while index < len(block) and _reads_accumulator(ctx, block, index, name):
         index += 1
-    if index == len(block.body):
+    if index == len(block):
         return None
-    return end, block.body[index]
+    return end, block[index]
 
 
-def _reads_accumulator(statement: cst.BaseStatement, name: str) -> bool:
-    """Is ``statement`` ``other = other.value()``, another total read after its loop?"""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+def _reads_accumulator(ctx: FileContext, block: list[ast.stmt], index: int, name: str) -> bool:
+    """Is ``block[index]`` ``other = other.value()`` (alone on its line), another total read after
+    its loop?"""
+    assign = block[index]
+    if type(assign) is not ast.Assign or len(assign.targets) != 1 or type(assign.targets[0]) is not ast.Name:
         return False
-    assign = statement.body[0]
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    target = assign.targets[0]
+    if target.id == name:  # type: ignore[attr-defined]
         return False
-    if assign.targets[0].target.value == name:
-        return False
+    if index + 1 < len(block) and ctx.positions[block[index + 1]].start.line == ctx.positions[assign].end.line:
+        return False  # ``a = a.value(); x = 1``
     call = assign.value
-    return (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "value" and isinstance(call.func.value, cst.Name)
-            and call.func.value.value == assign.targets[0].target.value)
+    return (type(call) is ast.Call and not call.args and not call.keywords and type(call.func) is ast.Attribute
+            and call.func.attr == "value" and type(call.func.value) is ast.Name
+            and call.func.value.id == target.id)  # type: ignore[attr-defined]
 
 
-def _spelled_out_step(assign: cst.Assign) -> cst.BaseExpression | None:
+def _spelled_out_step(ctx: FileContext, assign: ast.Assign) -> ast.expr | None:
     """What ``total = total + v`` (``total = v + total``, ``total = total - v``) adds: ``v``."""
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if len(assign.targets) != 1 or type(assign.targets[0]) is not ast.Name:
         return None
-    name, value = assign.targets[0].target.value, assign.value
-    if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, (cst.Add, cst.Subtract)) or value.lpar:
+    name, value = assign.targets[0].id, assign.value  # type: ignore[attr-defined]
+    if type(value) is not ast.BinOp or type(value.op) not in (ast.Add, ast.Sub) or ctx.parenthesized(value):
         return None
-    if isinstance(value.left, cst.Name) and value.left.value == name and not value.left.lpar:
+    if type(value.left) is ast.Name and value.left.id == name and not ctx.parenthesized(value.left):
         return value.right
-    if isinstance(value.operator, cst.Add) and isinstance(value.right, cst.Name) and value.right.value == name:
+    if type(value.op) is ast.Add and type(value.right) is ast.Name and value.right.id == name:
         return value.left
     return None
 
 
-def _readers(total: _Total) -> list[cst.CSTNode]:
+def _statement_code(ctx: FileContext, statement: ast.stmt) -> str:
+    """The text of a statement as messages quote it (libcst's ``code_for_node``): a statement
+    followed by ``;`` on its line with the ``;`` and the spaces around it (``x += 1; ``)."""
+    text = ctx.code(statement)
+    if isinstance(statement, COMPOUND):
+        return text
+    source = ctx.source
+    end = i = ctx.positions.span(statement)[1]
+    while i < len(source) and source[i] in " \t":
+        i += 1
+    if source[i:i + 1] != ";":
+        return text
+    i += 1
+    while i < len(source) and source[i] in " \t":
+        i += 1
+    return text + source[end:i]
+
+
+def _readers(total: _Total) -> list[ast.AST]:
     """The reads of the name: its loads and the ``total /= n`` that rebind it from itself."""
-    return [*total.loads, *(n for n in total.rebinds if isinstance(n, cst.AugAssign))]
+    return [*total.loads, *(n for n in total.rebinds if type(n) is ast.AugAssign)]
 
 
-def _int_size(ctx: FileContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+def _int_size(ctx: FileContext, expr: ast.AST, depth: int = 0) -> bool:
     """Certainly a Python int: ``len(x)``, ``x.size(0)``, ``x.shape[0]``, ``x.numel()``, a name bound
     only to such values."""
-    if isinstance(expr, cst.Integer):
-        return True
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Name) and func.value == "len" and len(expr.args) == 1:
+    t = type(expr)
+    if t is ast.Constant:
+        return type(expr.value) is int  # type: ignore[attr-defined]
+    if t is ast.Call:
+        func = expr.func  # type: ignore[attr-defined]
+        if type(func) is ast.Name and func.id == "len" and len(expr.args) + len(expr.keywords) == 1:  # type: ignore[attr-defined]
             return True
-        if isinstance(func, cst.Attribute) and func.attr.value in SIZE_METHODS:
-            return func.attr.value != "size" or bool(expr.args)
+        if type(func) is ast.Attribute and func.attr in SIZE_METHODS:
+            return func.attr != "size" or bool(expr.args or expr.keywords)  # type: ignore[attr-defined]
         return False
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-        base = expr.value
-        if isinstance(base, cst.Attribute) and base.attr.value == "shape":
+    if t is ast.Subscript and type(expr.slice) not in (ast.Tuple, ast.Slice):  # type: ignore[attr-defined]
+        base = expr.value  # type: ignore[attr-defined]
+        if type(base) is ast.Attribute and base.attr == "shape":
             return True
-        return isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.func.attr.value == "size"
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value == "ndim"
-    if isinstance(expr, cst.Name) and depth < 4:
-        scope = ctx.provenance.scope_of(expr).lookup(expr.value)
-        bindings = scope.bindings.get(expr.value, []) if scope is not None else []
+        return type(base) is ast.Call and type(base.func) is ast.Attribute and base.func.attr == "size"
+    if t is ast.Attribute:
+        return expr.attr == "ndim"  # type: ignore[attr-defined]
+    if t is ast.Name and depth < 4:
+        scope = ctx.provenance.scope_of(expr).lookup(expr.id)  # type: ignore[attr-defined]
+        bindings = scope.bindings.get(expr.id, []) if scope is not None else []  # type: ignore[attr-defined]
         return bool(bindings) and all(
-            how == "value" and isinstance(node, cst.BaseExpression) and _int_size(ctx, node, depth + 1)
+            how == "value" and isinstance(node, ast.expr) and _int_size(ctx, node, depth + 1)
             for how, node in bindings
         )
     return False
@@ -628,25 +728,25 @@ class DeviceAccumulation(Rule):
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         reads = {s.node: s for s in sites if s.kind in ("item", "float") and s not in claimed}
         totals: dict[tuple[int, str], _Total] = {}
-        for node in ctx.nodes(cst.AugAssign):
-            assert isinstance(node, cst.AugAssign)
-            if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)) or not isinstance(node.target, cst.Name):
+        for node in ctx.nodes(ast.AugAssign):
+            assert isinstance(node, ast.AugAssign)
+            if type(node.op) not in (ast.Add, ast.Sub) or type(node.target) is not ast.Name:
                 continue
             read = self._read(ctx, node.value, reads)
             if read is None:
                 continue
-            scope = ctx.provenance.scope_of(node).lookup(node.target.value)
+            scope = ctx.provenance.scope_of(node).lookup(node.target.id)
             if scope is None:
                 continue
-            key = (id(scope), node.target.value)
-            total = totals.setdefault(key, _Total(scope, node.target.value))
+            key = (id(scope), node.target.id)
+            total = totals.setdefault(key, _Total(scope, node.target.id))
             total.steps.append((node, node.value, read))
-        for node in ctx.nodes(cst.Assign):  # ``total = total + x.item()``, ``total = x.item() + total``
-            assert isinstance(node, cst.Assign)
-            added = _spelled_out_step(node)
+        for node in ctx.nodes(ast.Assign):  # ``total = total + x.item()``, ``total = x.item() + total``
+            assert isinstance(node, ast.Assign)
+            added = _spelled_out_step(ctx, node)
             if added is None or (read := self._read(ctx, added, reads)) is None:
                 continue
-            name = node.targets[0].target.value  # type: ignore[attr-defined]
+            name = node.targets[0].id  # type: ignore[attr-defined]
             scope = ctx.provenance.scope_of(node).lookup(name)
             if scope is None:
                 continue
@@ -655,15 +755,15 @@ class DeviceAccumulation(Rule):
         for total in totals.values():
             total.steps.sort(key=lambda step: ctx.positions.offset(step[0]))
             flow = self._check_bindings(ctx, total)
-            inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+            inserts: dict[ast.stmt, ast.stmt] = {}
             if flow is not None:
                 flow, inserts = self._read_once(ctx, total, flow)
             yield self._report(ctx, total, flow, inserts)
 
-    def _read(self, ctx: FileContext, value: cst.BaseExpression, reads: dict) -> SyncSite | None:
+    def _read(self, ctx: FileContext, value: ast.expr, reads: dict) -> SyncSite | None:
         if value in reads:
             return reads[value]
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        if type(value) is ast.BinOp and type(value.op) is ast.Mult:
             for side, other in ((value.left, value.right), (value.right, value.left)):
                 if side in reads and (_int_size(ctx, other) or (_plain_number(ctx, other) and ctx.kind(other) is not Kind.TENSOR)):
                     return reads[side]
@@ -672,36 +772,37 @@ class DeviceAccumulation(Rule):
     def _check_bindings(self, ctx: FileContext, total: _Total) -> _Flow | None:
         name = total.name
         steps = {aug for aug, _, _ in total.steps}
-        kinds: dict[cst.CSTNode, str] = {}
+        kinds: dict[ast.AST, str] = {}
         starts = set()
         for how, node in total.scope.bindings[name]:
             parent = ctx.parents.get(node) if node is not None else None
             if how == "value" and parent in steps:
                 kinds[parent] = "step"
                 continue
-            if how == "aug" and isinstance(node, cst.AugAssign):
+            if how == "aug" and type(node) is ast.AugAssign:
                 kinds[node] = "step" if node in steps else "rebind"
                 if node not in steps:
                     total.rebinds.append(node)
                 continue
-            if how == "value" and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            if how == "value" and type(parent) is ast.Assign and len(parent.targets) == 1 and type(parent.targets[0]) is ast.Name:
                 literal = _number_literal(parent.value)
                 if literal:
-                    total.inits.append((parent, parent.value, parent.targets[0].target))
+                    total.inits.append((parent, parent.value, parent.targets[0]))
                     starts.add(literal)
                     kinds[parent] = "init"
                 else:
                     total.rebinds.append(parent)
                     kinds[parent] = "rebind"
                 continue
-            start = _unpacked_start(ctx, node, name) if how == "value" and isinstance(node, cst.BaseExpression) else None
+            start = _unpacked_start(ctx, node, name) if how == "value" and isinstance(node, ast.expr) else None
             if start is not None:  # ``test_loss, correct = 0, 0``
                 total.inits.append(start)
                 starts.add(_number_literal(start[1]))
                 kinds[start[0]] = "init"
                 continue
-            if isinstance(parent, cst.AnnAssign):
-                total.problem = f"`{name}` is annotated (`{ctx.code(parent).strip()}`): an accumulator would not match it"
+            if type(parent) is ast.AnnAssign:
+                total.problem = (f"`{name}` is annotated (`{_statement_code(ctx, parent).strip()}`): "
+                                 "an accumulator would not match it")
             else:
                 total.problem = f"`{name}` is also assigned in another way"
             return None
@@ -710,41 +811,35 @@ class DeviceAccumulation(Rule):
             return None
         if "int" in starts:
             for _, value, site in total.steps:
-                if isinstance(value, cst.BinaryOperation) and not certainly_floating(ctx, site.value):
+                if type(value) is ast.BinOp and not certainly_floating(ctx, site.value):
                     total.problem = (
                         f"`{name}` starts as an int and `{ctx.code(site.value)}` is not known to be a floating "
                         "tensor (the type of the product decides the type of the sum)"
                     )
                     return None
         # Every other use of the name: it must resolve to this scope, outside nested functions.
-        targets: set[cst.CSTNode] = {target for _, _, target in total.inits}
-        targets |= {n.targets[0].target if isinstance(n, cst.Assign) else n.target for n in total.rebinds}  # type: ignore[union-attr]
+        targets: set[ast.AST] = {target for _, _, target in total.inits}
+        targets |= {n.targets[0] if type(n) is ast.Assign else n.target for n in total.rebinds}  # type: ignore[attr-defined]
         for step in steps:  # the name bound by each step, and its own read in ``total = total + v``
-            if isinstance(step, cst.AugAssign):
+            if type(step) is ast.AugAssign:
                 targets.add(step.target)
             else:
-                assert isinstance(step.value, cst.BinaryOperation)
-                targets |= {step.targets[0].target, step.value.left, step.value.right}
+                assert type(step.value) is ast.BinOp
+                targets |= {step.targets[0], step.value.left, step.value.right}  # type: ignore[union-attr]
         # The uses of the total lie below its scope's node; a ``global`` or ``nonlocal`` of the
-        # name counts wherever it is.
-        declared = [item.name for item in ctx.nodes(cst.NameItem) if item.name.value == name]  # type: ignore[attr-defined]
-        uses = ctx.names(name, total.scope.node)
-        if any(not ctx.below(n, total.scope.node) for n in declared):
+        # name counts wherever it is (``ast`` keeps the names it declares as strings, not ``Name`` nodes).
+        declared = [d for d in ctx.nodes(ast.Global, ast.Nonlocal) if name in d.names]  # type: ignore[attr-defined]
+        uses: list[ast.AST] = list(ctx.names(name, total.scope.node))
+        if declared:
             uses = sorted({id(n): n for n in [*uses, *declared]}.values(), key=ctx.positions.offset)
         for node in uses:
-            assert isinstance(node, cst.Name)
-            if node.value != name or node in targets:
+            if type(node) is ast.Global or type(node) is ast.Nonlocal:
+                total.problem = f"`{name}` is declared global or nonlocal"
+                return None
+            assert type(node) is ast.Name
+            if node.id != name or node in targets:
                 continue
             parent = ctx.parents.get(node)
-            if isinstance(parent, cst.Attribute) and parent.attr is node:
-                continue
-            if isinstance(parent, (cst.Arg,)) and parent.keyword is node:
-                continue
-            if isinstance(parent, (cst.Global, cst.Nonlocal, cst.NameItem)):
-                if ctx.provenance.scope_of(node).lookup(name) is total.scope or isinstance(parent, cst.NameItem):
-                    total.problem = f"`{name}` is declared global or nonlocal"
-                    return None
-                continue
             scope = ctx.provenance.scope_of(node)
             owner = scope.lookup(name)
             if owner is not total.scope:
@@ -752,29 +847,35 @@ class DeviceAccumulation(Rule):
             if scope is not total.scope:
                 total.problem = f"`{name}` is read from a nested function or comprehension"
                 return None
-            if isinstance(parent, cst.Del):
+            if type(parent) is ast.Delete and len(parent.targets) == 1:  # (``del total, n``: read, as libcst had it)
                 total.problem = f"`{name}` is deleted"
                 return None
-            if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
+            if type(parent) is ast.FormattedValue and self._shown_with_text(ctx, node):
                 total.problem = f"`{name}` is shown by `{{{name}=}}`, which prints the expression's text"
                 return None
             total.loads.append(node)
         return self._follow(ctx, total, kinds)
 
-    def _follow(self, ctx: FileContext, total: _Total, kinds: dict[cst.CSTNode, str]) -> _Flow | None:
-        anchors: dict[cst.CSTNode, list[cst.Name]] = {}
+    @staticmethod
+    def _shown_with_text(ctx: FileContext, node: ast.expr) -> bool:
+        """Is ``node`` the expression of an f-string's ``{node=}`` (``ast`` keeps no mark of the ``=``)?"""
+        source = ctx.source
+        i = ctx.span(node)[1]
+        while i < len(source) and source[i] in " \t\r\n":
+            i += 1
+        return source[i:i + 1] == "=" and source[i + 1:i + 2] != "="
+
+    def _follow(self, ctx: FileContext, total: _Total, kinds: dict[ast.AST, str]) -> _Flow | None:
+        anchors: dict[ast.AST, list[ast.Name]] = {}
         for load in total.loads:
-            anchor = next(
-                (a for a in ctx.ancestors(load) if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))),
-                None,
-            )
+            anchor = next((a for a in ctx.ancestors(load) if isinstance(a, ast.stmt)), None)
             if anchor is None:
                 total.problem = f"fixitem cannot place a read of `{total.name}`"
                 return None
             anchors.setdefault(anchor, []).append(load)
         flow = _Flow(total, anchors, kinds)
         owner = total.scope.node
-        body = owner.body if isinstance(owner, (cst.Module, cst.FunctionDef, cst.ClassDef)) else None
+        body = owner.body if isinstance(owner, (ast.Module, *_FUNCTIONS, ast.ClassDef)) else None  # type: ignore[attr-defined]
         if body is None:
             total.problem = f"fixitem cannot follow `{total.name}` here"
             return None
@@ -807,21 +908,21 @@ class DeviceAccumulation(Rule):
                 return f"`{total.name}` may be the running total or another value where line {ctx.position(node)[0]} reads it"
         return ""
 
-    def _read_once(self, ctx: FileContext, total: _Total, flow: _Flow) -> tuple[_Flow, dict[cst.CSTNode, cst.BaseStatement]]:
+    def _read_once(self, ctx: FileContext, total: _Total, flow: _Flow) -> tuple[_Flow, dict[ast.stmt, ast.stmt]]:
         """Where a loop that adds is followed by more than one read, ``total = total.value()``
         right after the loop reads the device once and the later reads stay as they were.
 
         Returns the flow with those reads and {the statement after the loop: the loop (or the
         ``with`` it ends)}."""
-        loops: list[cst.For | cst.While] = []
+        loops: list[ast.stmt] = []
         for step, _, _ in total.steps:
             for a in ctx.ancestors(step):
                 if a is total.scope.node:
                     break
-                if isinstance(a, (cst.For, cst.While)) and a not in loops:
-                    loops.append(a)
-        loops.sort(key=lambda loop: -len(list(ctx.ancestors(loop))))  # the innermost first
-        inserts: dict[cst.CSTNode, cst.BaseStatement] = {}
+                if type(a) in _LOOPS and a not in loops:
+                    loops.append(a)  # type: ignore[arg-type]
+        loops.sort(key=lambda loop: -_depth(ctx, loop))  # the innermost first
+        inserts: dict[ast.stmt, ast.stmt] = {}
         owner = total.scope.node
         for loop in loops:
             place = _following(ctx, loop, total.name)
@@ -843,69 +944,69 @@ class DeviceAccumulation(Rule):
         return flow, inserts
 
     @staticmethod
-    def _read_every_step(ctx: FileContext, total: _Total, flow: _Flow) -> cst.Name | None:
+    def _read_every_step(ctx: FileContext, total: _Total, flow: _Flow) -> ast.Name | None:
         """A read of the running total that every iteration of a loop that adds to it makes
         (``print(total / (i + 1))`` beside ``total += loss.item()``)."""
-        loops: list[cst.For | cst.While] = []
+        loops: list[ast.stmt] = []
         for step, _, _ in total.steps:
-            loop = next((a for a in ctx.ancestors(step) if isinstance(a, (cst.For, cst.While, cst.FunctionDef,
-                                                                           cst.ClassDef, cst.Lambda))), None)
-            if isinstance(loop, (cst.For, cst.While)) and loop not in loops:
-                loops.append(loop)
+            loop = next((a for a in ctx.ancestors(step) if isinstance(a, (*_LOOPS, *_FUNCTIONS, ast.ClassDef,
+                                                                           ast.Lambda))), None)
+            if type(loop) in _LOOPS and loop not in loops:
+                loops.append(loop)  # type: ignore[arg-type]
         for loop in loops:
             for load in total.loads:
                 if ACC not in flow.at.get(load, ()) or not _inside(load, loop):
                     continue
                 child = _unconditional_child(ctx, load, loop)
-                if child is loop.body or (isinstance(loop, cst.While) and child is loop.test):
+                if any(child is s for s in loop.body) or (type(loop) is ast.While and child is loop.test):  # type: ignore[attr-defined]
                     return load
         return None
 
-    def _report(
-        self, ctx: FileContext, total: _Total, flow: _Flow | None, inserts: dict[cst.CSTNode, cst.BaseStatement]
-    ) -> Report:
+    def _report(self, ctx: FileContext, total: _Total, flow: _Flow | None, inserts: dict[ast.stmt, ast.stmt]) -> Report:
         first = total.steps[0][0]
-        message = f"`{ctx.code(first)}` reads a tensor value every step to sum it on the host"
+        message = f"`{_statement_code(ctx, first)}` reads a tensor value every step to sum it on the host"
         sites = [site for _, _, site in total.steps]
         if total.problem or flow is None:
             return Report(first, message, sites=sites, note=f"no fix: {total.problem}")
         int_start = any(_number_literal(start) == "int" for _, start, _ in total.inits)
-        replacements: dict[cst.CSTNode, cst.CSTNode] = {}
+        replacements: dict[ast.AST, gen.Replacement] = {}
         for _, start, _ in total.inits:
-            replacements[start] = cst.parse_expression(f"{ctx.runtime_alias()}.Accumulator({ctx.code(start)})")
+            replacements[start] = gen.Raw(f"{ctx.runtime_alias()}.Accumulator({ctx.code(start)})")
         unsafe = ""
         for statement, value, site in total.steps:
-            detached = method_call(site.value, "detach")
-            new: cst.BaseExpression
+            detached = method_call(ctx, site.value, "detach")
+            new: gen.Node
             if value is site.node:
-                new = method_call(detached, "double") if site.kind == "float" and int_start else detached
+                new = method_call(ctx, detached, "double") if site.kind == "float" and int_start else detached
             else:
-                assert isinstance(value, cst.BinaryOperation)
-                double = method_call(detached, "double")
-                if value.left is site.node:
-                    new = value.with_changes(left=double)
-                    other = value.right
-                else:
-                    new = value.with_changes(right=double)
-                    other = value.left
+                assert type(value) is ast.BinOp
+                double = method_call(ctx, detached, "double")
+                new = gen.Splice(value, {site.node: double})
+                other = value.right if value.left is site.node else value.left
                 if not unsafe and not _int_size(ctx, other) and ctx.kind(other) is not Kind.NUMBER:
                     unsafe = f"`{ctx.code(other)}` is not known to be a Python number (a tensor made the sum a tensor)"
-            if isinstance(statement, cst.AugAssign):
+            if type(statement) is ast.AugAssign:
                 replacements[value] = new
             else:
-                replacements[statement] = self._in_place(statement, new)
-        values: dict[cst.CSTNode, cst.CSTNode] = {}
+                replacements[statement] = self._in_place(ctx, statement, new)  # type: ignore[arg-type]
+        values: dict[ast.AST, gen.Expr_] = {}
         for load in total.loads:
             if flow.at.get(load, set()) - {UNBOUND} == {ACC}:
-                values[load] = method_call(cst.Name(total.name), "value")
-        replacements.update(values)
+                values[load] = method_call(ctx, gen.Name(total.name), "value")
+        replacements.update(values)  # type: ignore[arg-type]
         for node in total.rebinds:
-            if isinstance(node, cst.AugAssign) and flow.at.get(node, set()) - {UNBOUND} == {ACC}:
-                replacements[node] = self._finish(node, values)
+            if type(node) is ast.AugAssign and flow.at.get(node, set()) - {UNBOUND} == {ACC}:
+                replacements[node] = self._finish(ctx, node, values)
         for after in inserts:  # ``total = total.value()`` before the statement that follows the loop
-            inner = {node: replacements.pop(node) for node in list(replacements) if _inside(node, after)}
-            read = cst.Assign(targets=[cst.AssignTarget(cst.Name(total.name))], value=method_call(cst.Name(total.name), "value"))
-            replacements[after] = cst.FlattenSentinel([cst.SimpleStatementLine([read]), after.visit(_Substitute(inner))])
+            read = gen.Assign(gen.Name(total.name), method_call(ctx, gen.Name(total.name), "value"))
+            before = self._before(ctx, after, replacements)
+            if before is None:
+                inner = {node: replacements.pop(node) for node in list(replacements) if _inside(node, after)}
+                replacements[after] = gen.Statements([read, _kept(ctx, after, inner)])
+            else:
+                statement, trailing = before
+                inner = {node: replacements.pop(node) for node in list(replacements) if _inside(node, statement)}
+                replacements[statement] = gen.Statements([_kept(ctx, statement, inner, trailing), read])
         unknown = [ctx.code(site.value) for site in sites if not site.certain]
         if unknown:
             unsafe = f"`{unknown[0]}` is not known to be a tensor (a numpy value has no `.detach()`)"
@@ -916,25 +1017,95 @@ class DeviceAccumulation(Rule):
         return Report(first, message, fix=fix, sites=sites)
 
     @staticmethod
-    def _in_place(assign: cst.Assign, added: cst.BaseExpression) -> cst.AugAssign:
+    def _before(ctx: FileContext, after: ast.stmt, replacements: dict[ast.AST, gen.Replacement]) -> tuple[ast.stmt, str] | None:
+        """Where the read of the total goes when lines stand between ``after`` and the statement
+        before it: libcst put the new statement before ``after``'s leading blank and comment
+        lines (``after`` owned them), so it follows the statement before (the loop, or another
+        total's read) and what that statement owns. Returns that statement and the text after
+        it on its last line (its comment, which a statement with a body is replaced with), or
+        None to put the read just before ``after``: nothing stands between them, or no node
+        ends where libcst put it (comments of the loop's block followed by more lines)."""
+        around = _statements_around(ctx, after)
+        if around is None or around[1] == 0:
+            return None
+        block, index = around
+        previous = block[index - 1]
+        last_line = ctx.positions[previous].end.line
+        first_line = ctx.positions[after].start.line
+        if first_line <= last_line + 1 or previous in replacements:
+            return None
+        if any(_inside(node, previous) and isinstance(new, gen.Statements) for node, new in replacements.items()):
+            return None
+        if not isinstance(previous, COMPOUND):
+            return None if ctx.trailing_comment(previous) is not None else (previous, "")
+        # The comment lines below the loop indented as its block or deeper belong to the block
+        # (libcst's footer); the read would follow them.
+        indent = _block_indent(ctx, previous)
+        if indent is not None and any(
+            ctx.line(n).startswith(indent) and ctx.line(n).strip().startswith("#") for n in range(last_line + 1, first_line)
+        ):
+            return None
+        end = ctx.positions.span(previous)[1]
+        source = ctx.source
+        newline = source.find("\n", end)
+        rest = source[end:len(source) if newline < 0 else newline]
+        trailing = rest.rstrip("\r") if rest.strip().startswith("#") or not rest.strip() else ""
+        return previous, trailing
+
+    @staticmethod
+    def _in_place(ctx: FileContext, assign: ast.Assign, added: gen.Node) -> gen.Statement:
         """``total = total + v`` -> ``total += v`` (``total - v``: ``-=``): the accumulator adds
         in place, where ``total + v`` would read it. On Python numbers the two are the same,
         and ``v + total`` is ``total + v``."""
         target = assign.targets[0]
-        assert isinstance(assign.value, cst.BinaryOperation)
-        operator = cst.SubtractAssign if isinstance(assign.value.operator, cst.Subtract) else cst.AddAssign
-        return cst.AugAssign(
-            target=target.target,
-            operator=operator(whitespace_before=target.whitespace_before_equal, whitespace_after=target.whitespace_after_equal),
-            value=added,
-            semicolon=assign.semicolon,
-        )
+        assert type(assign.value) is ast.BinOp
+        operator = "-=" if type(assign.value.op) is ast.Sub else "+="
+        # The spacing around ``=`` stays as it was (``total=total+v`` -> ``total+=v``).
+        between = ctx.source[ctx.span(target)[1]:ctx.span(assign.value)[0]]
+        before, _, after = between.partition("=")
+        return _InPlace(target, f"{before}{operator}{after}", added)
 
     @staticmethod
-    def _finish(aug: cst.AugAssign, values: dict[cst.CSTNode, cst.CSTNode]) -> cst.Assign:
+    def _finish(ctx: FileContext, aug: ast.AugAssign, values: dict[ast.AST, gen.Expr_]) -> gen.Assign:
         """``total /= n`` -> ``total = total.value() / n``: the same operation on the same number."""
-        assert isinstance(aug.target, cst.Name)
-        operator = AUG_OPERATORS[type(aug.operator)]()
-        rhs = aug.value.visit(_Substitute(values))
-        value = cst.BinaryOperation(left=method_call(cst.Name(aug.target.value), "value"), operator=operator, right=_atom(rhs))
-        return cst.Assign(targets=[cst.AssignTarget(target=aug.target)], value=value, semicolon=aug.semicolon)
+        assert type(aug.target) is ast.Name
+        operator = AUG_OPERATORS[type(aug.op)]
+        rhs = gen.substitute(aug.value, values, ctx)
+        value = gen.BinaryOperation(method_call(ctx, gen.Name(aug.target.id), "value"), operator, _atom(ctx, rhs))
+        return gen.Assign(aug.target, value)
+
+
+def _block_indent(ctx: FileContext, statement: ast.stmt) -> str | None:
+    """The indentation of the last block of the compound ``statement`` (its ``else:``,
+    ``finally:``, last handler or body, through an ``elif`` chain), or None when that block
+    is on the header's line (``for x in xs: total += x.item()``): it owns no lines below."""
+    node: ast.AST = statement
+    while True:
+        handlers = getattr(node, "handlers", None) or getattr(node, "cases", None)
+        blocks = [block for block in (getattr(node, "body", None), handlers[-1].body if handlers else None,
+                                      getattr(node, "orelse", None), getattr(node, "finalbody", None)) if block]
+        if not blocks:
+            return None
+        last = blocks[-1]
+        if len(last) == 1 and _is_elif(ctx, node, last[0]):
+            node = last[0]
+            continue
+        start = ctx.positions[last[0]].start
+        before = ctx.line(start.line)[:start.column]
+        return before if not before.strip() else None
+
+
+class _InPlace(gen.Statement):
+    """``target op= value``, with the spacing of the ``=`` it replaces (``op``: ``" += "``)."""
+
+    def __init__(self, target: ast.AST, op: str, value: gen.Expr_) -> None:
+        super().__init__()
+        self.target = gen.expr(target)
+        self.op = op
+        self.value = gen.expr(value)
+
+    def body(self, ctx: FileContext, indent: str) -> str:
+        return f"{self.target.render(ctx, indent)}{self.op}{self.value.render(ctx, indent)}"
+
+    def expressions(self) -> list[gen.Expr_]:
+        return [self.target, self.value]

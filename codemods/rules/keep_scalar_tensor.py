@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import libcst as cst
+import ast
 
+from .. import gen
 from ..context import FileContext
 from ..dtypes import zero_dim_dtype_problem
 from ..provenance import Kind
@@ -81,12 +82,14 @@ CONSUMERS: dict[str, Consumer] = {
 # `torch.full` / `full_like` / `new_full` / `add(..., alpha=v)` / `F.threshold` /
 # `nan_to_num` (they take a Python scalar: graph break, and on CUDA a sync).
 
-ARITHMETIC_EITHER_SIDE = (cst.Add, cst.Subtract, cst.Multiply)
-ARITHMETIC_VALUE_RIGHT = (cst.Divide, cst.FloorDivide, cst.Modulo)
-AUGMENTED = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+ARITHMETIC_EITHER_SIDE = (ast.Add, ast.Sub, ast.Mult)
+ARITHMETIC_VALUE_RIGHT = (ast.Div, ast.FloorDiv, ast.Mod)
+# The operators of ``x += v``, ``x -= v``, ``x *= v``, ``x /= v`` (``ast`` gives an ``AugAssign``
+# the binary operator).
+AUGMENTED = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 # Python arithmetic on the number before it reaches a consumer: kept as tensor
 # arithmetic, which rounds in the value's dtype instead of float64.
-NUMBER_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+NUMBER_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 # Tensor methods: name -> (consumer, positional index of the value, its keyword, in place)
 METHODS: dict[str, tuple[str, int, str, bool]] = {
@@ -110,7 +113,7 @@ class Use:
     consumer: str  # a key of CONSUMERS
     role: str  # e.g. "a divisor", "the value of `masked_fill`"
     problems: list[str] = field(default_factory=list)  # why the fix is unsafe
-    meets: list[cst.BaseExpression] = field(default_factory=list)  # tensors that decide the result's dtype with it
+    meets: list[ast.expr] = field(default_factory=list)  # tensors that decide the result's dtype with it
 
 
 class KeepScalarTensor(Rule):
@@ -420,7 +423,7 @@ class KeepScalarTensor(Rule):
 
     def _check_site(self, ctx: FileContext, site: SyncSite) -> Report | None:
         parent = ctx.parents.get(site.node)
-        if isinstance(parent, cst.BinaryOperation) and ctx.kind(_other_operand(parent, site.node)) is Kind.TENSOR:
+        if type(parent) is ast.BinOp and ctx.kind(_other_operand(parent, site.node)) is Kind.TENSOR:
             return None  # directly an operand of tensor arithmetic: FX301's
         top, arithmetic = _number_arithmetic_top(ctx, site.node)
         uses: list[Use] = []
@@ -448,14 +451,14 @@ class KeepScalarTensor(Rule):
         dtype_problems = [zero_dim_dtype_problem(ctx, ctx.code(site.node), t, sources=[site.value]) for t in met]
         problems.extend([p for p in dtype_problems if p][:1])  # the first says enough
         replacement = detached_scalar(ctx, site.value)
-        if isinstance(site.node, cst.Call) and site.node.lpar:
-            replacement = replacement.with_changes(lpar=site.node.lpar, rpar=site.node.rpar)
+        if type(site.node) is ast.Call and ctx.parenthesized(site.node):
+            replacement = gen.Paren(replacement)  # the read's own parentheses stay
         safety = Safety.UNSAFE if problems else Safety.SAFE
         roles = " and ".join(dict.fromkeys(u.role for u in uses))
         if binding is not None:
             message = (
                 f"`{ctx.code(site.node)}` is read on the host only to feed tensor operations "
-                f"(`{binding.value}` is used only as {roles}): keep it a 0-dim tensor"
+                f"(`{binding.id}` is used only as {roles}): keep it a 0-dim tensor"
             )
         else:
             message = f"`{ctx.code(site.node)}` is read on the host only to be used as {roles}: keep it a 0-dim tensor"
@@ -466,34 +469,34 @@ class KeepScalarTensor(Rule):
 # -- the value's way up to its uses ---------------------------------------------------------------
 
 
-def _other_operand(op: cst.BinaryOperation, node: cst.CSTNode) -> cst.BaseExpression:
+def _other_operand(op: ast.BinOp, node: ast.AST) -> ast.expr:
     return op.right if op.left is node else op.left
 
 
-def _number_arithmetic_top(ctx: FileContext, node: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+def _number_arithmetic_top(ctx: FileContext, node: ast.expr) -> tuple[ast.expr, bool]:
     """Walk up through Python arithmetic with plain numbers (``v - 1.0``, ``-v``):
     the outermost such expression, and whether there was any arithmetic."""
     current = node
     arithmetic = False
     while True:
         parent = ctx.parents.get(current)
-        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, NUMBER_ARITHMETIC):
+        if type(parent) is ast.BinOp and isinstance(parent.op, NUMBER_ARITHMETIC):
             other = _other_operand(parent, current)
-            if isinstance(parent.operator, cst.Divide) and parent.left is not current:
+            if type(parent.op) is ast.Div and parent.left is not current:
                 break  # ``c / v``: rounds differently, and 0 gives inf instead of ZeroDivisionError
             if ctx.kind(other) is not Kind.NUMBER:
                 break
             arithmetic = True
             current = parent
             continue
-        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+        if type(parent) is ast.UnaryOp and type(parent.op) is ast.USub:
             current = parent  # negation is exact in every dtype
             continue
         break
     return current, arithmetic
 
 
-def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = False) -> Use | None:
+def _consumer_use(ctx: FileContext, node: ast.expr, walked: bool = False) -> Use | None:
     """How ``node`` (the value, or a read of its name) is used, if by a consumer."""
     problems: list[str] = []
     if not walked:
@@ -502,46 +505,47 @@ def _consumer_use(ctx: FileContext, node: cst.BaseExpression, walked: bool = Fal
             problems.append(ROUNDING_REASON.format(code=ctx.code(top)))
         node = top
     parent = ctx.parents.get(node)
-    if isinstance(parent, cst.BinaryOperation):
+    if type(parent) is ast.BinOp:
         other = _other_operand(parent, node)
         if ctx.kind(other) is not Kind.TENSOR or uncertain_tensor(ctx, other):
             return None
         on_right = parent.right is node
-        if not (isinstance(parent.operator, ARITHMETIC_EITHER_SIDE) or (on_right and isinstance(parent.operator, ARITHMETIC_VALUE_RIGHT))):
+        if not (isinstance(parent.op, ARITHMETIC_EITHER_SIDE) or (on_right and isinstance(parent.op, ARITHMETIC_VALUE_RIGHT))):
             return None
-        operator = _OPERATOR_TEXT[type(parent.operator)]
+        operator = _OPERATOR_TEXT[type(parent.op)]
         role = "a divisor" if operator == "/" else f"an operand of `{operator}`"
         return _meets(ctx, "arithmetic", role, other, problems)
-    if isinstance(parent, cst.AugAssign) and parent.value is node:
-        if not isinstance(parent.operator, AUGMENTED) or not isinstance(parent.target, cst.Name):
+    if type(parent) is ast.AugAssign and parent.value is node:
+        if not isinstance(parent.op, AUGMENTED) or type(parent.target) is not ast.Name:
             return None
         if not _always_tensor(ctx, parent.target):
             return None
-        return Use("augmented", f"the operand of an in-place `{_OPERATOR_TEXT[type(parent.operator)]}`", problems)
-    if isinstance(parent, cst.Arg) and parent.value is node and not parent.star:
+        return Use("augmented", f"the operand of an in-place `{_OPERATOR_TEXT[type(parent.op)]}=`", problems)
+    # An argument, not starred: positional (``Call.args``) or by keyword (``**kwargs`` has no name).
+    if type(parent) is ast.Call and any(a is node for a in parent.args):
+        return _call_use(ctx, parent, node, problems)
+    if type(parent) is ast.keyword and parent.arg is not None:
         call = ctx.parents.get(parent)
-        if isinstance(call, cst.Call):
-            return _call_use(ctx, call, parent, problems)
+        if type(call) is ast.Call:
+            return _call_use(ctx, call, node, problems)
     return None
 
 
 _OPERATOR_TEXT = {
-    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
-    cst.Modulo: "%", cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
-    cst.DivideAssign: "/=",
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
 }
 
 
-def _always_tensor(ctx: FileContext, name: cst.Name) -> bool:
+def _always_tensor(ctx: FileContext, name: ast.Name) -> bool:
     """Does ``name`` hold a tensor wherever it is bound (not ``total = 0`` first)?
     ``total += v`` on a Python number would turn it into a tensor."""
     if ctx.kind(name) is not Kind.TENSOR:
         return False
-    scope = ctx.provenance.scope_of(name).lookup(name.value)
+    scope = ctx.provenance.scope_of(name).lookup(name.id)
     if scope is None:
         return False
-    for how, node in scope.bindings[name.value]:
-        if how == "value" and not (isinstance(node, cst.BaseExpression) and ctx.kind(node) is Kind.TENSOR):
+    for how, node in scope.bindings[name.id]:
+        if how == "value" and not (isinstance(node, ast.expr) and ctx.kind(node) is Kind.TENSOR):
             return False
         if how not in ("value", "aug", "param"):
             return False
@@ -549,7 +553,7 @@ def _always_tensor(ctx: FileContext, name: cst.Name) -> bool:
 
 
 def _meets(
-    ctx: FileContext, consumer: str, role: str, tensor: cst.BaseExpression, problems: list[str], in_place: bool = False
+    ctx: FileContext, consumer: str, role: str, tensor: ast.expr, problems: list[str], in_place: bool = False
 ) -> Use:
     """The value meets ``tensor`` in ``consumer``: unless the result keeps the tensor's
     dtype whatever the value's, ``tensor`` is one the dtype check is made against."""
@@ -558,7 +562,8 @@ def _meets(
     return Use(consumer, role, problems, meets=[tensor])
 
 
-def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str]) -> Use | None:
+def _call_use(ctx: FileContext, call: ast.Call, arg: ast.expr, problems: list[str]) -> Use | None:
+    """``arg``: the value given to ``call`` (an argument's expression, positional or by keyword)."""
     parsed = split_arguments(call)
     if parsed is None:
         return None
@@ -567,33 +572,33 @@ def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str
     qualified = ctx.provenance.imports.qualify(func) or ""
     if qualified == "torch.where":
         slots = _slots(positional, keywords, ("condition", "input", "other"))
-        if slots is None or any(s is None for s in slots) or arg not in slots[1:]:
+        if slots is None or any(s is None for s in slots) or not _among(arg, slots[1:]):
             return None
         other = slots[2] if arg is slots[1] else slots[1]
         assert other is not None
-        if ctx.kind(other.value) is not Kind.TENSOR:
+        if ctx.kind(other) is not Kind.TENSOR:
             return None
-        return _meets(ctx, "where", "a branch of `torch.where`", other.value, problems)
+        return _meets(ctx, "where", "a branch of `torch.where`", other, problems)
     if qualified in ("torch.clamp", "torch.clip"):
         slots = _slots(positional, keywords, ("input", "min", "max"))
         if slots is None or slots[0] is None or arg is slots[0]:
             return None
         bound_other = slots[2] if arg is slots[1] else slots[1]
-        if arg not in slots[1:] or not is_none_argument(bound_other):
+        if not _among(arg, slots[1:]) or not is_none_argument(bound_other):
             return None
-        if ctx.kind(slots[0].value) is not Kind.TENSOR:
+        if ctx.kind(slots[0]) is not Kind.TENSOR:
             return None
-        return _meets(ctx, "clamp", f"a bound of `{qualified}`", slots[0].value, problems)
+        return _meets(ctx, "clamp", f"a bound of `{qualified}`", slots[0], problems)
     if qualified in ("torch.clamp_min", "torch.clamp_max"):
         slots = _slots(positional, keywords, ("input", qualified.rsplit("_", 1)[-1]))
         if slots is None or slots[0] is None or arg is not slots[1]:
             return None
-        if ctx.kind(slots[0].value) is not Kind.TENSOR:
+        if ctx.kind(slots[0]) is not Kind.TENSOR:
             return None
-        return _meets(ctx, "clamp", f"the bound of `{qualified}`", slots[0].value, problems)
-    if not isinstance(func, cst.Attribute) or ctx.kind(func.value) is not Kind.TENSOR:
+        return _meets(ctx, "clamp", f"the bound of `{qualified}`", slots[0], problems)
+    if type(func) is not ast.Attribute or ctx.kind(func.value) is not Kind.TENSOR:
         return None
-    method = func.attr.value
+    method = func.attr
     receiver = func.value
     if method in METHODS:
         consumer, index, keyword, in_place = METHODS[method]
@@ -604,7 +609,7 @@ def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str
         return _meets(ctx, consumer, role, receiver, problems, in_place)
     if method in CLAMP_METHODS:
         slots = _slots(positional, keywords, ("min", "max"))
-        if slots is None or arg not in slots:
+        if slots is None or not _among(arg, slots):
             return None
         if not is_none_argument(slots[1] if arg is slots[0] else slots[0]):
             return None
@@ -617,11 +622,15 @@ def _call_use(ctx: FileContext, call: cst.Call, arg: cst.Arg, problems: list[str
     return None
 
 
-def _slots(positional: list[cst.Arg], keywords: dict[str, cst.Arg], names: tuple[str, ...]) -> list[cst.Arg | None] | None:
+def _among(node: ast.AST, candidates: list[ast.expr | None]) -> bool:
+    return any(node is c for c in candidates)
+
+
+def _slots(positional: list[ast.expr], keywords: dict[str, ast.expr], names: tuple[str, ...]) -> list[ast.expr | None] | None:
     """Arguments by parameter name; None for an unexpected argument."""
     if len(positional) > len(names) or set(keywords) - set(names):
         return None
-    slots: list[cst.Arg | None] = [None] * len(names)
+    slots: list[ast.expr | None] = [None] * len(names)
     for i, arg in enumerate(positional):
         slots[i] = arg
     for i, name in enumerate(names):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ast
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-import libcst as cst
-
+from .. import gen
 from ..advice import usage
 from ..context import FileContext
 from ..effects import CONTAINER_WRITES, TENSOR_SAFE_BUILTINS, Effect, call_effect
@@ -14,11 +14,10 @@ from ..dtypes import certainly_floating, certainly_integer
 from ..provenance import Kind, Scope, dotted_name
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite, is_item_call
-from ..tensor_values import method_call
-from ..tree import walk
+from ..tree import children_of, nodes_within, walk
 
 READ_KINDS = ("item", "float", "int")
-ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 # Calls that consume a generator at once, and treat a list the same way.
 CONSUMERS = frozenset({"sum", "min", "max", "sorted", "list", "tuple", "set", "frozenset", "any", "all"})
@@ -28,18 +27,51 @@ QUALIFIED_CONSUMERS = frozenset(
         "statistics.stdev", "statistics.pstdev", "statistics.variance", "statistics.pvariance",
     }
 )
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+LOOPS = (ast.For, ast.AsyncFor)
 
 
 @dataclass
 class _Lane:
     """One element variable bound from a tensor, and where it is used."""
 
-    target: cst.Name
-    iterable: cst.BaseExpression  # the tensor expression the loop iterates (what gets replaced)
-    items: list[cst.Call] = field(default_factory=list)  # ``v.item()`` calls, replaced by ``v``
-    uses: list[cst.CSTNode] = field(default_factory=list)  # items + ``float(v)`` / ``int(v)``
+    target: ast.Name
+    iterable: ast.expr  # the tensor expression the loop iterates (what gets replaced)
+    items: list[ast.Call] = field(default_factory=list)  # ``v.item()`` calls, replaced by ``v``
+    uses: list[ast.AST] = field(default_factory=list)  # items + ``float(v)`` / ``int(v)``
     sites: list[SyncSite] = field(default_factory=list)
     other: bool = False  # used some other way (as a tensor)
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """One argument of a call as libcst listed them: ``value``, ``keyword=value``,
+    ``*value`` or ``**value`` (``ast`` keeps positional and keyword arguments apart)."""
+
+    value: ast.expr
+    keyword: str | None
+    star: str
+
+
+def _arguments(call: ast.Call) -> list[_Arg]:
+    """The arguments of ``call`` in source order."""
+    found: list[_Arg] = []
+    for node in children_of(call)[1:]:
+        if type(node) is ast.keyword:
+            found.append(_Arg(node.value, node.arg, "" if node.arg is not None else "**"))
+        elif type(node) is ast.Starred:
+            found.append(_Arg(node.value, None, "*"))
+        else:
+            found.append(_Arg(node, None, ""))  # type: ignore[arg-type]
+    return found
+
+
+def _no_arguments(call: ast.Call) -> bool:
+    return not call.args and not call.keywords
+
+
+def _argument_count(call: ast.Call) -> int:
+    return len(call.args) + len(call.keywords)
 
 
 class OneToList(Rule):
@@ -390,13 +422,16 @@ class OneToList(Rule):
         ),
     ]
 
+
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         reads = {s.node: s for s in sites if s.kind in READ_KINDS}
         if not reads:
             return
-        for node in ctx.nodes(cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.For):
-            if isinstance(node, cst.For):
-                report = self._loop(ctx, node, reads, claimed)
+        # ``async for`` is an ``ast.AsyncFor``: left alone, as the loop and the comprehension
+        # checks below leave asynchronous ones.
+        for node in ctx.nodes(ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.For):
+            if type(node) is ast.For:
+                report = self._loop(ctx, node, reads, claimed)  # type: ignore[arg-type]
             else:
                 report = self._comprehension(ctx, node, reads, claimed)
             if report is not None:
@@ -407,14 +442,14 @@ class OneToList(Rule):
     # -- comprehensions -------------------------------------------------------------------------
 
     def _comprehension(self, ctx: FileContext, comp, reads, claimed) -> Report | None:
-        for_in = comp.for_in
-        if for_in.inner_for_in is not None or for_in.asynchronous is not None:
+        if len(comp.generators) != 1 or comp.generators[0].is_async:
             return None
+        for_in = comp.generators[0]
         scope = ctx.provenance.scopes.get(comp)
         if scope is None:
             return None
-        region: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
-        region += [c.test for c in for_in.ifs]
+        region: list[ast.AST] = [comp.key, comp.value] if type(comp) is ast.DictComp else [comp.elt]
+        region += for_in.ifs
         indexed = self._indexed(ctx, comp, for_in.target, for_in.iter, region, scope, reads, claimed)
         if indexed is not None:
             return indexed
@@ -424,29 +459,27 @@ class OneToList(Rule):
         sites = [s for lane in lanes for s in lane.sites]
         message = self._message(ctx, lanes)
         problem = self._interference(ctx, region + self._partners(for_in.iter, lanes), lanes)
-        if not problem and isinstance(comp, cst.GeneratorExp):
+        if not problem and type(comp) is ast.GeneratorExp:
             problem = self._consumer_problem(ctx, comp)
         if not problem:
-            problem = self._shadowed(ctx, comp, lanes, "set" if isinstance(comp, cst.SetComp) else None)
+            problem = self._shadowed(ctx, comp, lanes, "set" if type(comp) is ast.SetComp else None)
         if problem:
             return Report(comp, message, sites=sites, note=self._note(ctx, lanes, problem, "comprehension"))
-        replacements: dict[cst.CSTNode, cst.CSTNode] = {}
+        replacements: dict[ast.AST, gen.Replacement] = {}
         lane = lanes[0]
         identity = (
             len(lanes) == 1
             and lane.iterable is for_in.iter
             and not for_in.ifs
-            and isinstance(comp, (cst.ListComp, cst.SetComp, cst.GeneratorExp))
-            and comp.elt in lane.items
+            and type(comp) in (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+            and any(comp.elt is item for item in lane.items)
             and "#" not in ctx.code(comp)
         )
         if identity:
-            whole = self._read_once(ctx, lane.iterable)
-            if isinstance(comp, cst.SetComp):
-                whole = cst.Call(func=cst.Name("set"), args=[cst.Arg(whole)])
-            if isinstance(comp, (cst.ListComp, cst.SetComp)):
-                whole = whole.with_changes(lpar=comp.lpar, rpar=comp.rpar)
-            replacements[comp] = whole
+            whole: gen.Node = self._read_once(ctx, lane.iterable)
+            if type(comp) is ast.SetComp:
+                whole = gen.Call(gen.Name("set"), [whole])
+            replacements[comp] = _in_place_of(ctx, comp, whole)
         else:
             replacements.update(self._element_replacements(ctx, lanes))
         return Report(comp, message, fix=self._fix(ctx, lanes, replacements), sites=sites)
@@ -454,32 +487,30 @@ class OneToList(Rule):
     def _indexed(self, ctx: FileContext, node, target, iterable, region, scope: Scope, reads, claimed) -> Report | None:
         """``[t[i].item() for i in range(len(t))]`` (also ``t.shape[0]``, ``t.size(0)``, ``t.numel()``)."""
         tensor = self._range_of_tensor(ctx, iterable)
-        if tensor is None or not isinstance(target, cst.Name):
+        if tensor is None or type(target) is not ast.Name:
             return None
-        index = target.value
-        calls: list[cst.Call] = []
+        index = target.id
+        calls: list[ast.Call] = []
         for sub in (n for root in region for n in walk(root)):
             if not is_item_call(sub):
                 continue
-            value = sub.func.value
+            value = sub.func.value  # type: ignore[attr-defined]
+            if type(value) is not ast.Subscript or type(value.value) is not ast.Name or value.value.id != tensor.id:
+                continue
+            element = _single_index(ctx, value)
             if (
-                isinstance(value, cst.Subscript)
-                and isinstance(value.value, cst.Name)
-                and value.value.value == tensor.value
-                and len(value.slice) == 1
-                and isinstance(value.slice[0].slice, cst.Index)
-                and isinstance(value.slice[0].slice.value, cst.Name)
-                and value.slice[0].slice.value.value == index
-                and ctx.provenance.scope_of(value.slice[0].slice.value).lookup(index) is scope
+                type(element) is ast.Name
+                and element.id == index
+                and ctx.provenance.scope_of(element).lookup(index) is scope
             ):
-                calls.append(sub)
+                calls.append(sub)  # type: ignore[arg-type]
         sites = [reads[c] for c in calls if c in reads]
         if not sites or any(s in claimed or not s.certain for s in sites):
             return None
-        message = f"`{tensor.value}` is read one element at a time (`{ctx.code(calls[0])}`): one host sync per element"
+        message = f"`{tensor.id}` is read one element at a time (`{ctx.code(calls[0])}`): one host sync per element"
         identity = (
-            isinstance(node, (cst.ListComp, cst.GeneratorExp))
-            and not node.for_in.ifs
+            type(node) in (ast.ListComp, ast.GeneratorExp)
+            and not node.generators[0].ifs
             and node.elt is calls[0]
             and len(calls) == 1
             and "#" not in ctx.code(node)
@@ -487,54 +518,51 @@ class OneToList(Rule):
         problem = ""
         if not identity:
             problem = "the index is used for more than reading one element"
-        elif isinstance(node, cst.GeneratorExp):
+        elif type(node) is ast.GeneratorExp:
             problem = self._consumer_problem(ctx, node)
         if not problem and self._builtin_shadowed(ctx, node, "len"):
             problem = "`len` is rebound in this file"
-        read_once = f"{tensor.value}.reshape(len({tensor.value})).tolist()"
+        read_once = f"{tensor.id}.reshape(len({tensor.id})).tolist()"
         if problem:
-            if isinstance(node, cst.For) and self._accumulates(ctx, sites):
+            if type(node) is ast.For and self._accumulates(ctx, sites):
                 return None  # FX202 keeps the running sum on the device: better than a note
             note = (f"no fix: {problem}. Read the tensor once before the loop, `values = {read_once}`, "
                     f"and use `values[{index}]` in place of `{ctx.code(calls[0])}`")
             return Report(node, message, sites=sites, note=note)
-        whole = self._read_once(ctx, tensor)
-        if isinstance(node, cst.ListComp):
-            whole = whole.with_changes(lpar=node.lpar, rpar=node.rpar)
+        whole = _in_place_of(ctx, node, self._read_once(ctx, tensor))
         return Report(node, message, fix=Fix({node: whole}, Safety.SAFE, "", imports=()), sites=sites)
 
-    def _range_of_tensor(self, ctx: FileContext, iterable: cst.BaseExpression) -> cst.Name | None:
+    def _range_of_tensor(self, ctx: FileContext, iterable: ast.expr) -> ast.Name | None:
         """The tensor ``t`` of ``range(len(t))`` / ``range(t.shape[0])`` / ``range(t.size(0))`` / ``range(t.numel())``."""
-        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"):
+        if not (type(iterable) is ast.Call and type(iterable.func) is ast.Name and iterable.func.id == "range"):
             return None
-        if len(iterable.args) != 1 or iterable.args[0].keyword is not None or iterable.args[0].star:
+        args = _arguments(iterable)
+        if len(args) != 1 or args[0].keyword is not None or args[0].star:
             return None
         if self._builtin_shadowed(ctx, iterable, "range"):
             return None
-        bound = iterable.args[0].value
-        tensor: cst.BaseExpression | None = None
-        if isinstance(bound, cst.Call) and isinstance(bound.func, cst.Name) and bound.func.value == "len" and len(bound.args) == 1:
-            tensor = bound.args[0].value
-        elif isinstance(bound, cst.Call) and isinstance(bound.func, cst.Attribute):
-            method = bound.func.attr.value
-            if method == "numel" and not bound.args:
+        bound = args[0].value
+        tensor: ast.expr | None = None
+        if type(bound) is ast.Call and type(bound.func) is ast.Name and bound.func.id == "len" and _argument_count(bound) == 1:
+            tensor = _arguments(bound)[0].value
+        elif type(bound) is ast.Call and type(bound.func) is ast.Attribute:
+            method = bound.func.attr
+            if method == "numel" and _no_arguments(bound):
                 tensor = bound.func.value
-            elif method == "size" and len(bound.args) == 1 and _is_zero(bound.args[0].value):
+            elif method == "size" and _argument_count(bound) == 1 and _is_zero(ctx, _arguments(bound)[0].value):
                 tensor = bound.func.value
-        elif isinstance(bound, cst.Subscript) and isinstance(bound.value, cst.Attribute) and bound.value.attr.value == "shape":
-            if len(bound.slice) == 1 and isinstance(bound.slice[0].slice, cst.Index) and _is_zero(bound.slice[0].slice.value):
+        elif type(bound) is ast.Subscript and type(bound.value) is ast.Attribute and bound.value.attr == "shape":
+            if _is_zero(ctx, _single_index(ctx, bound)):
                 tensor = bound.value.value
-        if isinstance(tensor, cst.Name) and ctx.is_tensor(tensor):
-            return tensor
+        if type(tensor) is ast.Name and ctx.is_tensor(tensor):
+            return tensor  # type: ignore[return-value]
         return None
 
     # -- loops ----------------------------------------------------------------------------------
 
-    def _loop(self, ctx: FileContext, loop: cst.For, reads, claimed) -> Report | None:
-        if loop.asynchronous is not None:
-            return None
+    def _loop(self, ctx: FileContext, loop: ast.For, reads, claimed) -> Report | None:
         scope = ctx.provenance.scope_of(loop)
-        region: list[cst.CSTNode] = [loop.body]
+        region: list[ast.AST] = list(loop.body)
         indexed = self._indexed(ctx, loop, loop.target, loop.iter, region, scope, reads, claimed)
         if indexed is not None:
             return indexed
@@ -542,7 +570,7 @@ class OneToList(Rule):
         if not lanes:
             return None
         for lane in lanes:
-            if self._declared_global(ctx, scope, lane.target.value):
+            if self._declared_global(ctx, scope, lane.target.id):
                 return None
         sites = [s for lane in lanes for s in lane.sites]
         message = self._message(ctx, lanes)
@@ -562,58 +590,65 @@ class OneToList(Rule):
         return any(usage(ctx, site.node) == "accumulate" for site in sites)
 
     def _declared_global(self, ctx: FileContext, scope: Scope, name: str) -> bool:
-        for node in ctx.nodes(cst.Global, cst.Nonlocal):
-            if any(item.name.value == name for item in node.names):  # type: ignore[attr-defined]
+        for node in ctx.nodes(ast.Global, ast.Nonlocal):
+            if name in node.names:  # type: ignore[attr-defined]
                 if ctx.provenance.scope_of(node) is scope:
                     return True
         return False
 
-    def _read_outside(self, ctx: FileContext, loop: cst.For, scope: Scope, lanes: list[_Lane]) -> str:
+    def _read_outside(self, ctx: FileContext, loop: ast.For, scope: Scope, lanes: list[_Lane]) -> str:
         """The loop variable must not be read after (or before) the loop: it would now
         hold a Python number where it held a tensor."""
         for lane in lanes:
-            name = lane.target.value
+            name = lane.target.id
+            problem = f"`{name}` is read outside the loop, where it would now be a Python number"
             for node, _ in _references(ctx, ctx.names(name, scope.node), name, scope):  # its names lie below it
                 if node is lane.target:
                     continue
-                if _inside(ctx, node, loop.body):
+                if _in_block(ctx, node, loop.body):
                     continue
                 if self._inside_other_loop_binding(ctx, node, loop, name) or _is_store(ctx, node):
                     continue
-                return f"`{name}` is read outside the loop, where it would now be a Python number"
+                return problem
+            # ``def name``, ``import name``, ``except ... as name`` (no ``Name`` node in ``ast``).
+            for node in _unnamed_references(ctx, scope.node, name, scope):
+                if _in_block(ctx, node, loop.body) or self._inside_other_loop_binding(ctx, node, loop, name):
+                    continue
+                return problem
         return ""
 
-    def _inside_other_loop_binding(self, ctx: FileContext, node: cst.CSTNode, loop: cst.For, name: str) -> bool:
+    def _inside_other_loop_binding(self, ctx: FileContext, node: ast.AST, loop: ast.For, name: str) -> bool:
         for parent in ctx.ancestors(node):
-            if isinstance(parent, cst.For) and parent is not loop:
-                bound = {n.value for n in walk(parent.target) if isinstance(n, cst.Name)}
-                if name in bound and (_inside(ctx, node, parent.body) or _inside(ctx, node, parent.target)):
+            if type(parent) in LOOPS and parent is not loop:
+                bound = {n.id for n in walk(parent.target) if type(n) is ast.Name}  # type: ignore[attr-defined]
+                if name in bound and (_in_block(ctx, node, parent.body) or ctx.below(node, parent.target)):  # type: ignore[attr-defined]
                     return True
         return False
 
     # -- shared analysis ------------------------------------------------------------------------
 
     def _lanes(self, ctx: FileContext, target, iterable, region, scope: Scope, reads, claimed) -> list[_Lane]:
-        pairs: list[tuple[cst.Name, cst.BaseExpression]] = []
-        if isinstance(target, cst.Name):
+        pairs: list[tuple[ast.Name, ast.expr]] = []
+        if type(target) is ast.Name:
             if ctx.is_tensor(iterable):
                 pairs.append((target, iterable))
-        elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(iterable, cst.Call):
+        elif type(target) in (ast.Tuple, ast.List) and type(iterable) is ast.Call:
             func = dotted_name(iterable.func)
-            args = iterable.args
-            elements = target.elements
+            args = _arguments(iterable)
+            # libcst's ``StarredElement.value`` is the starred expression, as here.
+            elements = [e.value if type(e) is ast.Starred else e for e in target.elts]
             if any(a.star for a in args) or self._builtin_shadowed(ctx, iterable, func or ""):
                 return []
             if func == "enumerate" and len(elements) == 2 and args and args[0].keyword is None:
                 start = args[1:]
-                if len(start) <= 1 and all(a.keyword is None or a.keyword.value == "start" for a in start):
-                    element = elements[1].value
-                    if isinstance(element, cst.Name) and ctx.is_tensor(args[0].value):
+                if len(start) <= 1 and all(a.keyword is None or a.keyword == "start" for a in start):
+                    element = elements[1]
+                    if type(element) is ast.Name and ctx.is_tensor(args[0].value):
                         pairs.append((element, args[0].value))
             elif func == "zip" and len(elements) == len(args) and not any(a.keyword for a in args):
                 for element, arg in zip(elements, args):
-                    if isinstance(element.value, cst.Name) and ctx.is_tensor(arg.value):
-                        pairs.append((element.value, arg.value))
+                    if type(element) is ast.Name and ctx.is_tensor(arg.value):
+                        pairs.append((element, arg.value))
         lanes = []
         for name, it in pairs:
             lane = self._uses(ctx, _Lane(name, it), region, scope, reads, claimed)
@@ -622,16 +657,19 @@ class OneToList(Rule):
         return lanes
 
     def _uses(self, ctx: FileContext, lane: _Lane, region, scope: Scope, reads, claimed) -> _Lane | None:
-        name = lane.target.value
+        name = lane.target.id
         for root in region:
-            for node, parent in _references(ctx, walk(root), name, scope):
+            for _ in _unnamed_references(ctx, root, name, scope):
+                return None  # rebound by ``def``, ``import``, ``except ... as``...
+        for root in region:
+            for node, parent in _references(ctx, ctx.names(name, root), name, scope):
                 use = self._use_of(ctx, node, parent)
                 if use is None:
                     return None  # used as a tensor, rebound, deleted...
                 if self._detachable(ctx, use):
                     return None  # FX301 turns it into `.detach()`: no sync at all
                 lane.uses.append(use)
-                if isinstance(use, cst.Call) and (isinstance(use.func, cst.Attribute) or self._same_type(ctx, use, lane)):
+                if type(use.func) is ast.Attribute or self._same_type(ctx, use, lane):
                     lane.items.append(use)
                 site = reads.get(use)
                 if site is not None:
@@ -640,141 +678,143 @@ class OneToList(Rule):
                     lane.sites.append(site)
         return lane if lane.sites else None
 
-    def _same_type(self, ctx: FileContext, call: cst.Call, lane: _Lane) -> bool:
+    def _same_type(self, ctx: FileContext, call: ast.Call, lane: _Lane) -> bool:
         """``int(v)`` over an integer tensor, ``float(v)`` over a floating one: the element
         that ``.tolist()`` gives is already that number, so the call can go."""
-        assert isinstance(call.func, cst.Name)
-        if call.func.value == "int":
+        assert type(call.func) is ast.Name
+        if call.func.id == "int":
             return certainly_integer(ctx, lane.iterable)
         return certainly_floating(ctx, lane.iterable)
 
-    def _detachable(self, ctx: FileContext, use: cst.CSTNode) -> bool:
+    def _detachable(self, ctx: FileContext, use: ast.Call) -> bool:
         """``x * v.item()`` with ``x`` a tensor: the value goes straight back into a tensor."""
-        if isinstance(use, cst.Call) and isinstance(use.func, cst.Name) and use.func.value == "int":
+        if type(use.func) is ast.Name and use.func.id == "int":
             return False  # FX301 leaves `int(v)` alone (it truncates)
         parent = ctx.parents.get(use)
-        if not isinstance(parent, cst.BinaryOperation) or not isinstance(parent.operator, ARITHMETIC):
+        if type(parent) is not ast.BinOp or not isinstance(parent.op, ARITHMETIC):
             return False
         other = parent.right if parent.left is use else parent.left
         return ctx.kind(other) is Kind.TENSOR
 
-    def _use_of(self, ctx: FileContext, name: cst.Name, parent: cst.CSTNode | None) -> cst.CSTNode | None:
+    def _use_of(self, ctx: FileContext, name: ast.Name, parent: ast.AST | None) -> ast.Call | None:
         """``v.item()`` or ``float(v)`` / ``int(v)`` around ``name``; None for any other use."""
-        if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
+        if type(parent) is ast.Attribute and parent.value is name and parent.attr == "item":
             call = ctx.parents.get(parent)
-            if isinstance(call, cst.Call) and call.func is parent and not call.args:
+            if type(call) is ast.Call and call.func is parent and _no_arguments(call):
                 return call
             return None
-        if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
-            call = ctx.parents.get(parent)
+        if type(parent) is ast.Call and any(a is name for a in parent.args):  # a positional argument
+            call = parent
             if (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Name)
-                and call.func.value in ("float", "int")
-                and len(call.args) == 1
-                and not self._builtin_shadowed(ctx, call, call.func.value)
+                type(call.func) is ast.Name
+                and call.func.id in ("float", "int")
+                and _argument_count(call) == 1
+                and not self._builtin_shadowed(ctx, call, call.func.id)
             ):
                 return call
         return None
 
-    def _partners(self, iterable: cst.BaseExpression, lanes: list[_Lane]) -> list[cst.CSTNode]:
+    def _partners(self, iterable: ast.expr, lanes: list[_Lane]) -> list[ast.AST]:
         """The other arguments of ``zip(...)`` / ``enumerate(...)``: they run between element reads."""
-        if not isinstance(iterable, cst.Call):
+        if type(iterable) is not ast.Call:
             return []
         replaced = {lane.iterable for lane in lanes}
-        return [a.value for a in iterable.args if a.value not in replaced]
+        return [a.value for a in _arguments(iterable) if a.value not in replaced]
 
-    def _interference(self, ctx: FileContext, region: list[cst.CSTNode], lanes: list[_Lane]) -> str:
+    def _interference(self, ctx: FileContext, region: list[ast.AST], lanes: list[_Lane]) -> str:
         """Why something between two element reads might write to the tensor ('' if nothing can)."""
         allowed = {use for lane in lanes for use in lane.uses}
         for root in region:
             for node in walk(root):
-                if isinstance(node, (cst.Yield, cst.Await)):
+                t = type(node)
+                if t is ast.Yield or t is ast.YieldFrom or t is ast.Await:
                     return f"`{ctx.code(node)}` lets other code run between two element reads"
-                if isinstance(node, cst.AugAssign):
-                    if self._tensor_target(ctx, node.target):
+                if t is ast.AugAssign:
+                    if self._tensor_target(ctx, node.target):  # type: ignore[attr-defined]
                         return f"`{ctx.code(node).strip()}` modifies a tensor in place"
-                elif isinstance(node, (cst.Assign, cst.AnnAssign)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                elif t is ast.Assign or t is ast.AnnAssign:
+                    targets = node.targets if t is ast.Assign else [node.target]  # type: ignore[attr-defined]
                     for target in targets:
                         for sub in walk(target):
-                            if isinstance(sub, (cst.Subscript, cst.Attribute)) and ctx.kind(sub.value) is Kind.TENSOR:
+                            if type(sub) in (ast.Subscript, ast.Attribute) and ctx.kind(sub.value) is Kind.TENSOR:  # type: ignore[attr-defined]
                                 return f"`{ctx.code(sub)} = ...` writes to a tensor"
-                elif isinstance(node, cst.Call) and node not in allowed:
-                    problem = self._call_problem(ctx, node)
+                elif t is ast.Call and node not in allowed:
+                    problem = self._call_problem(ctx, node)  # type: ignore[arg-type]
                     if problem:
                         return problem
         return ""
 
-    def _tensor_target(self, ctx: FileContext, target: cst.BaseExpression) -> bool:
-        if isinstance(target, (cst.Subscript, cst.Attribute)):
-            return ctx.kind(target.value) is Kind.TENSOR or ctx.kind(target) is Kind.TENSOR
+    def _tensor_target(self, ctx: FileContext, target: ast.expr) -> bool:
+        if type(target) in (ast.Subscript, ast.Attribute):
+            return ctx.kind(target.value) is Kind.TENSOR or ctx.kind(target) is Kind.TENSOR  # type: ignore[attr-defined]
         return ctx.kind(target) is Kind.TENSOR
 
-    def _call_problem(self, ctx: FileContext, call: cst.Call) -> str:
+    def _call_problem(self, ctx: FileContext, call: ast.Call) -> str:
         """Why ``call``, made between two element reads, may change the tensor being read, or ""."""
         func = call.func
         unknown = f"fixitem cannot see what `{ctx.code(call)}` does: it may write to the tensor between two element reads"
-        if isinstance(func, cst.Name) and func.value in TENSOR_SAFE_BUILTINS:
-            return "" if not self._builtin_shadowed(ctx, call, func.value) else unknown
+        if type(func) is ast.Name and func.id in TENSOR_SAFE_BUILTINS:
+            return "" if not self._builtin_shadowed(ctx, call, func.id) else unknown
         found = call_effect(ctx, call)
         if found.effect.writes_no_tensor:
             return ""
-        if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_WRITES and \
+        if type(func) is ast.Attribute and func.attr in CONTAINER_WRITES and \
                 ctx.kind(func.value) not in (Kind.TENSOR, Kind.MODULE):
             return ""  # a list or dict changes, not a tensor
         if found.effect is Effect.WRITES:
             return found.reason
         return unknown
 
-    def _consumer_problem(self, ctx: FileContext, gen: cst.GeneratorExp) -> str:
+    def _consumer_problem(self, ctx: FileContext, generator: ast.GeneratorExp) -> str:
         """A generator reads lazily: only one consumed on the spot reads the same values."""
-        arg = ctx.parents.get(gen)
-        call = ctx.parents.get(arg) if isinstance(arg, cst.Arg) else None
-        if isinstance(call, cst.Call) and isinstance(arg, cst.Arg) and call.args and call.args[0] is arg and arg.keyword is None and not arg.star:
+        call = ctx.parents.get(generator)
+        if type(call) is ast.Call and call.args and call.args[0] is generator:  # its first argument, not starred
             func = call.func
-            if isinstance(func, cst.Name) and func.value in CONSUMERS and not self._builtin_shadowed(ctx, call, func.value):
-                return self._interference(ctx, [a.value for a in call.args[1:]], [])
+            rest: list[ast.AST] = [a.value for a in _arguments(call)[1:]]
+            if type(func) is ast.Name and func.id in CONSUMERS and not self._builtin_shadowed(ctx, call, func.id):
+                return self._interference(ctx, rest, [])
             if ctx.provenance.imports.qualify(func) in QUALIFIED_CONSUMERS:
-                return self._interference(ctx, [a.value for a in call.args[1:]], [])
-            if isinstance(func, cst.Attribute) and func.attr.value == "join" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return self._interference(ctx, rest, [])
+            if type(func) is ast.Attribute and func.attr == "join" and type(func.value) is ast.Constant \
+                    and isinstance(func.value.value, (str, bytes)):
                 return ""
         return "the generator is not consumed on the spot: its elements would be read before the code that consumes it runs"
 
-    def _builtin_shadowed(self, ctx: FileContext, node: cst.CSTNode, name: str) -> bool:
+    def _builtin_shadowed(self, ctx: FileContext, node: ast.AST, name: str) -> bool:
         return bool(name) and ctx.provenance.scope_of(node).lookup(name) is not None
 
-    def _shadowed(self, ctx: FileContext, node: cst.CSTNode, lanes: list[_Lane], extra: str | None) -> str:
+    def _shadowed(self, ctx: FileContext, node: ast.AST, lanes: list[_Lane], extra: str | None) -> str:
         for name in ("len", extra):
-            if name and any(isinstance(lane.iterable, cst.Name) for lane in lanes) and self._builtin_shadowed(ctx, node, name):
+            if name and any(type(lane.iterable) is ast.Name for lane in lanes) and self._builtin_shadowed(ctx, node, name):
                 return f"`{name}` is rebound in this file"
         return ""
 
     # -- the rewrite ----------------------------------------------------------------------------
 
-    def _read_once(self, ctx: FileContext, tensor: cst.BaseExpression) -> cst.Call:
+    def _read_once(self, ctx: FileContext, tensor: ast.expr) -> gen.Call:
         if _one_dimensional(ctx, tensor):
-            return method_call(tensor, "tolist")
-        if isinstance(tensor, cst.Name):
-            exact = cst.parse_expression(f"{tensor.value}.reshape(len({tensor.value}))")
-            return method_call(exact, "tolist")
-        return method_call(method_call(tensor, "flatten"), "tolist")
+            return gen.method_call(ctx, tensor, "tolist")
+        if type(tensor) is ast.Name:
+            exact = gen.Raw(f"{tensor.id}.reshape(len({tensor.id}))")
+            return gen.method_call(ctx, exact, "tolist")
+        return gen.method_call(ctx, gen.method_call(ctx, tensor, "flatten"), "tolist")
 
-    def _element_replacements(self, ctx: FileContext, lanes: list[_Lane]) -> dict[cst.CSTNode, cst.CSTNode]:
-        replacements: dict[cst.CSTNode, cst.CSTNode] = {}
+    def _element_replacements(self, ctx: FileContext, lanes: list[_Lane]) -> dict[ast.AST, gen.Replacement]:
+        replacements: dict[ast.AST, gen.Replacement] = {}
         for lane in lanes:
-            new = self._read_once(ctx, lane.iterable)
-            if isinstance(lane.iterable, cst.Name) and lane.iterable.lpar:
-                new = new.with_changes(lpar=lane.iterable.lpar, rpar=lane.iterable.rpar)
+            new: gen.Node = self._read_once(ctx, lane.iterable)
+            if type(lane.iterable) is ast.Name and ctx.parenthesized(lane.iterable):
+                new = gen.Paren(new)
             replacements[lane.iterable] = new
             for call in lane.items:
-                replacements[call] = cst.Name(lane.target.value, lpar=call.lpar, rpar=call.rpar)
+                name = gen.Name(lane.target.id)
+                replacements[call] = gen.Paren(name) if ctx.parenthesized(call) else name
         return replacements
 
     def _fix(self, ctx: FileContext, lanes: list[_Lane], replacements) -> Fix:
         inexact = [
             lane.iterable for lane in lanes
-            if not isinstance(lane.iterable, cst.Name) and not _one_dimensional(ctx, lane.iterable)
+            if type(lane.iterable) is not ast.Name and not _one_dimensional(ctx, lane.iterable)
         ]
         if inexact:
             text = ctx.code(inexact[0])
@@ -796,7 +836,7 @@ class OneToList(Rule):
         it = ctx.code(lane.iterable)
         if _one_dimensional(ctx, lane.iterable):
             read_once = f"{it}.tolist()"
-        elif isinstance(lane.iterable, cst.Name):
+        elif type(lane.iterable) is ast.Name:
             read_once = f"{it}.reshape(len({it})).tolist()"
         else:
             read_once = f"{it}.flatten().tolist()"
@@ -811,65 +851,160 @@ ONE_DIMENSIONAL_FUNCTIONS = frozenset({"torch.linspace", "torch.arange", "torch.
 FLATTENING_METHODS = frozenset({"flatten", "ravel"})
 
 
-def _references(ctx: FileContext, nodes, name: str, scope: Scope) -> Iterator[tuple[cst.Name, cst.CSTNode | None]]:
-    """The ``Name`` nodes among ``nodes`` that are the variable ``name`` of ``scope`` (not an
-    attribute or keyword of that name, not a same-named variable of a nested scope), with
-    their parents."""
+def _in_place_of(ctx: FileContext, comp: ast.AST, whole: gen.Node) -> gen.Node:
+    """``whole`` as the replacement of the comprehension ``comp`` read at once. A list or set
+    display keeps the parentheses written around it; a generator loses its own. ``ast``
+    gives a generator that is a call's only argument the call's parentheses
+    (``sum(v for v in t)``): those stay, with the spacing inside them."""
+    if type(comp) is ast.GeneratorExp:
+        if not _call_parentheses(ctx, comp):
+            return whole
+        start, end = ctx.span(comp)
+        generator = comp.generators[-1]  # type: ignore[attr-defined]
+        last = generator.ifs[-1] if generator.ifs else generator.iter
+        before = ctx.source[start:ctx.span(comp.elt)[0]]  # type: ignore[attr-defined]
+        after = ctx.source[ctx.span(last)[1]:end]
+        return _Enclosed(before, whole, after)
+    return gen.Paren(whole) if ctx.parenthesized(comp) else whole
+
+
+class _Enclosed(gen.Node):
+    """``value`` between two texts of the file kept as written: the parentheses of the call
+    a generator was the only argument of, and the spacing inside them."""
+
+    kind = "Paren"
+
+    def __init__(self, before: str, value: gen.Expr_, after: str) -> None:
+        self.before = before
+        self.value = gen.expr(value)
+        self.after = after
+
+    def render(self, ctx: FileContext, indent: str = "") -> str:
+        return f"{self.before}{self.value.render(ctx, indent)}{self.after}"
+
+    def children(self) -> list[gen.Expr_]:
+        return [self.value]
+
+    def rebuilt(self, kids: list[gen.Expr_]) -> gen.Node:
+        return _Enclosed(self.before, kids[0], self.after)
+
+
+def _call_parentheses(ctx: FileContext, generator: ast.AST) -> bool:
+    """Does the text of ``generator`` start with the ``(`` of the call it is the only argument of?"""
+    call = ctx.parents.get(generator)
+    if type(call) is not ast.Call or call.func is generator:
+        return False
+    between = ctx.source[ctx.span(call.func)[1]:ctx.positions.span(generator)[0]]
+    return not between.replace("\\", "").strip()
+
+
+def _references(ctx: FileContext, nodes: Iterable[ast.AST], name: str, scope: Scope) -> Iterator[tuple[ast.Name, ast.AST | None]]:
+    """The ``Name`` nodes among ``nodes`` that are the variable ``name`` of ``scope`` (not a
+    same-named variable of a nested scope), with their parents. (An attribute or a
+    keyword of that name is a string in ``ast``, never a ``Name``.)"""
     for node in nodes:
-        if not isinstance(node, cst.Name) or node.value != name:
-            continue
-        parent = ctx.parents.get(node)
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            continue
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
+        if type(node) is not ast.Name or node.id != name:  # type: ignore[attr-defined]
             continue
         if ctx.provenance.scope_of(node).lookup(name) is not scope:
             continue
-        yield node, parent
+        yield node, ctx.parents.get(node)  # type: ignore[misc]
 
 
-def _one_dimensional(ctx: FileContext, tensor: cst.BaseExpression) -> bool:
+# Nodes that spell a name as a string where libcst had a ``Name`` node: ``def name``,
+# ``class name``, ``import name``, ``from name import ...``, ``except ... as name``,
+# ``global name``, ``case name`` patterns.
+_UNNAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal, ast.alias,
+            ast.ImportFrom, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping, ast.MatchClass)
+
+
+def _spells(node: ast.AST, name: str) -> bool:
+    t = type(node)
+    if t is ast.Global or t is ast.Nonlocal:
+        return name in node.names  # type: ignore[attr-defined]
+    if t is ast.alias:
+        return node.name.split(".")[0] == name or node.asname == name  # type: ignore[attr-defined]
+    if t is ast.ImportFrom:
+        return (node.module or "").split(".")[0] == name  # type: ignore[attr-defined]
+    if t is ast.MatchMapping:
+        return node.rest == name  # type: ignore[attr-defined]
+    if t is ast.MatchClass:
+        return name in node.kwd_attrs  # type: ignore[attr-defined]
+    return getattr(node, "name", None) == name
+
+
+def _unnamed_references(ctx: FileContext, root: ast.AST, name: str, scope: Scope) -> Iterator[ast.AST]:
+    """The nodes in ``root`` that bind or name the variable ``name`` of ``scope`` without a
+    ``Name`` node (``def name``, ``import name``, ``except E as name``...): libcst
+    listed them among the variable's names, and they are neither a read of the element
+    nor a store of it."""
+    for node in nodes_within(root, *_UNNAMED):
+        if _spells(node, name) and ctx.provenance.scope_of(node).lookup(name) is scope:
+            yield node
+
+
+def _one_dimensional(ctx: FileContext, tensor: ast.expr) -> bool:
     """Is ``tensor`` certainly 1-D (``torch.linspace(...)``, ``x.flatten()``, ``x.view(-1)``)? Then
     ``tensor.tolist()`` is exactly the per-element reads."""
-    if not isinstance(tensor, cst.Call):
+    if type(tensor) is not ast.Call:
         return False
     if (ctx.provenance.imports.qualify(tensor.func) or "") in ONE_DIMENSIONAL_FUNCTIONS:
         return True
     func = tensor.func
-    if not isinstance(func, cst.Attribute) or ctx.kind(func.value) is not Kind.TENSOR:
+    if type(func) is not ast.Attribute or ctx.kind(func.value) is not Kind.TENSOR:
         return False
-    if func.attr.value in FLATTENING_METHODS and not tensor.args:
+    if func.attr in FLATTENING_METHODS and _no_arguments(tensor):
         return True
-    if func.attr.value in ("view", "reshape") and len(tensor.args) == 1:
-        value = tensor.args[0].value
-        return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and (
-            isinstance(value.expression, cst.Integer) and value.expression.value == "1"
-        )
+    if func.attr in ("view", "reshape") and _argument_count(tensor) == 1:
+        value = _arguments(tensor)[0].value
+        return type(value) is ast.UnaryOp and type(value.op) is ast.USub and _is_literal(ctx, value.operand, "1")
     return False
 
 
-def _is_zero(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Integer) and expr.value == "0"
+def _is_literal(ctx: FileContext, expr: ast.AST | None, text: str) -> bool:
+    """Is ``expr`` the integer literal written ``text`` (libcst's ``Integer(value=text)``)?"""
+    if type(expr) is not ast.Constant or type(expr.value) is not int:  # type: ignore[attr-defined]
+        return False
+    start, end = ctx.positions.span(expr)
+    return ctx.source[start:end] == text
 
 
-def _inside(ctx: FileContext, node: cst.CSTNode, root: cst.CSTNode) -> bool:
-    return node is root or any(parent is root for parent in ctx.ancestors(node))
+def _is_zero(ctx: FileContext, expr: ast.AST | None) -> bool:
+    return _is_literal(ctx, expr, "0")
 
 
-def _is_store(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _single_index(ctx: FileContext, subscript: ast.Subscript) -> ast.expr | None:
+    """The one index of ``x[i]`` (also ``x[i,]``, one element for libcst too), or None
+    for a slice or several indices."""
+    index = subscript.slice
+    if type(index) is ast.Tuple:
+        if len(index.elts) == 1 and type(index.elts[0]) is not ast.Starred and ctx.source[ctx.positions.span(index)[0]] != "(":
+            return index.elts[0]
+        return None
+    if type(index) is ast.Slice:
+        return None
+    return index
+
+
+def _in_block(ctx: FileContext, node: ast.AST, statements: list[ast.stmt]) -> bool:
+    """Is ``node`` in one of ``statements`` (a block: a loop's body)?"""
+    return any(ctx.below(node, statement) for statement in statements)
+
+
+def _is_store(ctx: FileContext, node: ast.AST) -> bool:
     """Is ``node`` (a name) an assignment target (``v = ...``, ``for v in ...``, ``a, v = ...``)?"""
     child = node
     for parent in ctx.ancestors(node):
-        if isinstance(parent, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+        t = type(parent)
+        if t is ast.Tuple or t is ast.List or t is ast.Starred:
             child = parent
             continue
-        if isinstance(parent, cst.AssignTarget):
-            return True
-        if isinstance(parent, (cst.For, cst.CompFor)):
-            return child is parent.target
-        if isinstance(parent, (cst.AugAssign, cst.AnnAssign)):
-            return child is parent.target and isinstance(parent, cst.AnnAssign)
-        if isinstance(parent, cst.NamedExpr):
-            return child is parent.target
+        if t is ast.Assign:
+            return any(target is child for target in parent.targets)  # type: ignore[attr-defined]
+        if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
+            return child is parent.target  # type: ignore[attr-defined]
+        if t is ast.AugAssign:
+            return False
+        if t is ast.AnnAssign or t is ast.NamedExpr:
+            return child is parent.target  # type: ignore[attr-defined]
         return False
     return False

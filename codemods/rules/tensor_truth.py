@@ -98,13 +98,13 @@ class TensorTruth(SiteRule):
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
         if site.kind == "elements":
-            name = site.node.func.value  # type: ignore[attr-defined]
+            name = site.node.func.id  # type: ignore[attr-defined]
             return (
                 f"one host sync per element: `{ctx.code(site.value)}.{name}()` decides on the device; read that "
                 f"once (`bool({ctx.code(site.value)}.{name}())`) where Python needs it"
             )
         if site.kind == "compare":
-            which = "clamp(min=...)" if site.node.func.value == "max" else "clamp(max=...)"  # type: ignore[attr-defined]
+            which = "clamp(min=...)" if site.node.func.id == "max" else "clamp(max=...)"  # type: ignore[attr-defined]
             return f"keep it on the device: `torch.{which}` (a tensor and a number) or `torch.maximum` / `torch.minimum`"
         if site.kind == "contains":
             return (

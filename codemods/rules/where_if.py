@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
+import ast
+import re
 
 from ..grad_mode import passed_on_problem
 from ..advice import ADVICE, checks_finite
+from .. import gen
 from ..context import FileContext
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 from ..syncs import SyncSite
@@ -42,6 +44,7 @@ from ..branches import (
     branch_local,
     kept_value_problem,
     not_selectable,
+    in_one_line_suite,
     unaliased_fresh_local,
 )
 from ..scalar_shapes import detached_scalar
@@ -451,13 +454,13 @@ class WhereIf(Rule):
     ]
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
-        for node in ctx.nodes(cst.If):
-            assert isinstance(node, cst.If)
+        for node in ctx.nodes(ast.If):
+            assert isinstance(node, ast.If)
             parent = ctx.parents.get(node)
-            if isinstance(parent, cst.If) and parent.orelse is node:
+            if _is_elif(ctx, parent, node):
                 continue  # an ``elif``: part of its parent's report
             test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
-            stored: dict[cst.CSTNode, cst.BaseExpression] = {}
+            stored: dict[ast.AST, gen.Expr_] = {}
             if not test_sites:
                 # ``energy = float(t)`` ... ``if energy > 4.0:``: the read is kept as a
                 # 0-dim tensor when every use of the name works with one.
@@ -470,13 +473,13 @@ class WhereIf(Rule):
                 report.note = f"{report.note.rstrip('.')}. {NAN_ADVICE}"  # NaN-skip logic: the device can decide
             yield report
 
-    def _report(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite],
-                stored: dict[cst.CSTNode, cst.BaseExpression] | None = None) -> Report:
+    def _report(self, ctx: FileContext, node: ast.If, test_sites: list[SyncSite],
+                stored: dict[ast.AST, gen.Expr_] | None = None) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
         if stored:
-            names = ", ".join(f"`{ctx.code(ctx.parents[s.node].targets[0].target)}`" for s in test_sites)
+            names = ", ".join(f"`{ctx.code(ctx.parents[s.node].targets[0])}`" for s in test_sites)
             message = f"`if {ctx.code(node.test)}:` tests a tensor value read on the host into {names}"
-        guard: cst.BaseExpression | None = None  # Python-only leading ``and`` operands
+        guard: gen.Expr_ | None = None  # Python-only leading ``and`` operands
         uncertain = [r for r in (uncertain_tensor(ctx, s.node) for s in test_sites) if r]
         if uncertain:
             return Report(node, message, sites=test_sites, note=f"no fix: {uncertain[0]}")
@@ -489,11 +492,11 @@ class WhereIf(Rule):
             guard, condition = split
         if condition is None:
             return Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
-        if isinstance(node.orelse, cst.If):
+        if node.orelse and _is_elif(ctx, node, node.orelse[0]):
             return Report(node, message, sites=test_sites, note="no fix: `elif` chains are not rewritten; nest `torch.where` by hand")
         try:
             body = branch_assignments(ctx, node.body)
-            orelse = branch_assignments(ctx, node.orelse.body) if node.orelse is not None else None
+            orelse = branch_assignments(ctx, node.orelse) if node.orelse else None
         except BranchError as exc:
             hand = "" if checks_finite(ctx, node.test) else f" {HAND_ADVICE}"
             return Report(node, message, sites=test_sites, note=f"no fix: {exc}.{hand}")
@@ -561,25 +564,24 @@ class WhereIf(Rule):
             # ``if mask is not None and mask.sum().item() > 0:`` keeps its Python
             # test; only the tensor part becomes a selection inside it.
             (statements,) = fix.replacements.values()
-            assert isinstance(statements, cst.FlattenSentinel)
-            first, *rest = statements.nodes
-            # The ``if`` keeps its own comments; the branch's go with its statements.
-            outer = len(node.leading_lines) + len(_header_comments(node))
-            inner = [first.with_changes(leading_lines=first.leading_lines[outer:]), *rest]
-            new_if = node.with_changes(test=guard, body=node.body.with_changes(body=inner))
-            fix.replacements = {node: new_if}
+            assert isinstance(statements, gen.Statements)
+            first, *rest = statements.statements
+            # The ``if`` keeps its own comments (those above it stay where they are, its
+            # header's stays on it); the branch's go with its statements.
+            outer = len(_header_comments(ctx, node))
+            inner = [first.with_comments(first.comments[outer:]), *rest]
+            fix.replacements = {node: _GuardedIf(guard, inner, _header_text(ctx, node))}
         return Report(node, message, fix=fix, sites=test_sites)
 
-    def _split_guard(self, ctx: FileContext, node: cst.If, test_sites: list[SyncSite]):
+    def _split_guard(self, ctx: FileContext, node: ast.If, test_sites: list[SyncSite]):
         """``py1 and py2 and tensor_test`` without ``else``: (``py1 and py2``, converted test)."""
-        if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+        if node.orelse or in_one_line_suite(ctx, node.body):
             return None
-        operands: list[cst.BaseExpression] = []
         test = node.test
-        while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not test.lpar:
-            operands.insert(0, test.right)
-            test = test.left
-        operands.insert(0, test)
+        if type(test) is ast.BoolOp and type(test.op) is ast.And and not ctx.parenthesized(test):
+            operands: list[ast.expr] = list(test.values)
+        else:
+            operands = [test]
         site_nodes = {s.node for s in test_sites}
         reads = [any(n in site_nodes for n in walk(op)) for op in operands]
         if not any(reads) or reads[0]:
@@ -594,32 +596,34 @@ class WhereIf(Rule):
             return None
         if any(c is None for c in converted):
             return None
-        guard = python_part[0]
+        guard: gen.Expr_ = python_part[0]
         for op in python_part[1:]:
-            guard = cst.BooleanOperation(left=guard, operator=cst.And(), right=op)
+            guard = gen.BooleanOperation(guard, "and", op)
         condition = converted[0]
         for extra in converted[1:]:
             condition = type(condition)(
-                cst.BinaryOperation(left=_operand(condition.expr), operator=cst.BitAnd(), right=_operand(extra.expr)),
+                gen.BinaryOperation(_operand(condition.expr), "&", _operand(extra.expr)),
                 condition.reads + extra.reads,
             )
         return guard, condition
 
-    def _fix(self, ctx: FileContext, node: cst.If, condition: cst.BaseExpression,
+    def _fix(self, ctx: FileContext, node: ast.If, condition: gen.Expr_,
              body: list[Assignment], orelse: list[Assignment] | None, temporaries: set[int],
              flows: dict[str, str]) -> Fix:
         reasons: list[str] = []
         selected = [i for i in range(len(body)) if i not in temporaries]
-        read_by_condition = {n.value for n in walk(condition) if isinstance(n, cst.Name)}
+        read_by_condition = _spelled_names(condition)
         assigned_first = {body[i].name for i in range(selected[0])} if selected else set()
         hoist = len(selected) > 1 or bool(read_by_condition & assigned_first)
-        cond_expr: cst.BaseExpression = condition
-        statements: list[cst.BaseStatement] = []
-        comments = list(node.leading_lines) + _header_comments(node)
+        cond_expr: gen.Expr_ = condition
+        statements: list[gen.Statement] = []
+        # The comments above the ``if`` stay where they are; those of its header and of its
+        # ``else:`` go with the statements that replace it.
+        comments = _header_comments(ctx, node)
         if hoist:
             cond_name = _fresh_name(ctx, node, "cond")
             statements.append(_assign(cond_name, condition))
-            cond_expr = cst.Name(cond_name)
+            cond_expr = gen.Name(cond_name)
         for index, taken in enumerate(body):
             if index in temporaries:
                 # A temporary of the branch: computing it anyway changes nothing else.
@@ -628,7 +632,7 @@ class WhereIf(Rule):
                 continue
             other = orelse[index] if orelse is not None else None
             true_value = taken.value_expr()
-            false_value = other.value_expr() if other is not None else cst.Name(taken.name)
+            false_value = other.value_expr() if other is not None else gen.Name(taken.name)
             for value in (true_value, false_value):
                 verdict = purity(ctx, value)
                 if not verdict.safe:
@@ -660,22 +664,60 @@ class WhereIf(Rule):
             if other is not None:
                 comments.extend(other.comments)
         indent = ctx.position(node)[1] - 1
-        statements = [fit_statement(indent, statement) for statement in statements]
-        statements[0] = statements[0].with_changes(leading_lines=comments)
+        statements = [fit_statement(indent, statement, ctx) for statement in statements]
+        statements[0] = statements[0].with_comments(comments)
         safety = Safety.UNSAFE if reasons else Safety.SAFE
         reason = "; ".join(dict.fromkeys(reasons))
-        replacement = cst.FlattenSentinel(statements)
+        replacement = gen.Statements(statements)
         return Fix({node: replacement}, safety, reason)
 
 
-def _selected_dtype_problem(ctx: FileContext, values: list[cst.BaseExpression]) -> str:
+def _is_elif(ctx: FileContext, parent: ast.AST | None, node: ast.AST) -> bool:
+    """Is ``node`` the ``elif`` of the ``if`` ``parent`` (not an ``if`` alone in an ``else:``)?"""
+    return (type(parent) is ast.If and len(parent.orelse) == 1 and parent.orelse[0] is node  # type: ignore[attr-defined]
+            and type(node) is ast.If and ctx.else_line(parent) is None)
+
+
+class _GuardedIf(gen.If):
+    """``if guard:`` around the selections, keeping the text after the ``:`` of the
+    ``if`` it replaces (``  # note``)."""
+
+    def __init__(self, test: gen.Expr_, body: list[gen.Statement], header: str) -> None:
+        super().__init__(test, body)
+        self.header = header
+
+    def body(self, ctx: FileContext, indent: str) -> str:
+        first, newline, rest = super().body(ctx, indent).partition("\n")
+        return f"{first}{self.header}{newline}{rest}"
+
+
+def _header_text(ctx: FileContext, node: ast.AST) -> str:
+    """What follows the ``:`` of ``node``'s header on its line when it is a comment
+    (``"  # note"``), else ""."""
+    if ctx.header_comment(node) is None:
+        return ""
+    line, column = ctx.header_end(node)  # type: ignore[misc]
+    return ctx.line(line)[column:].rstrip()
+
+
+_NUMBER_TYPES = (int, float)
+
+
+def _number_literal(expr: ast.AST) -> bool:
+    """An int or float literal (``True`` / ``False`` and complex numbers are not)."""
+    return type(expr) is ast.Constant and type(expr.value) in _NUMBER_TYPES  # type: ignore[attr-defined]
+
+
+def _selected_dtype_problem(ctx: FileContext, values: list[ast.expr]) -> str:
     """Why the 0-dim tensor ``torch.where`` makes of selected Python numbers may give what
     it meets another dtype than the number did ("" when it cannot): ``torch.where(c, 2.0,
     1.0)`` is float32, and against a 0-dim float16 ``s`` promotes ``s * scale`` to float32."""
     for value in values:
         if ctx.kind(value) is not Kind.NUMBER:
             continue
-        kind = "integer" if isinstance(value, cst.Integer) else "default_float" if isinstance(value, cst.Float) else None
+        kind = None
+        if _number_literal(value):
+            kind = "integer" if type(value.value) is int else "default_float"  # type: ignore[attr-defined]
         for tensor in tensors_met(ctx, value):
             problem = zero_dim_dtype_problem(ctx, ctx.code(value), tensor, kind=kind)
             if problem:
@@ -683,7 +725,7 @@ def _selected_dtype_problem(ctx: FileContext, values: list[cst.BaseExpression]) 
     return ""
 
 
-def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, other: Assignment | None) -> str:
+def _number_pair_problem(ctx: FileContext, node: ast.If, taken: Assignment, other: Assignment | None) -> str:
     """Why selecting these Python numbers as a 0-dim tensor may not act as the number
     did in tensor arithmetic ("" when it does: literals of one type, exact in
     every floating dtype, so the tensor they meet computes with the same value)."""
@@ -699,61 +741,66 @@ def _number_pair_problem(ctx: FileContext, node: cst.If, taken: Assignment, othe
     if any(v is None or not exact_in_every_float_dtype(v) for v in values):
         text = ", ".join(f"`{ctx.code(v)}`" for v in values if v is not None)
         return f"{text or 'the values'} become a 0-dim tensor: fixitem cannot show that they meet a tensor exactly as the number did"
-    if len({type(_literal(v)) for v in values}) != 1:
+    if len({_literal_type(_literal(v)) for v in values if v is not None}) != 1:
         return "an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"
     return ""
 
 
-def _literal_before(ctx: FileContext, node: cst.If, name: str) -> cst.BaseExpression | None:
+def _literal_type(expr: ast.expr) -> type:
+    """What kind of literal ``expr`` is: an int, a float (another node: its class)."""
+    return type(expr.value) if type(expr) is ast.Constant else type(expr)  # type: ignore[attr-defined]
+
+
+def _literal_before(ctx: FileContext, node: ast.If, name: str) -> ast.expr | None:
     """The number literal ``name`` certainly holds when ``node`` runs (``scale = 1.0``
     earlier in the same block, its only other binding), or None."""
     scope = ctx.provenance.scope_of(node)
-    block = ctx.parents.get(node)
     values = [v for how, v in scope.bindings.get(name, []) if not any(a is node for a in ctx.ancestors(v) if v is not None)]
-    if len(values) != 1 or not isinstance(values[0], (cst.Integer, cst.Float, cst.UnaryOperation)):
+    if len(values) != 1 or not (_number_literal(values[0]) or type(values[0]) is ast.UnaryOp):
         return None
     assign = ctx.parents.get(values[0])
-    statement = ctx.parents.get(assign)
-    if not isinstance(assign, cst.Assign) or ctx.parents.get(statement) is not block or _in_loop(ctx, node):
+    # The assignment stands in the block (statement list) that holds ``node``.
+    if (type(assign) is not ast.Assign or ctx.parents.get(assign) is not ctx.parents.get(node)
+            or ctx.field_of(assign) != ctx.field_of(node) or _in_loop(ctx, node)):
         return None
-    if ctx.positions[statement].start.line >= ctx.positions[node].start.line:
+    if ctx.positions[assign].start.line >= ctx.positions[node].start.line:
         return None
     return values[0]
 
 
-def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
+def _in_loop(ctx: FileContext, node: ast.AST) -> bool:
     function = ctx.enclosing_function(node)
     for ancestor in ctx.ancestors(node):
         if ancestor is function:
             return False
-        if isinstance(ancestor, (cst.For, cst.While)):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.While)):
             return True
     return False
 
 
-def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.UnaryOperation):
-        expr = expr.expression
+def _literal(expr: ast.expr) -> ast.expr:
+    while type(expr) is ast.UnaryOp:
+        expr = expr.operand  # type: ignore[attr-defined]
     return expr
 
 
-def stored_reads(ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite], test: cst.BaseExpression):
+def stored_reads(ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite], test: ast.expr):
     """``energy = float(t)`` (or ``t.item()``) read later by ``if energy > 4.0:``: the
     read sites and the 0-dim tensors that replace them, when every use of each
     name works the same with a tensor (tensor conditions of ``if`` / conditional
     expressions against exact numbers, tensor arithmetic). None otherwise."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if type(test) is not ast.Compare or len(test.ops) != 1:
         return None
     by_node = {s.node: s for s in sites if s.kind in ("item", "float") and s.certain and s not in claimed}
     found: list[SyncSite] = []
-    replacements: dict[cst.CSTNode, cst.BaseExpression] = {}
-    for operand in (test.left, test.comparisons[0].comparator):
-        if not isinstance(operand, cst.Name):
+    replacements: dict[ast.AST, gen.Expr_] = {}
+    for operand in (test.left, test.comparators[0]):
+        if type(operand) is not ast.Name:
             if exact_in_every_float_dtype(operand):
                 continue
             return None
-        scope = ctx.provenance.scope_of(operand).lookup(operand.value)
-        bindings = scope.bindings.get(operand.value, []) if scope is not None else []
+        scope = ctx.provenance.scope_of(operand).lookup(operand.id)
+        bindings = scope.bindings.get(operand.id, []) if scope is not None else []
         if len(bindings) != 1 or bindings[0][0] != "value" or bindings[0][1] not in by_node:
             return None
         site = by_node[bindings[0][1]]
@@ -769,15 +816,14 @@ def stored_reads(ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]
     return found, replacements
 
 
-def _tensor_use(ctx: FileContext, use: cst.Name) -> bool:
+def _tensor_use(ctx: FileContext, use: ast.Name) -> bool:
     """Does this read of a stored scalar work the same when it is a 0-dim tensor?"""
-    parent = ctx.parents.get(use)
-    comparison = ctx.parents.get(parent) if isinstance(parent, cst.ComparisonTarget) else parent
-    if isinstance(comparison, cst.Comparison):
+    comparison = ctx.parents.get(use)
+    if type(comparison) is ast.Compare:
         holder = ctx.parents.get(comparison)
-        operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
+        operands = [comparison.left, *comparison.comparators]  # type: ignore[attr-defined]
         return (
-            isinstance(holder, (cst.If, cst.IfExp)) and holder.test is comparison and len(operands) == 2
+            type(holder) in (ast.If, ast.IfExp) and holder.test is comparison and len(operands) == 2  # type: ignore[union-attr]
             and all(o is use or exact_in_every_float_dtype(o) for o in operands)
         )
     flow = value_flow(ctx, use)
@@ -790,25 +836,81 @@ HAND_ADVICE = (
     "with the same output shapes, or move the decision out of the compiled code"
 )
 
+_COMMENT = re.compile(r"^[ \t\f]*(#.*)$")
 
-def _header_comments(node: cst.If) -> list[cst.EmptyLine]:
-    """Comments at the end of the ``if ...:`` and ``else:`` lines."""
+
+def _header_comments(ctx: FileContext, node: ast.If) -> list[str]:
+    """Comments at the end of the ``if ...:`` and ``else:`` lines, then those of the lines
+    just above the ``else:``."""
     found = []
-    for block in (node.body, node.orelse.body if node.orelse is not None else None):
-        header = getattr(block, "header", None)
-        if header is not None and header.comment is not None:
-            found.append(cst.EmptyLine(comment=header.comment))
-    for line in getattr(node.orelse, "leading_lines", ()):
-        if line.comment is not None:
-            found.append(line)
+    comment = ctx.header_comment(node)
+    if comment is not None:
+        found.append(comment)
+    above_else = ctx.else_comments(node)
+    line = ctx.else_line(node)
+    if line is not None and above_else:
+        text = ctx.line(line)
+        match = _COMMENT.match(text[text.index(":") + 1:]) if ":" in text else None
+        if match:  # the ``else:`` line's own comment comes last in ``else_comments``
+            found.append(above_else.pop())
+    found.extend(above_else)
     return found
 
 
-def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)])
+def _spelled_names(value: gen.Expr_) -> set[str]:
+    """Every name ``value`` spells: its variables, attributes, keywords and parameters
+    (what the condition may read of a name a branch assigns first)."""
+    found: set[str] = set()
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            item = gen.Raw(item)
+        if isinstance(item, gen.Raw):
+            try:
+                item = ast.parse(item.text.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            found.update(_names_below(item, ()))
+        elif isinstance(item, ast.AST):
+            found.update(_names_below(item, ()))
+        elif isinstance(item, (gen.Source, gen.Splice)):
+            replaced = tuple(item.replacements) if isinstance(item, gen.Splice) else ()
+            found.update(_names_below(item.node, replaced))
+            if isinstance(item, gen.Splice):
+                stack.extend(item.replacements.values())
+        elif isinstance(item, gen.Node):
+            if isinstance(item, gen.Attribute):
+                found.add(item.attr)
+            elif isinstance(item, gen.Call):
+                found.update(a.keyword for a in item.args if a.keyword)
+            elif isinstance(item, gen.Lambda):
+                found.update(item.params)
+            stack.extend(item.children())
+    return found
 
 
-def _fresh_name(ctx: FileContext, node: cst.CSTNode, base: str) -> str:
+def _names_below(root: ast.AST, replaced: tuple[ast.AST, ...]) -> Iterator[str]:
+    skip: set[int] = set()
+    for r in replaced:
+        skip.update(id(n) for n in walk(r))
+    for node in walk(root):
+        if id(node) in skip:
+            continue
+        t = type(node)
+        if t is ast.Name:
+            yield node.id  # type: ignore[attr-defined]
+        elif t is ast.Attribute:
+            yield node.attr  # type: ignore[attr-defined]
+        elif (t is ast.keyword or t is ast.arg) and node.arg:  # type: ignore[attr-defined]
+            yield node.arg  # type: ignore[attr-defined]
+
+
+def _assign(name: str, value: gen.Expr_) -> gen.Assign:
+    return gen.Assign(gen.Name(name), value)
+
+
+def _fresh_name(ctx: FileContext, node: ast.AST, base: str) -> str:
     scope = ctx.provenance.scope_of(node)
     taken = set()
     s = scope

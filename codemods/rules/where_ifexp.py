@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
+import ast
 
 from ..context import FileContext
 from ..dtypes import tensors_met, zero_dim_dtype_problem
@@ -197,8 +197,8 @@ class WhereIfExp(Rule):
     ]
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
-        for node in ctx.nodes(cst.IfExp):
-            assert isinstance(node, cst.IfExp)
+        for node in ctx.nodes(ast.IfExp):
+            assert isinstance(node, ast.IfExp)
             test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
             if not test_sites:
                 continue
@@ -259,52 +259,58 @@ class WhereIfExp(Rule):
             yield Report(node, message, fix=Fix({node: new}, safety, "; ".join(dict.fromkeys(reasons))), sites=test_sites)
 
 
-def _literal(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        expr = expr.expression
+def _literal(expr: ast.expr) -> ast.expr:
+    while type(expr) is ast.UnaryOp and type(expr.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+        expr = expr.operand  # type: ignore[attr-defined]
     return expr
 
 
-def _not_selectable(ctx: FileContext, value: cst.BaseExpression) -> str:
+def _number_literal(expr: ast.expr) -> bool:
+    """An int or float literal (``True`` / ``False`` and complex numbers are not)."""
+    return type(expr) is ast.Constant and type(expr.value) in (int, float)  # type: ignore[attr-defined]
+
+
+def _not_selectable(ctx: FileContext, value: ast.expr) -> str:
     """Why ``torch.where`` must not select ``value``: only tensors and numbers can be
     selected, and a flag, ``None``, a string, a tuple or an ``Enum`` member would be
     turned into a tensor or fail."""
-    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+    if type(value) is ast.Constant and isinstance(value.value, bool):  # type: ignore[attr-defined]
         return f"`{value.value}` is a Python flag: as a tensor it would be read back wherever it is tested"
     kind = ctx.kind(value)
     if kind in (Kind.OTHER, Kind.MODULE, Kind.NUMPY):
         return f"`{ctx.code(value)}` is neither a tensor nor a number"
-    if kind is Kind.UNKNOWN and isinstance(value, (cst.Name, cst.Attribute)):
+    if kind is Kind.UNKNOWN and (type(value) in (ast.Name, ast.Attribute)
+                                 or (type(value) is ast.Constant and value.value is None)):  # type: ignore[attr-defined]
         return (f"`{ctx.code(value)}` is not known to be a tensor or a number (an `Enum` member, a string "
                 "and a flag cannot be selected by `torch.where`)")
     return ""
 
 
-def _dtype_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
+def _dtype_problems(ctx: FileContext, node: ast.IfExp, numbers: list[ast.expr]) -> list[str]:
     """Why the selected numbers, as a 0-dim tensor (the default float32 for float literals,
     int64 for int ones), may promote differently than the Python number did against the tensors
     they meet."""
     literals = [_literal(v) for v in numbers]
-    if len(numbers) != 2 or not all(isinstance(v, (cst.Integer, cst.Float)) for v in literals):
+    if len(numbers) != 2 or not all(_number_literal(v) for v in literals):
         return []  # _number_problems already refuses
-    kind = "default_float" if isinstance(literals[0], cst.Float) else "integer"
+    kind = "default_float" if type(literals[0].value) is float else "integer"  # type: ignore[attr-defined]
     code = ctx.code(node)
     problems = [zero_dim_dtype_problem(ctx, code, tensor, kind=kind) for tensor in tensors_met(ctx, node)]
     return [p for p in problems if p][:1]  # the first says enough
 
 
-def _number_problems(ctx: FileContext, node: cst.IfExp, numbers: list[cst.BaseExpression]) -> list[str]:
+def _number_problems(ctx: FileContext, node: ast.IfExp, numbers: list[ast.expr]) -> list[str]:
     """Why the Python numbers selected may not act in tensor arithmetic as they did."""
     if len(numbers) == 1:
         return [f"`{ctx.code(numbers[0])}` is a Python number and the other value a tensor: the result "
                 "takes the tensor's dtype where the number met the other operand's"]
     literals = [_literal(v) for v in numbers]
-    if not all(isinstance(v, (cst.Integer, cst.Float)) for v in literals):
+    if not all(_number_literal(v) for v in literals):
         return ["a Python number fixitem cannot see becomes a 0-dim tensor"]
     if not all(exact_in_every_float_dtype(v) for v in numbers):
         text = ", ".join(f"`{ctx.code(v)}`" for v in numbers if not exact_in_every_float_dtype(v))
         return [f"{text} is not exact in float32/float16/bfloat16: as a 0-dim float32 tensor it is rounded, "
                 "where Python passed the exact number to the operation"]
-    if len({type(v) for v in literals}) != 1:
+    if len({type(v.value) for v in literals}) != 1:  # type: ignore[attr-defined]
         return ["an int and a float are selected: the 0-dim tensor is a float where the int stayed an int"]
     return []
