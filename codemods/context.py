@@ -46,9 +46,12 @@ class FileContext:
     _memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, path: Path, source: str, flush_every: int | None = None) -> FileContext:
-        """Parse ``source``; raises ``SyntaxError`` (or ``ValueError``) when it does not parse."""
-        module = parse_module(source)
+    def build(cls, path: Path, source: str, flush_every: int | None = None,
+              module: ast.Module | None = None) -> FileContext:
+        """Parse ``source`` (unless ``module`` is its parse already); raises ``SyntaxError``
+        (or ``ValueError``) when it does not parse."""
+        if module is None:
+            module = parse_module(source)
         found = index(module, source)
         parents = found.parents
         provenance = Provenance(module, parents)

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import gen, shortcuts
+from . import gen, shortcuts, tree
 from .context import COMPOUND, FileContext
-from .imports import add_imports
+from .imports import add_imports, import_insertion
 from .rule import Fix, Report, Rule, Safety
 from .syncs import SyncSite, find_sync_sites, kept_reads
 from .tree import parse_module
@@ -291,7 +291,7 @@ class Analyses:
 
 def _analysis(
     outcome: FileResult, current: str, text: str, rules: Sequence[Rule], flush_every: int | None,
-    analyses: Analyses | None,
+    analyses: Analyses | None, tree: ast.Module | None = None,
 ) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
     """The analysis of ``current`` (the file's ``text`` or a rewrite of it), or None with
     ``outcome.error`` set (and the rewrite dropped) when it cannot be analysed."""
@@ -300,7 +300,7 @@ def _analysis(
         return kept
     path = outcome.path
     try:
-        ctx = FileContext.build(path, current, flush_every)
+        ctx = FileContext.build(path, current, flush_every, tree)
     except (SyntaxError, ValueError) as exc:
         if current is text:
             outcome.error = (_syntax_error(path, exc) if isinstance(exc, SyntaxError)
@@ -326,6 +326,12 @@ def _analysis(
     if analyses is not None:
         analyses.put(current, ctx, reports)
     return ctx, reports
+
+
+def release() -> None:
+    """Let go of what the last file's analysis left in this process (call when a file is
+    done): its tree is then freed at once, not by a later pass of the cyclic collector."""
+    tree.forget()
 
 
 def process(
@@ -358,8 +364,9 @@ def _process(
     if not worth_parsing(text):
         return outcome
     current = text
+    tree: ast.Module | None = None  # the parse of ``current``, once a rewrite made it
     for _ in range(MAX_PASSES):
-        analysed = _analysis(outcome, current, text, rules, flush_every, analyses)
+        analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree)
         if analysed is None:  # ``outcome.error`` says why
             return outcome
         ctx, reports = analysed
@@ -386,16 +393,21 @@ def _process(
             imports.extend(i for i in report.fix.imports if i not in imports)
             outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
         try:
+            torch_bound = ctx.provenance.imports.torch_alias() is not None
+            insertion = import_insertion(current, ctx.module, imports, torch_bound) if imports else None
+            if insertion is not None and not any(start < insertion[0] < end for start, end, _ in edits):
+                edits.append((insertion[0], insertion[0], insertion[1]))
+                insertion = None
             new_text = _apply_edits(current, edits)
-            if imports:
-                new_text = add_imports(new_text, parse_module(new_text), imports,
-                                       ctx.provenance.imports.torch_alias() is not None)
-            parse_module(new_text)
+            if insertion is not None:  # an edit took the place the imports go: place them anew
+                new_text = add_imports(new_text, parse_module(new_text), imports, torch_bound)
+            parsed = parse_module(new_text)
         except (SyntaxError, ValueError):
             outcome.error = f"{path}: internal error: the rewrite would not parse; file left unchanged"
             outcome.new_text = None
             outcome.applied = []
             return outcome
         current = new_text
+        tree = parsed
         outcome.new_text = current if current != text else None
     return outcome

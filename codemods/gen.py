@@ -178,8 +178,10 @@ class Call(Node):
         func = self.func.render(ctx, indent)
         if not self.one_per_line or not self.args:
             return f"{func}({', '.join(a.render(ctx, indent) for a in self.args)})"
+        # Each argument on a line of its own, one level in; what continues an argument on
+        # further lines keeps its place relative to the block (as libcst prints it).
         inner = indent + INDENT
-        lines = "".join(f"\n{inner}{a.render(ctx, inner)}," for a in self.args)
+        lines = "".join(f"\n{inner}{a.render(ctx, indent)}," for a in self.args)
         return f"{func}({lines}\n{indent})"
 
     def children(self) -> list[Expr_]:

@@ -23,8 +23,19 @@ def _statement(spec: str) -> str:
 def add_imports(source: str, module: ast.Module, specs: Sequence[str], torch_bound: bool) -> str:
     """``source`` (parsed as ``module``) with the imports of ``specs`` it lacks.
     ``torch_bound``: the file binds the torch module already (``import torch as th``)."""
-    if not specs:
+    found = import_insertion(source, module, specs, torch_bound)
+    if found is None:
         return source
+    at, text = found
+    return source[:at] + text + source[at:]
+
+
+def import_insertion(source: str, module: ast.Module, specs: Sequence[str],
+                     torch_bound: bool) -> tuple[int, str] | None:
+    """Where the imports of ``specs`` that ``source`` lacks go, and their text (None when it
+    has them all): an edit of ``source`` like any other."""
+    if not specs:
+        return None
     text = Text(source)
 
     def code(stmt: ast.stmt) -> str:
@@ -45,7 +56,7 @@ def add_imports(source: str, module: ast.Module, specs: Sequence[str], torch_bou
         existing.add(statement)
         wanted.append(statement)
     if not wanted:
-        return source
+        return None
 
     insert_at = 0
     for index, stmt in enumerate(body):
@@ -59,18 +70,15 @@ def add_imports(source: str, module: ast.Module, specs: Sequence[str], torch_bou
     lines = "".join(f"{w}{newline}" for w in wanted)
     if insert_at == 0:
         if not body:
-            return source + ("" if not source or source.endswith("\n") else newline) + lines
+            return len(source), ("" if not source or source.endswith("\n") else newline) + lines
         # Above the first statement (below the comments at the top of the file), with a
         # blank line between the imports and the code.
-        at = text.line_starts[body[0].lineno - 1]
-        return source[:at] + lines + newline + source[at:]
+        return text.line_starts[body[0].lineno - 1], lines + newline
     last = body[insert_at - 1]
     line = last.end_lineno or last.lineno
     at = text.line_starts[line] if line < len(text.line_starts) else len(source)
-    prefix = source[:at]
-    if not prefix.endswith("\n"):
-        prefix += newline
+    prefix = "" if source[:at].endswith("\n") else newline
     only_docstring_above = insert_at == 1 and not isinstance(body[0], (ast.Import, ast.ImportFrom))
     if only_docstring_above:
         lines = newline + lines
-    return prefix + lines + source[at:]
+    return at, prefix + lines

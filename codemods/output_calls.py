@@ -30,7 +30,6 @@ once): otherwise a deferred call must take the object of the moment.
 from __future__ import annotations
 
 import ast
-import collections
 import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -457,11 +456,6 @@ PROCESS_CONSTANTS = frozenset(
 # Builtins a wrapper may use to build its text: they give the same result later.
 TEXT_BUILTINS = frozenset({"str", "repr", "format", "len", "int", "float", "round", "abs"})
 
-# The wrappers of the last few modules, by the module's id (the module is kept with them,
-# so that an id reused by another module is not taken for it).
-_WRAPPERS: collections.OrderedDict[int, tuple[ast.Module, dict[str, ast.FunctionDef]]] = collections.OrderedDict()
-
-
 def output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     """Functions of the module level of this file that only write output.
 
@@ -473,9 +467,10 @@ def output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     ``os.environ.get(...)``. Calling such a function later, with the same
     arguments, writes the same output.
     """
-    cached = _WRAPPERS.get(id(ctx.module))
-    if cached is not None and cached[0] is ctx.module:
-        return cached[1]
+    return ctx.memo("output wrappers", lambda: _output_wrappers(ctx))
+
+
+def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     module_scope = ctx.provenance.scopes[ctx.module]
     rebound = {name for node in ctx.nodes(ast.Global) for name in node.names}  # type: ignore[attr-defined]
     candidates: dict[str, ast.FunctionDef] = {}
@@ -499,9 +494,6 @@ def output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
             if checker.block_ok(func, func.body, top=True) and checker.writes:
                 found[name] = func
                 changed = True
-    _WRAPPERS[id(ctx.module)] = (ctx.module, found)
-    while len(_WRAPPERS) > 8:
-        _WRAPPERS.popitem(last=False)
     return found
 
 

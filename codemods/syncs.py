@@ -143,7 +143,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 seen.update(id(c) for c in chain)
             elif method == "cpu" and _no_arguments(call) and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
                 add(call, "cpu", receiver)
-            elif method == "to" and ctx.is_tensor(receiver) and _moves_to_cpu(call):
+            elif method == "to" and _moves_to_cpu(call) and ctx.is_tensor(receiver):
                 add(call, "cpu", receiver)
             elif method == "format" and _is_text(ctx, receiver):
                 # ``"{:.3f}".format(loss)``

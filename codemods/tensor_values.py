@@ -69,22 +69,6 @@ class Converted:
 # -- parentheses, as libcst kept them on the node -------------------------------------------------
 
 # What fit_statement renders with when it is not given the file (see :func:`_context`).
-_LAST_CONTEXT: list[FileContext | None] = [None]
-
-
-def _remember(ctx: FileContext) -> None:
-    _LAST_CONTEXT[0] = ctx
-
-
-def _context(ctx: FileContext | None) -> FileContext:
-    """``ctx``, or the file this module last built code for (new code is printed from the
-    text of the file it was built for)."""
-    found = ctx if ctx is not None else _LAST_CONTEXT[0]
-    if found is None:
-        raise ValueError("printing new code needs the file it was built for")
-    return found
-
-
 def own_parentheses(ctx: FileContext, node: ast.AST) -> bool:
     """Is the node of the file written in parentheses of its own (libcst's ``bool(node.lpar)``)?
     (Also where a tuple's or a generator expression's span counts its parentheses.)"""
@@ -290,7 +274,6 @@ def _torch_attr(ctx: FileContext, name: str) -> gen.Attribute:
 def torch_call(ctx: FileContext, name: str, *args: Code, **kwargs: Code) -> gen.Call:
     """``torch.name(args, key=value)`` (as this file spells ``torch``), the arguments
     without parentheses of their own."""
-    _remember(ctx)
     arguments = [gen.Arg(_strip_parens(a)) for a in args]
     arguments += [gen.Arg(_strip_parens(v), keyword=k) for k, v in kwargs.items()]
     return gen.Call(_torch_attr(ctx, name), arguments)
@@ -322,7 +305,6 @@ def convert_value(ctx: FileContext, expr: ast.expr, detach: bool = False) -> Con
     Raises :class:`NotConvertible` when it reads a tensor in a way that cannot
     be kept on the device.
     """
-    _remember(ctx)
     read = _read_of(ctx, expr)
     if read is not None:
         tensor, how = read
@@ -466,7 +448,7 @@ def _convert_boolean(ctx: FileContext, expr: ast.BoolOp, values: list[ast.expr])
     as ``(a and b) and c``: ``values[:-1]`` is the left operand."""
     if len(values) > 2:
         left = _convert_boolean(ctx, expr, values[:-1])
-        left_code = ctx.source[ctx.span(values[0])[0]:ctx.span(values[-2])[1]]
+        left_code = ctx.moved(expr, ctx.span(values[0])[0], ctx.span(values[-2])[1], "")
     else:
         left = convert_condition(ctx, values[0])
         left_code = ctx.code(values[0])
@@ -489,7 +471,6 @@ def convert_condition(ctx: FileContext, expr: ast.expr) -> Converted | None:
     None when the test reads no tensor; raises :class:`NotConvertible` when it
     does but cannot be translated.
     """
-    _remember(ctx)
     t = type(expr)
     if t is ast.BoolOp:
         return _convert_boolean(ctx, expr, list(expr.values))  # type: ignore[arg-type,attr-defined]
@@ -624,7 +605,6 @@ def purity(ctx: FileContext, expr: Code) -> Purity:
     from .grad_mode import gradients_off
     from .signs import zero_divisor
 
-    _remember(ctx)
     top = _as_file_node(expr)
     grad = not gradients_off(ctx, top) if isinstance(top, ast.AST) else True
     for node, replaced in _analysed(ctx, top):
@@ -771,7 +751,6 @@ def one_argument_per_line(call: Code) -> gen.Call:
 
 def fit_line(ctx: FileContext, old: ast.AST, new: gen.Call) -> gen.Call:
     """``new`` replaces ``old``; wrap it when the line would grow past 88 columns."""
-    _remember(ctx)
     line_number = ctx.position(old)[0]
     lines = ctx.memo("lines", ctx.source.splitlines)
     line = lines[line_number - 1] if line_number <= len(lines) else ""
@@ -828,12 +807,9 @@ def _leading_lines(ctx: FileContext, statement: ast.AST) -> list[int]:
     return list(range(first, start))
 
 
-def fit_statement(indent, statement, ctx: FileContext | None = None):
+def fit_statement(ctx: FileContext, indent: int | str, statement: gen.Statement) -> gen.Statement:
     """Wrap the call assigned by ``name = call(...)`` (a :class:`gen.Assign`) when the line,
-    at column ``indent``, is too long. (Also called ``fit_statement(ctx, indent, statement)``;
-    without ``ctx``, the file this module last built code for.)"""
-    if isinstance(indent, FileContext):  # fit_statement(ctx, indent, statement)
-        indent, statement, ctx = statement, ctx, indent
+    at column ``indent``, is too long."""
     if not isinstance(statement, gen.Assign):
         return statement
     value = statement.value
@@ -841,7 +817,6 @@ def fit_statement(indent, statement, ctx: FileContext | None = None):
         value = value.node  # type: ignore[assignment]
     if not isinstance(value, (gen.Call, ast.Call)):
         return statement
-    ctx = _context(ctx)
     column = indent if isinstance(indent, int) else len(indent)
     text = f"{statement.body(ctx, ' ' * column)}{statement.trailing}"
     if column + len(text) <= LINE_LENGTH:
@@ -1559,7 +1534,6 @@ def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[as
     any one-element tensor, ``(1,)`` too, and a ``(1,)`` condition would make the
     selection ``(1,)`` where the value was 0-dim. (Selected tensors that are not
     plainly 0-dim are taken to have at least the condition's dimensions.)"""
-    _remember(ctx)
     if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
         return condition
     from .syncs import kept_reads

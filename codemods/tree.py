@@ -31,8 +31,12 @@ _SHARED = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 # Fields that never hold nodes: skipped without looking at their values.
 _SCALAR_FIELDS = frozenset(
     {"ctx", "op", "ops", "id", "attr", "arg", "name", "n", "s", "kind", "type_comment", "conversion", "level",
-     "module", "is_async", "simple", "tag"}
+     "module", "is_async", "simple", "tag", "asname", "rest"}
 )
+# Fields that hold nodes or not by the node's type: ``Constant.value`` is a Python value,
+# ``Global.names`` strings, ``MatchClass.kwd_attrs`` strings.
+_FIELDS_BY_TYPE = {ast.Constant: (), ast.Global: (), ast.Nonlocal: (), ast.MatchSingleton: (),
+                   ast.MatchClass: ("cls", "patterns", "kwd_patterns")}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 # id(node) -> its place in source order, for the file being analysed.
@@ -54,7 +58,7 @@ def parse_module(source: str) -> ast.Module:
 def _fields(t: type) -> tuple[str, ...]:
     found = _FIELDS.get(t)
     if found is None:
-        found = _FIELDS[t] = tuple(f for f in t._fields if f not in _SCALAR_FIELDS)
+        found = _FIELDS[t] = _FIELDS_BY_TYPE.get(t, tuple(f for f in t._fields if f not in _SCALAR_FIELDS))
     return found
 
 
@@ -65,15 +69,13 @@ def _in_source_order(node: ast.AST) -> list[ast.AST]:
     t = type(node)
     special = _ORDER.get(t)
     if special is not None:
-        return [c for c in special(node) if c is not None and not isinstance(c, _SHARED)]
+        return [c for c in special(node) if c is not None]
     kids: list[ast.AST] = []
     for field in _fields(t):
         value = getattr(node, field, None)
         if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST) and not isinstance(item, _SHARED):
-                    kids.append(item)
-        elif isinstance(value, ast.AST) and not isinstance(value, _SHARED):
+            kids.extend(item for item in value if item is not None and not type(item) is str)
+        elif value is not None:
             kids.append(value)
     return kids
 
@@ -190,40 +192,60 @@ class Index:
         order: list[ast.AST] = []
         parent: list[int] = []
         stop: list[int] = []
+        numbers_by_type: dict[type, list[int]] = {}
         # Depth-first, children pushed in reverse so that they come out in source order.
-        # A negative entry closes the subtree of node ~entry.
+        # A negative entry closes the subtree of node ~entry. (The hottest loop of an
+        # analysis: it runs once per node, so it looks each node's children up itself.)
         stack: list = [(module, -1)]
         pop, push = stack.pop, stack.append
+        add, add_parent, add_stop = order.append, parent.append, stop.append
+        fields_of = _FIELDS
         while stack:
             item = pop()
-            if type(item) is int:
+            if item.__class__ is int:
                 stop[~item] = len(order)
                 continue
             node, up = item
             number = len(order)
-            order.append(node)
-            parent.append(up)
-            stop.append(0)
+            add(node)
+            add_parent(up)
+            t = node.__class__
+            numbers = numbers_by_type.get(t)
+            if numbers is None:
+                numbers_by_type[t] = [number]
+            else:
+                numbers.append(number)
+            if t in _ORDER:
+                kids = _in_source_order(node)
+            else:
+                fields = fields_of.get(t)
+                if fields is None:
+                    fields = _fields(t)
+                if not fields:  # a leaf: ``Name``, ``Constant``, ``Pass``...
+                    add_stop(number + 1)
+                    continue
+                kids = []
+                for field in fields:
+                    value = getattr(node, field)
+                    if value.__class__ is list:
+                        for kid in value:
+                            if kid is not None and kid.__class__ is not str:
+                                kids.append(kid)
+                    elif value is not None:
+                        kids.append(value)
+            add_stop(0)
             push(~number)
-            for kid in reversed(_in_source_order(node)):
+            for kid in reversed(kids):
                 push((kid, number))
         self.order = order
         self.parent = parent
         self.stop = stop
         self.number: dict[int, int] = dict(zip(map(id, order), range(len(order))))
-        self.parents = Parents(self)
-        self.numbers_by_type: dict[type, list[int]] = {}
-        self.by_type: dict[type, list[ast.AST]] = {}  # node type -> its nodes, in source order
-        for number, node in enumerate(order):
-            numbers = self.numbers_by_type.get(type(node))
-            if numbers is None:
-                self.numbers_by_type[type(node)] = [number]
-                self.by_type[type(node)] = [node]
-            else:
-                numbers.append(number)
-                self.by_type[type(node)].append(node)
+        self.parents = Parents(self.number, parent, order)
+        self.numbers_by_type = numbers_by_type
+        self.by_type = ByType(numbers_by_type, order)  # node type -> its nodes, in source order
         self.text = Text(source)
-        self.positions = Positions(self)
+        self.positions = Positions(self.number, order, self.parents, self.text)
         self.activate()
 
     def activate(self) -> None:
@@ -233,18 +255,42 @@ class Index:
         _by_type = self.numbers_by_type
 
 
+class ByType(dict):
+    """Node type -> the nodes of that type, in source order; each list made when first asked for."""
+
+    def __init__(self, numbers_by_type: dict[type, list[int]], order: list[ast.AST]) -> None:
+        super().__init__()
+        self._numbers = numbers_by_type
+        self._order = order
+
+    def __missing__(self, t: type) -> list[ast.AST]:
+        numbers = self._numbers.get(t)
+        if numbers is None:
+            return []
+        order = self._order
+        found = self[t] = [order[i] for i in numbers]
+        return found
+
+    def get(self, t: type, default=None):  # type: ignore[override]
+        return self[t] if t in self._numbers else default
+
+
 class Parents(Mapping):
     """Node -> its parent node (the module has none)."""
 
-    def __init__(self, index: Index) -> None:
-        self._index = index
+    def __init__(self, number: dict[int, int], parent: list[int], order: list[ast.AST]) -> None:
+        # The index's tables themselves, not the index: no reference cycle, so that a file's
+        # tree is freed as soon as its analysis is dropped (without the cyclic collector).
+        self._number = number
+        self._parent = parent
+        self._order = order
 
     def get(self, node: ast.AST, default=None):  # type: ignore[override]
-        number = self._index.number.get(id(node))
+        number = self._number.get(id(node))
         if number is None:
             return default
-        up = self._index.parent[number]
-        return self._index.order[up] if up >= 0 else default
+        up = self._parent[number]
+        return self._order[up] if up >= 0 else default
 
     def __getitem__(self, node: ast.AST) -> ast.AST:
         found = self.get(node)
@@ -253,14 +299,14 @@ class Parents(Mapping):
         return found
 
     def __contains__(self, node: object) -> bool:
-        number = self._index.number.get(id(node))
-        return number is not None and self._index.parent[number] >= 0
+        number = self._number.get(id(node))
+        return number is not None and self._parent[number] >= 0
 
     def __iter__(self) -> Iterator[ast.AST]:
-        return iter(self._index.order[1:])
+        return iter(self._order[1:])
 
     def __len__(self) -> int:
-        return len(self._index.order) - 1
+        return len(self._order) - 1
 
 
 class Positions(Mapping):
@@ -270,8 +316,11 @@ class Positions(Mapping):
     position (``arguments``, ``comprehension``, ``withitem``) span their children, and
     a ``{...}`` of an f-string spans its braces."""
 
-    def __init__(self, index: Index) -> None:
-        self._index = index
+    def __init__(self, number: dict[int, int], order: list[ast.AST], parents: Parents, text: Text) -> None:
+        self._number = number
+        self._order = order
+        self._parents = parents
+        self._text = text
         self._spans: dict[int, tuple[int, int]] = {}
 
     def span(self, node: ast.AST) -> tuple[int, int]:
@@ -283,12 +332,12 @@ class Positions(Mapping):
         return found
 
     def _span(self, node: ast.AST) -> tuple[int, int]:
-        text = self._index.text
+        text = self._text
         t = type(node)
         if t is ast.FormattedValue:
             return _braces(text.source, self.span(node.value))  # type: ignore[attr-defined]
         if t is ast.Constant and self._in_fstring(node):
-            return self.span(self._index.parents.get(node))  # ``ast`` gives the whole f-string
+            return self.span(self._parents.get(node))  # ``ast`` gives the whole f-string
         if t is ast.Module:
             return 0, len(text.source)
         if t is ast.GeneratorExp:
@@ -313,7 +362,7 @@ class Positions(Mapping):
             return text.offset(lineno, node.col_offset), text.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
         kids = _in_source_order(node)
         if not kids:
-            up = self._index.parents.get(node)
+            up = self._parents.get(node)
             return self.span(up) if up is not None else (0, 0)
         first, last = self.span(kids[0]), self.span(kids[-1])
         start = first[0]
@@ -326,7 +375,7 @@ class Positions(Mapping):
     def _enclosing_pair(self, node: ast.AST, start: int, end: int) -> bool:
         """Are the first and last characters of ``start:end`` a ``(`` and the ``)`` that
         closes it (not ``(a), (b)``)? Strings inside are skipped by their spans."""
-        source = self._index.text.source
+        source = self._text.source
         if source[start:start + 1] != "(" or source[end - 1:end] != ")":
             return False
         strings = sorted(self.span(n) for n in walk_subtree(node) if type(n) in (ast.Constant, ast.JoinedStr)
@@ -353,24 +402,24 @@ class Positions(Mapping):
         return False
 
     def _in_fstring(self, node: ast.AST) -> bool:
-        up = self._index.parents.get(node)
+        up = self._parents.get(node)
         return type(up) is ast.JoinedStr or type(up) is ast.FormattedValue
 
     def __getitem__(self, node: ast.AST) -> Range:
-        if id(node) not in self._index.number:
+        if id(node) not in self._number:
             raise KeyError(node)
         start, end = self.span(node)
-        text = self._index.text
+        text = self._text
         return Range(text.position(start), text.position(end))
 
     def __contains__(self, node: object) -> bool:
-        return id(node) in self._index.number
+        return id(node) in self._number
 
     def __iter__(self) -> Iterator[ast.AST]:
-        return iter(self._index.order)
+        return iter(self._order)
 
     def __len__(self) -> int:
-        return len(self._index.order)
+        return len(self._order)
 
     def offset(self, node: ast.AST) -> int:
         """Where ``node`` starts, as a character offset: cheap, and orders nodes like positions."""
@@ -414,6 +463,12 @@ def _braces(source: str, inner: tuple[int, int]) -> tuple[int, int]:
     return start, inner[1]
 
 
+def forget() -> None:
+    """Let go of the index made last (the module-level lookups then answer for no file)."""
+    global _number, _order, _stop, _by_type
+    _number, _order, _stop, _by_type = {}, [], [], {}
+
+
 def index(module: ast.Module, source: str) -> Index:
     """Record the parent, source-order place and span of every node of ``module``."""
     return Index(module, source)
@@ -422,6 +477,12 @@ def index(module: ast.Module, source: str) -> Index:
 def children_of(node: ast.AST) -> list[ast.AST]:
     """The children of ``node`` in source order."""
     return _in_source_order(node)
+
+
+def tables() -> tuple[dict[int, int], list[ast.AST], list[int]]:
+    """The active index's tables: id(node) -> number, nodes by number, subtree ends by
+    number (for loops that walk numbers themselves, in the hottest code)."""
+    return _number, _order, _stop
 
 
 def number_of(node: ast.AST) -> int | None:

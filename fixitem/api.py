@@ -38,7 +38,7 @@ from typing import Any, Literal, Union
 
 from fixitem.codemods import shortcuts
 from fixitem.codemods.discovery import PathNotFound, discover, missing
-from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process
+from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process, release
 from fixitem.codemods.model import devices
 from fixitem.codemods.notebooks import is_notebook, process_notebook
 from fixitem.codemods.registry import UnknownRule, select_rules
@@ -329,7 +329,10 @@ def _run_notebook(job: _Job) -> FileResult:
 def _run_job(job: _Job) -> FileResult:
     """Process one file (in a worker or in-process); never raises for the user's file."""
     with shortcuts.collection_paused(), devices.project(job.default_device):
-        return _run_file_job(job)
+        try:
+            return _run_file_job(job)
+        finally:
+            release()
 
 
 def _run_file_job(job: _Job) -> FileResult:
@@ -464,20 +467,34 @@ def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | Non
     start = getattr(progress, "start", None)
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
         return _run_here(jobs, progress, start)
-    results: list[FileResult] = []
+    # The largest files first: the workers then end together, not one of them on a big file
+    # left for last. Results come back in the order of ``jobs``, as in-process.
+    first = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path))
+    results: list[FileResult | None] = [None] * len(jobs)
+    done = 0
     try:
         with ProcessPoolExecutor(max_workers=workers, **worker_options()) as pool:
             # Submitting first starts the workers before a progress display starts its thread.
-            ordered = pool.map(_run_job, jobs, chunksize=CHUNK_SIZE)
+            ordered = pool.map(_run_job, [jobs[i] for i in first], chunksize=CHUNK_SIZE)
             if start:
                 start(len(jobs))
-            for result in ordered:  # in submission order: the same order as in-process
-                results.append(result)
+            for result in ordered:
+                results[first[done]] = result
+                done += 1
                 if progress:
                     progress(result.path)
     except BrokenProcessPool:  # a worker died (killed, out of memory): do the rest here
-        results.extend(_run_here(jobs[len(results):], progress, None))
-    return results
+        left = sorted(first[done:])
+        for i, result in zip(left, _run_here([jobs[i] for i in left], progress, None)):
+            results[i] = result
+    return results  # type: ignore[return-value]
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _run_here(jobs: list[_Job], progress: ProgressHook | None, start: Callable[[int], None] | None) -> list[FileResult]:

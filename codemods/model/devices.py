@@ -25,6 +25,10 @@ from pathlib import Path
 # ``with torch.device("cuda"):`` (not ``with torch.cuda.device(0):``, which picks the current
 # CUDA device and leaves the default device alone).
 _SETS_DEFAULT = re.compile(r"\bset_default_device\b|\bset_default_tensor_type\b|\bwith\s+(?:torch\s*\.\s*)?device\s*\(")
+# The same, found faster: the calls by their names (``str.find``), ``with ... device(`` by a
+# pattern that starts with a literal; each is then checked against the pattern above.
+_CALLS = ("set_default_device", "set_default_tensor_type")
+_WITH_DEVICE = re.compile(r"with\s+(?:torch\s*\.\s*)?device\s*\(")
 
 _project_sets_default = False
 
@@ -33,9 +37,17 @@ def sets_default_device(text: str) -> bool:
     """Does this source text (possibly) set torch's default device? A textual test: a
     mention in a comment is left out (``# torch.set_default_tensor_type(ttype)``), one in a
     string counts, which only makes fixitem more careful."""
-    for found in _SETS_DEFAULT.finditer(text):
-        line_start = text.rfind("\n", 0, found.start()) + 1
-        if "#" not in text[line_start:found.start()]:
+    starts = [m.start() for m in _WITH_DEVICE.finditer(text)]
+    for name in _CALLS:
+        at = text.find(name)
+        while at >= 0:
+            starts.append(at)
+            at = text.find(name, at + 1)
+    for start in sorted(starts):
+        if _SETS_DEFAULT.match(text, start) is None:
+            continue  # not at a word's start (``my_set_default_device``), or not the whole pattern
+        line_start = text.rfind("\n", 0, start) + 1
+        if "#" not in text[line_start:start]:
             return True
     return False
 

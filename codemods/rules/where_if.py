@@ -664,7 +664,7 @@ class WhereIf(Rule):
             if other is not None:
                 comments.extend(other.comments)
         indent = ctx.position(node)[1] - 1
-        statements = [fit_statement(indent, statement, ctx) for statement in statements]
+        statements = [fit_statement(ctx, indent, statement) for statement in statements]
         statements[0] = statements[0].with_comments(comments)
         safety = Safety.UNSAFE if reasons else Safety.SAFE
         reason = "; ".join(dict.fromkeys(reasons))
