@@ -641,8 +641,9 @@ def ensure_site(version: str = DEFAULT_VERSION) -> Path:
 
 def fixitem_source_hash() -> str:
     """A hash of fixitem's rewriting code (the package and the codemods)."""
-    import fixitem
     import fixitem.codemods
+
+    import fixitem
 
     h = hashlib.sha256()
     for root in sorted({Path(fixitem.__file__).parent, Path(fixitem.codemods.__file__).parent}):

@@ -41,11 +41,11 @@ from pathlib import Path
 
 import torch
 import torch._dynamo as dynamo
+from fixitem.verify.syncs import count_host_syncs
 from torch._dynamo.utils import counters
 
 import fixitem
 from fixitem import runtime as deferred
-from fixitem.verify.syncs import count_host_syncs
 
 HERE = Path(__file__).resolve().parent
 MODELS = HERE / "models"

@@ -623,10 +623,10 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.keep:
             shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - started
-    import fixitem
     import torch
-
     from fixitem.verify.masks import DEFAULT_MASKS
+
+    import fixitem
 
     print(table(rows))
     for row in rows:

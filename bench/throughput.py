@@ -160,7 +160,9 @@ PARSERS = {"ast.parse": "ast", **({"libcst parse": "libcst"} if importlib.util.f
 def _parse_one(job: tuple[str, str]) -> int:
     """Parse one file with ``ast`` or ``libcst`` if fixitem would parse it; 1 if parsed."""
     parser, path = job
-    from fixitem.codemods.engine import worth_parsing  # already loaded: workers are forked from the parent
+    from fixitem.codemods.driver.engine import (
+        worth_parsing,  # already loaded: workers are forked from the parent
+    )
 
     text = Path(path).read_text("utf-8", "replace")
     if not worth_parsing(text):
@@ -183,7 +185,7 @@ def parse_only(parser: str, folder: Path, workers: int) -> int:
     """Parse every file of ``folder`` that fixitem parses, in ``workers`` processes; prints the count."""
     from concurrent.futures import ProcessPoolExecutor
 
-    import fixitem.codemods.engine  # noqa: F401 - fixitem's prefilter, imported once before the workers fork
+    import fixitem.codemods.driver.engine  # noqa: F401 - fixitem's prefilter, imported once before the workers fork
     if parser == "libcst":
         import libcst  # noqa: F401
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from .context import FUNCTIONS, FileContext
-from .output_calls import argument_values, output_call
-from .provenance import Kind, dotted_name
-from .tree import walk
+from .model.context import FUNCTIONS, FileContext
+from .model.output_calls import argument_values, output_call
+from .model.provenance import Kind, dotted_name
+from .model.tree import walk
 
 SIZE_FUNCTIONS = frozenset(
     {

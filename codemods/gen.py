@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from .model.context import FileContext
 
 # One level of indentation in the code fixitem writes.
 INDENT = "    "

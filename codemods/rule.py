@@ -25,10 +25,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .context import FileContext
 from .gen import Replacement
 from .graph_break_codes import describe
-from .syncs import SyncSite
+from .model.context import FileContext
+from .model.syncs import SyncSite
 
 
 class Safety(str, enum.Enum):

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from .advice import ADVICE, advice, per_element, per_element_advice
-from .context import FileContext
+from .model.context import FileContext
+from .model.syncs import SyncSite
 from .rule import Report, Rule, unclaimed
-from .syncs import SyncSite
 
 
 class SiteRule(Rule):

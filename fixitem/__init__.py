@@ -18,7 +18,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "Finding":
-        from fixitem.codemods.engine import Finding
+        from fixitem.codemods.driver.engine import Finding
 
         return Finding
     raise AttributeError(f"module 'fixitem' has no attribute {name!r}")

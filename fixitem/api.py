@@ -36,18 +36,36 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from fixitem.codemods import shortcuts
-from fixitem.codemods.discovery import PathNotFound, discover, missing
-from fixitem.codemods.engine import Analyses, FileResult, Finding, in_original, process, release
-from fixitem.codemods.model import devices
-from fixitem.codemods.notebooks import is_notebook, process_notebook
-from fixitem.codemods.registry import UnknownRule, select_rules
-from fixitem.codemods.one_fix import fix_one
-from fixitem.codemods.rule import Rule
-from fixitem.codemods.source import SourceError, SourceFile, read_source, write_atomically
-from fixitem.codemods.without_runtime import WithoutRuntime
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
-from fixitem.config import Config, ConfigError, discover_config, glob_matches, load_config
+from fixitem.codemods import shortcuts
+from fixitem.codemods.driver.discovery import PathNotFound, discover, missing
+from fixitem.codemods.driver.engine import (
+    Analyses,
+    FileResult,
+    Finding,
+    in_original,
+    process,
+    release,
+)
+from fixitem.codemods.driver.notebooks import is_notebook, process_notebook
+from fixitem.codemods.driver.one_fix import fix_one
+from fixitem.codemods.driver.registry import UnknownRule, select_rules
+from fixitem.codemods.driver.source import (
+    SourceError,
+    SourceFile,
+    read_source,
+    write_atomically,
+)
+from fixitem.codemods.driver.without_runtime import WithoutRuntime
+from fixitem.codemods.model import devices
+from fixitem.codemods.rule import Rule
+from fixitem.config import (
+    Config,
+    ConfigError,
+    discover_config,
+    glob_matches,
+    load_config,
+)
 from fixitem.deploy import RuntimeNeed, newly_imports_runtime, runtime_need
 from fixitem.errors import UsageError
 from fixitem.workers import pool_options as worker_options
@@ -308,7 +326,7 @@ def _write(result: FileResult, source: SourceFile, text: str, as_it_is: Callable
 
 
 def _run_notebook(job: _Job) -> FileResult:
-    """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.notebooks`)."""
+    """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.driver.notebooks`)."""
 
     def run(fix: bool) -> FileResult:
         return process_notebook(

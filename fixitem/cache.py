@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fixitem.codemods.engine import FileResult, Finding
+from fixitem.codemods.driver.engine import FileResult, Finding
 
 DIR_NAME = ".fixitem_cache"
 FORMAT = "2"  # bump when the stored shape changes

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from fixitem import api, formats, output
-from fixitem.codemods.registry import RULE_CLASSES, UnknownRule, rule_class
+from fixitem.codemods.driver.registry import RULE_CLASSES, UnknownRule, rule_class
 
 
 def _help_without_types(params):
@@ -216,7 +216,13 @@ class _Bar:
     def start(self, total: int) -> None:
         if total <= PROGRESS_MIN_FILES:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.progress = Progress(
             TextColumn("fixitem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from fixitem.codemods.registry import UnknownRule, select_rules
+from fixitem.codemods.driver.registry import UnknownRule, select_rules
 
 KEYS = ("select", "ignore", "exclude", "per-file-ignores", "flush-every", "unsafe", "no-runtime")
 

@@ -10,9 +10,9 @@ from pathlib import Path, PurePath
 from fixitem import __version__
 from fixitem.api import RunResult
 from fixitem.codemods import graph_break_codes
-from fixitem.codemods.engine import Finding
-from fixitem.codemods.notebooks import notebook_line
-from fixitem.codemods.registry import rule_class
+from fixitem.codemods.driver.engine import Finding
+from fixitem.codemods.driver.notebooks import notebook_line
+from fixitem.codemods.driver.registry import rule_class
 from fixitem.output import COSTS
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -21,7 +21,7 @@ What an editor gets:
 Notebooks (LSP 3.17 notebook sync, for clients that announce it): the server
 asks for Jupyter notebooks with Python cells (:data:`NOTEBOOK_SYNC`). Their
 code cells are analysed as one module in cell order, by the analysis that
-``fixitem scan x.ipynb`` runs (:func:`fixitem.codemods.notebooks.analyse_cells`),
+``fixitem scan x.ipynb`` runs (:func:`fixitem.codemods.driver.notebooks.analyse_cells`),
 IPython lines kept and never parsed; diagnostics and code actions belong to
 each cell's own document, and an edit changes the cells the fix changes.
 
@@ -62,11 +62,11 @@ from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 from fixitem import __version__
 from fixitem.api import fix_one, rules_for
 from fixitem.codemods import graph_break_codes
-from fixitem.codemods.engine import Finding, process
-from fixitem.codemods.notebooks import NotebookError, analyse_cells, as_python
-from fixitem.codemods.registry import UnknownRule, rule_class, select_rules
-from fixitem.codemods.suppression import _PATTERN as IGNORE_COMMENT
-from fixitem.codemods.suppression import Suppressions
+from fixitem.codemods.driver.engine import Finding, process
+from fixitem.codemods.driver.notebooks import NotebookError, analyse_cells, as_python
+from fixitem.codemods.driver.registry import UnknownRule, rule_class, select_rules
+from fixitem.codemods.model.suppression import _PATTERN as IGNORE_COMMENT
+from fixitem.codemods.model.suppression import Suppressions
 from fixitem.config import Config, ConfigError, discover_config
 from fixitem.output import COSTS
 

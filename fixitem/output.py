@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from fixitem.api import RunResult
-from fixitem.codemods.engine import Finding
+from fixitem.codemods.driver.engine import Finding
 
 COSTS = {"graph-break": "graph break", "host-sync": "host sync"}
 

@@ -37,11 +37,17 @@ from pathlib import Path
 from typing import Union
 
 from fixitem import api
-from fixitem.codemods.engine import Finding
-from fixitem.codemods.notebooks import is_notebook
-from fixitem.codemods.source import write_atomically
+from fixitem.codemods.driver.engine import Finding
+from fixitem.codemods.driver.notebooks import is_notebook
+from fixitem.codemods.driver.source import write_atomically
 from fixitem.deploy import RuntimeNeed, imports_runtime, runtime_need
-from fixitem.verify.run import CommandRun, RunComparison, compare_runs, compile_masks, run_command
+from fixitem.verify.run import (
+    CommandRun,
+    RunComparison,
+    compare_runs,
+    compile_masks,
+    run_command,
+)
 
 MAX_ROUNDS = 3
 

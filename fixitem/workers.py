@@ -12,7 +12,7 @@ workers would wait forever, reparented to init. Each worker therefore:
 
 A worker killed this way may leave a hidden ``.NAME.*.fixitem`` temporary
 file beside a file it was writing; the file itself is whole, old or new
-(see :func:`fixitem.codemods.source.write_atomically`).
+(see :func:`fixitem.codemods.driver.source.write_atomically`).
 """
 
 from __future__ import annotations

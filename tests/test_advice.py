@@ -47,8 +47,8 @@ def test_a_comprehension_filter_on_the_elements_of_a_tensor_reads_one_per_elemen
     )
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     per_element, condition = process(Path("a.py"), code, all_rules()).findings
     assert "one element of a tensor per iteration" in per_element.note and "to_drop.tolist()" in per_element.note
@@ -70,8 +70,8 @@ def test_adding_a_read_into_a_tensor_total_says_the_total_is_on_the_device():
     )
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     notes = [f.note for f in process(Path("a.py"), code, all_rules()).findings]
     assert "the total is a tensor already" in notes[0]
@@ -93,8 +93,8 @@ def test_an_indexed_loop_over_a_tensor_reads_one_element_per_iteration():
     )
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     indexed, fixed_count = process(Path("a.py"), code, all_rules()).findings
     assert "Read the tensor once (`values = idx.tolist()`" in indexed.note

@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
+import test_threshold_fixtures as threshold
 import torch
 import torch._dynamo
-
-import test_threshold_fixtures as threshold
 from conftest import FIXTURES, load_module
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+
 from fixitem import apply
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
 
 
 def rewrite(code: str, unsafe: bool = True):

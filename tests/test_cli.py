@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import FIXTURES, ROOT
+from fixitem.codemods.driver import source
 from typer.testing import CliRunner
 
-from conftest import FIXTURES, ROOT
 from fixitem.cli import app
-from fixitem.codemods import source
 
 runner = CliRunner()
 

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
+from fixitem.codemods.driver import source
 from typer.testing import CliRunner
 
-from conftest import FIXTURES
 from fixitem import api
 from fixitem.cli import app
-from fixitem.codemods import source
 
 runner = CliRunner()
 needs_links = pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="symbolic links")
@@ -276,7 +276,7 @@ def test_help_names_what_options_take_not_python_types(command):
 
 
 def test_help_says_which_files_folders_are_searched_for(tmp_path):
-    from fixitem.codemods.discovery import SUFFIXES, discover
+    from fixitem.codemods.driver.discovery import SUFFIXES, discover
 
     (tmp_path / "model.py").write_text("x = 1\n")
     (tmp_path / "train.ipynb").write_bytes((FIXTURES / "notebooks" / "rescale.ipynb").read_bytes())

@@ -6,10 +6,10 @@ import json
 import shutil
 
 import pytest
+from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import fixitem
-from conftest import FIXTURES
 from fixitem.cli import app
 from fixitem.config import ConfigError, find_config, glob_matches, load_config
 

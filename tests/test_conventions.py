@@ -62,8 +62,9 @@ def test_exclude_on_the_command_line_matches_like_the_configured_glob(tmp_path, 
 
 
 def test_one_file_result_for_the_engine_and_the_api():
+    from fixitem.codemods.driver import engine
+
     from fixitem import api
-    from fixitem.codemods import engine
 
     assert api.FileResult is engine.FileResult is fixitem.FileResult
     assert not hasattr(engine, "FileOutcome")

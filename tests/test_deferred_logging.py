@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import load_module
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+from fixitem.verify.syncs import count_host_syncs
 
 import fixitem
-from conftest import load_module
 from fixitem import runtime
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
-from fixitem.verify.syncs import count_host_syncs
 
 
 def _run(path: Path) -> str:
@@ -220,8 +220,8 @@ def test_callers_output_keeps_its_place_after_the_deferred_lines(tmp_path):
 
 
 def test_flush_every_is_configured_once_after_the_import(tmp_path):
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = "import torch\n\n\ndef f(loss: torch.Tensor):\n    print(loss.item())\n"
     new = process(tmp_path / "f.py", code, all_rules(), fix=True, flush_every=10).new_text
@@ -236,8 +236,8 @@ def test_flush_every_is_configured_once_after_the_import(tmp_path):
 
 
 def test_a_call_spanning_lines_is_laid_out_one_argument_per_line(tmp_path):
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import logging\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"

@@ -6,13 +6,12 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from fixitem.codemods import advice
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.engine import process
-from fixitem.codemods.output_calls import OutputKind, output_call, output_wrappers
-from fixitem.codemods.registry import all_rules
-from fixitem.codemods.syncs import find_sync_sites
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.output_calls import OutputKind, output_call, output_wrappers
+from fixitem.codemods.model.syncs import find_sync_sites
 
 HEADER = (
     "import logging\nimport warnings\nimport sys\nimport torch\nimport wandb\nfrom tqdm import tqdm\n"

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 import fixitem
 

@@ -12,13 +12,10 @@ import io
 from pathlib import Path
 
 import torch
+from conftest import load_module, run_side_by_side
 
 import fixitem
-from conftest import load_module, run_side_by_side
 from fixitem import runtime
-
-
-
 
 
 def _rewrite(copy_fixture, name: str, unsafe: bool = False):

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 import fixitem
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
-
 
 # Scripts that run here make their tensors on the device there is: a tensor made without
 # ``device=`` is a CPU tensor, whose reads sync nothing (and are not deferred).
@@ -338,8 +337,8 @@ def test_a_class_name_passed_to_a_deferred_call_is_a_string():
     stays a safe fix: a name cannot change before the replay."""
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import torch\nfrom torch import nn\nimport logging\n\nlogger = logging.getLogger(__name__)\n\n"
@@ -355,8 +354,8 @@ def test_a_class_name_passed_to_a_deferred_call_is_a_string():
 def test_accelerate_print_is_an_output_call_and_another_print_method_is_not():
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import torch\nfrom accelerate import Accelerator\n\n"

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 import fixitem
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
 
 # Runs a script as __main__ under fixitem's sync counter; writes {line: syncs} as JSON.
 COUNTER = '''
@@ -357,8 +357,8 @@ def test_the_accumulator_uses_the_runtime_alias_when_deferred_is_taken(tmp_path)
     """A file that has its own `deferred` gets the runtime under another name, in FX202 too."""
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import torch\n\n"

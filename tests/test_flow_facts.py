@@ -5,15 +5,15 @@ kinds same-file functions and methods return; and the fixes that rest on them.""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
-import ast
-from conftest import run_side_by_side
 import pytest
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.engine import process
-from fixitem.codemods.provenance import Certainty, Kind
-from fixitem.codemods.registry import all_rules
+from conftest import run_side_by_side
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.provenance import Certainty, Kind
 
 import fixitem
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from fixitem.codemods.driver.engine import Finding
 from typer.testing import CliRunner
 
 from fixitem import formats
 from fixitem.cli import app
-from fixitem.codemods.engine import Finding
 
 runner = CliRunner()
 

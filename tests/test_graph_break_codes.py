@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from fixitem.codemods.graph_break_codes import TITLES, url
 from fixitem.verify.breaks import _listen_for_breaks
 
@@ -75,7 +74,7 @@ def test_dynamo_names_the_break_with_the_code_we_quote(fn, code, capsys):
 
 
 def test_every_rule_code_has_a_title_and_every_title_a_rule():
-    from fixitem.codemods.registry import RULE_CLASSES
+    from fixitem.codemods.driver.registry import RULE_CLASSES
 
     used = {code for cls in RULE_CLASSES for code in cls.graph_breaks}
     assert used == set(TITLES)

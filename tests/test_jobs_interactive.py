@@ -7,10 +7,10 @@ import shutil
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import fixitem
-from conftest import FIXTURES
 from fixitem import api
 from fixitem.cli import app
 

@@ -11,12 +11,12 @@ import textwrap
 import pytest
 import torch
 import torch._dynamo
+from conftest import FIXTURES, load_module
+from fixitem.codemods.driver.registry import rule_class
+from fixitem.verify.syncs import count_host_syncs
 from torch._dynamo.utils import counters
 
-from conftest import FIXTURES, load_module
 from fixitem import apply
-from fixitem.codemods.registry import rule_class
-from fixitem.verify.syncs import count_host_syncs
 
 
 def graph_breaks(fn, *args) -> int:

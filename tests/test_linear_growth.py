@@ -83,7 +83,7 @@ FIXTURE_FILES = sorted(p for p in (ROOT / "fixtures").rglob("*.py") if "bad" not
 
 
 def contexts():
-    from fixitem.codemods.context import FileContext
+    from fixitem.codemods.model.context import FileContext
 
     for path in FIXTURE_FILES:
         yield FileContext.build(path, path.read_text())
@@ -92,7 +92,7 @@ def contexts():
 def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
     import ast
 
-    from fixitem.codemods.syncs import find_sync_sites
+    from fixitem.codemods.model.syncs import find_sync_sites
 
     checked = 0
     for ctx in contexts():
@@ -109,7 +109,7 @@ def test_sites_below_a_node_are_those_whose_walk_up_meets_it():
 def test_names_within_a_node_are_those_of_its_walk():
     import ast
 
-    from fixitem.codemods.tree import walk
+    from fixitem.codemods.model.tree import walk
 
     checked = 0
     for ctx in contexts():
@@ -128,7 +128,7 @@ def test_names_within_a_node_are_those_of_its_walk():
 def test_the_binding_before_a_read_is_the_one_a_walk_back_finds():
     import ast
 
-    from fixitem.codemods.reaching import _BODIES, Bindings
+    from fixitem.codemods.model.reaching import _BODIES, Bindings
 
     checked = 0
     for ctx in contexts():
@@ -151,7 +151,7 @@ def test_findings_moved_to_the_original_text_land_where_a_scan_of_the_blocks_put
     import difflib
     import random
 
-    from fixitem.codemods.engine import Finding, in_original
+    from fixitem.codemods.driver.engine import Finding, in_original
 
     def scanned(finding, before, after):  # every block in order, the first that holds the row
         blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()

@@ -22,14 +22,23 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from fixitem.codemods import graph_break_codes
+from fixitem.codemods.driver.registry import rule_class
 from pygls.workspace.position_codec import PositionCodec
 
 from fixitem import api
 from fixitem.cli import app
-from fixitem.codemods import graph_break_codes
-from fixitem.codemods.registry import rule_class
 from fixitem.config import tomllib
-from fixitem.lsp import FIX_ALL, NOTEBOOK_SYNC, Lines, _client_unsafe, create_server, minimal_edit, serve, text_edit
+from fixitem.lsp import (
+    FIX_ALL,
+    NOTEBOOK_SYNC,
+    Lines,
+    _client_unsafe,
+    create_server,
+    minimal_edit,
+    serve,
+    text_edit,
+)
 
 TIMEOUT = 20.0
 
@@ -568,7 +577,7 @@ def test_text_edit_keeps_the_document_line_endings() -> None:
 
 
 def test_a_rule_with_graph_break_codes_links_to_pytorchs_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fixitem.codemods.engine import Finding
+    from fixitem.codemods.driver.engine import Finding
 
     from fixitem.lsp import diagnostic
 

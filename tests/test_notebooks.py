@@ -9,18 +9,23 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
+from fixitem.codemods.driver.discovery import discover
+from fixitem.codemods.driver.notebooks import (
+    NotebookError,
+    _prepare,
+    analyse_cells,
+    parse_notebook,
+    process_notebook,
+    source_spans,
+)
+from fixitem.codemods.driver.registry import select_rules
 from typer.testing import CliRunner
 
 import fixitem
-from conftest import FIXTURES
 from fixitem import formats, output
 from fixitem.api import rules_for
 from fixitem.cli import app
-from fixitem.codemods.discovery import discover
-from fixitem.codemods.notebooks import (
-    NotebookError, _prepare, analyse_cells, parse_notebook, process_notebook, source_spans,
-)
-from fixitem.codemods.registry import select_rules
 
 runner = CliRunner()
 NOTEBOOKS = FIXTURES / "notebooks"

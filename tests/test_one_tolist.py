@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import FIXTURES, load_module
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+from fixitem.verify.syncs import count_host_syncs
 
 import fixitem
-from conftest import FIXTURES, load_module
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
-from fixitem.verify.syncs import count_host_syncs
 
 HEADER = "import torch\n\n"
 

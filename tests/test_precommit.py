@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")

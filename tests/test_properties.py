@@ -16,12 +16,11 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, ROOT
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from conftest import FIXTURES, ROOT
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
 
 SEEDS = {
     p.name: p.read_text(encoding="utf-8")

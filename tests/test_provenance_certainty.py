@@ -11,12 +11,11 @@ import ast
 from pathlib import Path
 
 import pytest
-
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.engine import process
-from fixitem.codemods.provenance import Certainty, Kind
-from fixitem.codemods.registry import all_rules
-from fixitem.codemods.tree import children_of, walk
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.provenance import Certainty, Kind
+from fixitem.codemods.model.tree import children_of, walk
 
 
 def context(code: str) -> FileContext:

@@ -6,12 +6,10 @@ import ast
 from pathlib import Path
 
 import pytest
-
-from fixitem.codemods import effects
-from fixitem.codemods.model import reductions
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.effects import Effect, call_effect
-from fixitem.codemods.tree import walk
+from fixitem.codemods.model import effects, reductions
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.effects import Effect, call_effect
+from fixitem.codemods.model.tree import walk
 
 MODEL = (
     "import logging\nimport warnings\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
@@ -83,16 +81,15 @@ def test_builtin_sets_follow_from_the_one_table():
 
 
 def test_rules_ask_effects_instead_of_keeping_copies():
-    from fixitem.codemods import scalar_shapes, tensor_values
+    from fixitem.codemods.fixes import tensor_code
+    from fixitem.codemods.model import provenance, scalar_shapes
     from fixitem.codemods.rules import deferred_logging, one_tolist
 
-    from fixitem.codemods import provenance
-
-    for module in (tensor_values, scalar_shapes, provenance):
+    for module in (tensor_code, scalar_shapes, provenance):
         assert module.REDUCTIONS is reductions.REDUCTIONS
     assert deferred_logging.PURE_BUILTINS is effects.PURE_BUILTINS
-    for module, name in [(tensor_values, "PURE_BUILTINS"), (tensor_values, "RANDOM_FUNCTIONS"),
-                         (tensor_values, "RANDOM_MODULES"), (tensor_values, "STATEFUL_MODULES"),
+    for module, name in [(tensor_code, "PURE_BUILTINS"), (tensor_code, "RANDOM_FUNCTIONS"),
+                         (tensor_code, "RANDOM_MODULES"), (tensor_code, "STATEFUL_MODULES"),
                          (one_tolist, "PURE_BUILTINS"), (one_tolist, "CONTAINER_METHODS"),
                          (one_tolist, "WRITING_TENSOR_METHODS"), (scalar_shapes, "FULL_REDUCTIONS")]:
         assert not hasattr(module, name), f"{module.__name__}.{name} is a copy of an effects.py definition"

@@ -1,7 +1,7 @@
 """The README's rule table is generated from the rules: keep them in step."""
 
 from conftest import ROOT
-from fixitem.codemods.registry import RULE_CLASSES
+from fixitem.codemods.driver.registry import RULE_CLASSES
 
 
 def test_readme_lists_every_rule_with_its_summary():

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import RULE_CLASSES, all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import RULE_CLASSES, all_rules
 from fixitem.codemods.rule import Invalid, Valid
 
 CASES = [

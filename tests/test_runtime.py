@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from fixitem.verify.syncs import count_host_syncs
 
 from fixitem import runtime
 from fixitem.runtime import Accumulator, Recorder
-from fixitem.verify.syncs import count_host_syncs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = ROOT / "fixtures" / "runtime" / "loop.py"

@@ -14,9 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fixitem.codemods import shortcuts
 
 from fixitem import api
-from fixitem.codemods import shortcuts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ def test_a_real_package_gives_the_same_findings_and_rewrites_without_shortcuts(t
 def test_scan_analyses_each_text_of_a_file_once(monkeypatch):
     """``scan`` tags fixes by rewriting the file in memory both ways; every text (the
     file's own, and each rewrite) is parsed and analysed once, not once per use."""
-    from fixitem.codemods import context
+    from fixitem.codemods.model import context
 
     texts: list[str] = []
     build = context.FileContext.build.__func__

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 
 def scan(code: str):
@@ -221,8 +220,8 @@ def test_all_and_any_of_a_tensor_read_its_elements_one_by_one():
     )
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     findings = process(Path("a.py"), code, all_rules(), fix=True, unsafe=True).findings
     assert [(f.rule, f.line, f.fix) for f in findings] == [("FX004", 5, "none"), ("FX004", 7, "none")]
@@ -235,8 +234,8 @@ def test_a_tensor_given_to_a_metric_writer_is_read_by_it():
     tensor to the host at once. Reported, not rewritten; with `.item()` the call is deferred."""
     from pathlib import Path
 
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import torch\nfrom torch.utils.tensorboard import SummaryWriter\n\n"

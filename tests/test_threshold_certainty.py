@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from conftest import load_module
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 AUTOGRAD = '''
 import torch

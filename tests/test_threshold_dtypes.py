@@ -221,7 +221,7 @@ def _facts():
     import ast
     from pathlib import Path
 
-    from fixitem.codemods.context import FileContext
+    from fixitem.codemods.model.context import FileContext
 
     ctx = FileContext.build(Path("facts.py"), FACTS_SOURCE)
     ret = next(n for n in ctx.nodes(ast.Return))
@@ -231,7 +231,7 @@ def _facts():
 
 
 def test_which_tensors_certainly_have_a_dimension():
-    from fixitem.codemods.scalar_shapes import certainly_dimensioned
+    from fixitem.codemods.model.scalar_shapes import certainly_dimensioned
 
     ctx, names, _ = _facts()
     dimensioned = {name for name, node in names.items() if certainly_dimensioned(ctx, node)}
@@ -243,7 +243,7 @@ def test_which_tensors_certainly_have_a_dimension():
 
 
 def test_which_tensors_certainly_share_a_dtype():
-    from fixitem.codemods.dtypes import same_dtype
+    from fixitem.codemods.model.dtypes import same_dtype
 
     ctx, names, values = _facts()
     x_read = values["halves"].func.value
@@ -259,11 +259,11 @@ def test_which_tensors_certainly_share_a_dtype():
 def test_fx101_selecting_numbers_against_a_possibly_0_dim_tensor_is_unsafe():
     """`scale = 2.0` or `1.0` under a tensor test becomes `torch.where(..., 2.0, 1.0)`, a 0-dim
     float32 tensor: against a 0-dim float16 `s`, `s * scale` would be float32."""
-    import torch
-
-    from fixitem.codemods.engine import process
-    from fixitem.codemods.registry import all_rules
     from pathlib import Path
+
+    import torch
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
 
     code = (
         "import torch\n\n"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._dynamo
+from conftest import FIXTURES, load_module
 from torch._dynamo.utils import counters
 
-from conftest import FIXTURES, load_module
 from fixitem import apply, scan
 
 FIXTURE_FILES = {

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import FIXTURES, load_module
-from fixitem import apply
 from fixitem.verify import run_verify
+
+from fixitem import apply
 
 # Fixture models whose default-mode rewrite must train exactly as the original did.
 SAFE_MODELS = [
@@ -175,7 +175,7 @@ EXAMPLE_INPUTS = {
 
 
 def _safe_examples():
-    from fixitem.codemods.registry import RULE_CLASSES
+    from fixitem.codemods.driver.registry import RULE_CLASSES
     from fixitem.codemods.rule import Invalid
 
     for cls in RULE_CLASSES:

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.engine import process
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 from fixitem.codemods.model import torch_stubs
-from fixitem.codemods.provenance import Kind
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.provenance import Kind
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 
 
 def run(code: str, unsafe: bool = True):

@@ -7,11 +7,16 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from fixitem.codemods import gen
-from fixitem.codemods.context import FileContext
-from fixitem.codemods.suppression import Suppressions
-from fixitem.codemods.tree import children_of, index, nodes_within, parse_module, walk
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.suppression import Suppressions
+from fixitem.codemods.model.tree import (
+    children_of,
+    index,
+    nodes_within,
+    parse_module,
+    walk,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(

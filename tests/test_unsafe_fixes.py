@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import load_module
-from fixitem.codemods.engine import process
-from fixitem.codemods.registry import all_rules
+from fixitem.codemods.driver.engine import process
+from fixitem.codemods.driver.registry import all_rules
 from fixitem.verify import count_host_syncs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "unsafe_fixes"

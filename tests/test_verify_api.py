@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import commit_tree
 from fixitem.verify import UsageError, run_verify
 

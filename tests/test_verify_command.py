@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from conftest import commit_tree
 from fixitem.verify.command import verify_command
+from typer.testing import CliRunner
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
 GOOD_BEFORE = str(FIXTURES / "good_before.py")

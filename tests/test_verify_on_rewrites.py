@@ -4,11 +4,11 @@ syncs N -> 0, outputs and gradients equal, each condition seen both ways."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES
-from fixitem import apply
 from fixitem.verify import run_verify
 from test_threshold_fixtures import FIXTURE_FILES
+
+from fixitem import apply
 
 
 @pytest.mark.parametrize(("name", "unsafe"), FIXTURE_FILES.items())

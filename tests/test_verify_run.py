@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from conftest import commit_tree
 from fixitem.verify.command import verify_command
 from fixitem.verify.errors import UsageError
-from fixitem.verify.run import masked, compile_masks, profile_command, verify_command_run
+from fixitem.verify.run import (
+    compile_masks,
+    masked,
+    profile_command,
+    verify_command_run,
+)
+from typer.testing import CliRunner
 
 pytestmark = pytest.mark.slow
 

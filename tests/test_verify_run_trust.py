@@ -8,11 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixitem.verify.run import (
+    CommandRun,
+    compare_runs,
+    compile_masks,
+    masked,
+    verify_command_run,
+)
 from typer.testing import CliRunner
 
 from fixitem.cli import app
 from fixitem.verified import apply_verified
-from fixitem.verify.run import CommandRun, compare_runs, compile_masks, masked, verify_command_run
 
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = ROOT / "fixtures" / "run_durations"

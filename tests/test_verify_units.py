@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from fixitem.verify.breaks import count_graph_breaks
 from fixitem.verify.conditions import ConditionRecorder
 from fixitem.verify.loading import UsageError, load_version
-from fixitem.verify.numerics import compare, compare_grads, derive_inputs, run_once, tolerance
+from fixitem.verify.numerics import (
+    compare,
+    compare_grads,
+    derive_inputs,
+    run_once,
+    tolerance,
+)
 from fixitem.verify.syncs import InspectingBackend
 
 THIS_FILE = str(Path(__file__).resolve())

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import collections
 import difflib
-import linecache
 import json
+import linecache
 import os
 import re
 import shutil

@@ -6,12 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from .. import gen
-from ..context import FUNCTIONS, FileContext
-from ..provenance import Kind
-from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite, is_item_call
-from ..tensor_values import (
-    UNKNOWN_VALUE_NOTE,
+from ..fixes.tensor_code import (
     Converted,
     NotConvertible,
     _paren,
@@ -21,9 +16,13 @@ from ..tensor_values import (
     is_boolean,
     sites_within,
     torch_call,
-    uncertain_tensor,
 )
-from ..tree import walk
+from ..model.context import FUNCTIONS, FileContext
+from ..model.provenance import Kind
+from ..model.syncs import SyncSite, is_item_call
+from ..model.tree import walk
+from ..model.value_flow import UNKNOWN_VALUE_NOTE, uncertain_tensor
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 
 # Tensor attributes and methods that give metadata (sizes, dtype, device), not values:
 # a message may format them without reading the device.

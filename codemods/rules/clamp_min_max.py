@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import ast
-
-from ..context import FileContext
-from ..dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
+from ..fixes.tensor_code import NotConvertible, convert_value, sites_within
+from ..model.context import FileContext
+from ..model.dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
+from ..model.syncs import SyncSite
+from ..model.value_flow import uncertain_tensor, value_flow
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..tensor_values import NotConvertible, convert_value, sites_within, uncertain_tensor, value_flow
 
 
 class ClampMinMax(Rule):

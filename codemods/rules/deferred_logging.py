@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .. import gen
-from ..context import FileContext
-from ..effects import PURE_BUILTINS
-from ..dtypes import certainly_integer
-from ..exceptions import catching_handler, read_exceptions
-from ..output_calls import (
+from ..fixes.tensor_code import LINE_LENGTH, sites_within
+from ..model.context import FileContext
+from ..model.dtypes import certainly_integer
+from ..model.effects import PURE_BUILTINS
+from ..model.exceptions import catching_handler, read_exceptions
+from ..model.output_calls import (
     OutputCall,
     OutputKind,
     flushes_now,
@@ -28,11 +29,10 @@ from ..output_calls import (
     own_file,
     stable_receiver,
 )
-from ..provenance import Certainty, Kind, dotted_name, is_text
+from ..model.provenance import Certainty, Kind, dotted_name, is_text
+from ..model.syncs import SyncSite
+from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..tensor_values import LINE_LENGTH, sites_within
-from ..tree import children_of, nodes_within, walk
 
 READ_KINDS = ("item", "float", "int")
 BUILTINS = frozenset(dir(builtins))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..context import FileContext
-from ..dtypes import zero_dim_dtype_problem
-from ..provenance import Kind
+from ..model.context import FileContext
+from ..model.dtypes import zero_dim_dtype_problem
+from ..model.provenance import Kind
+from ..model.scalar_shapes import detached_scalar
+from ..model.syncs import SyncSite
+from ..model.value_flow import uncertain_tensor
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..scalar_shapes import detached_scalar
-from ..tensor_values import uncertain_tensor
 
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 

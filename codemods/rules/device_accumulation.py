@@ -9,14 +9,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .. import gen
-from ..context import COMPOUND, FileContext
-from ..dtypes import certainly_floating
+from ..fixes.tensor_code import _plain_number
 from ..gen import method_call
-from ..provenance import Kind, Scope
+from ..model.context import COMPOUND, FileContext
+from ..model.dtypes import certainly_floating
+from ..model.provenance import Kind, Scope
+from ..model.syncs import SyncSite
+from ..model.tree import number_of, subtree_stop
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..tensor_values import _plain_number
-from ..tree import number_of, subtree_stop
 
 # What a name may hold at a point of its function, as seen by :class:`_Flow`.
 ACC = "the running total"  # bound by a start (``total = 0``) or a step (``total += x.item()``)

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import ast
-
 from .. import gen
-from ..context import FileContext
-from ..dtypes import zero_dim_dtype_problem
-from ..provenance import Kind
+from ..model.context import FileContext
+from ..model.dtypes import zero_dim_dtype_problem
+from ..model.provenance import Kind
+from ..model.scalar_shapes import detached_scalar, is_none_argument, split_arguments
+from ..model.syncs import SyncSite
+from ..model.value_flow import binding_of as _binding_of
+from ..model.value_flow import name_uses as _name_uses
+from ..model.value_flow import uncertain_tensor
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..scalar_shapes import detached_scalar, is_none_argument, split_arguments
-from ..tensor_values import binding_of as _binding_of, name_uses as _name_uses, uncertain_tensor
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 from .. import gen
 from ..advice import usage
-from ..context import FileContext
-from ..effects import CONTAINER_WRITES, TENSOR_SAFE_BUILTINS, Effect, call_effect
-from ..dtypes import certainly_floating, certainly_integer
-from ..provenance import Kind, Scope, dotted_name
+from ..model.context import FileContext
+from ..model.dtypes import certainly_floating, certainly_integer
+from ..model.effects import CONTAINER_WRITES, TENSOR_SAFE_BUILTINS, Effect, call_effect
+from ..model.provenance import Kind, Scope, dotted_name
+from ..model.syncs import SyncSite, is_item_call
+from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite, is_item_call
-from ..tree import children_of, nodes_within, walk
 
 READ_KINDS = ("item", "float", "int")
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..advice import ADVICE
-from ..context import FileContext
+from ..model.context import FileContext
+from ..model.syncs import SyncSite
 from ..rule import Invalid, Valid, dedent
 from ..site_rule import SiteRule
-from ..syncs import SyncSite
 
 
 class TensorFormat(SiteRule):

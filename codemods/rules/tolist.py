@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..context import FileContext
+from ..model.context import FileContext
+from ..model.syncs import SyncSite
 from ..rule import Invalid, Valid
 from ..site_rule import SiteRule
-from ..syncs import SyncSite
 
 
 class ToList(SiteRule):

@@ -2,53 +2,53 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import ast
 import re
+from collections.abc import Iterator
 
-from ..grad_mode import passed_on_problem
-from ..advice import ADVICE, checks_finite
 from .. import gen
-from ..context import FileContext
-from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..dtypes import tensors_met, zero_dim_dtype_problem
-from ..provenance import Kind
-from ..tree import walk
-from ..tensor_values import (
-    _operand,
-    UNKNOWN_VALUE_NOTE,
+from ..advice import ADVICE, checks_finite
+from ..fixes.branches import (
+    Assignment,
+    BranchError,
+    branch_assignments,
+    branch_local,
+    branch_only_parameters,
+    defined_before,
+    in_one_line_suite,
+    kept_value_problem,
+    not_selectable,
+    unaliased_fresh_local,
+)
+from ..fixes.tensor_code import (
     Converted,
     NotConvertible,
-    binding_of,
+    _operand,
     convert_condition,
     exact_in_every_float_dtype,
     fit_statement,
-    name_flow_after,
-    name_uses,
-    zero_dim_condition,
     purity,
     sites_within,
     threshold_rounding,
     torch_call,
+    zero_dim_condition,
+)
+from ..model.context import FileContext
+from ..model.dtypes import tensors_met, zero_dim_dtype_problem
+from ..model.grad_mode import passed_on_problem
+from ..model.provenance import Kind
+from ..model.scalar_shapes import detached_scalar
+from ..model.syncs import SyncSite
+from ..model.tree import walk
+from ..model.value_flow import (
+    UNKNOWN_VALUE_NOTE,
+    binding_of,
+    name_flow_after,
+    name_uses,
     uncertain_tensor,
     value_flow,
 )
-from ..branches import (
-    Assignment,
-    BranchError,
-    branch_assignments,
-    branch_only_parameters,
-    defined_before,
-    branch_local,
-    kept_value_problem,
-    not_selectable,
-    in_one_line_suite,
-    unaliased_fresh_local,
-)
-from ..scalar_shapes import detached_scalar
-
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 
 
 class WhereIf(Rule):

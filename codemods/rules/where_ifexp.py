@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-import ast
-
-from ..context import FileContext
-from ..dtypes import tensors_met, zero_dim_dtype_problem
-from ..provenance import Kind
-from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
-from ..syncs import SyncSite
-from ..branches import branch_only_parameters
-from ..grad_mode import passed_on_problem
-from ..tensor_values import (
-    UNKNOWN_VALUE_NOTE,
-    exact_in_every_float_dtype,
-    zero_dim_condition,
-    threshold_rounding,
-    uncertain_tensor,
-    value_flow,
+from ..fixes.branches import branch_only_parameters
+from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
+    exact_in_every_float_dtype,
     fit_line,
     purity,
     sites_within,
+    threshold_rounding,
     torch_call,
+    zero_dim_condition,
 )
+from ..model.context import FileContext
+from ..model.dtypes import tensors_met, zero_dim_dtype_problem
+from ..model.grad_mode import passed_on_problem
+from ..model.provenance import Kind
+from ..model.syncs import SyncSite
+from ..model.value_flow import UNKNOWN_VALUE_NOTE, uncertain_tensor, value_flow
+from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 
 
 class WhereIfExp(Rule):

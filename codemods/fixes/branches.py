@@ -6,10 +6,10 @@ import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from . import gen
-from .context import COMPOUND, FUNCTIONS, FileContext
-from .provenance import Kind
-from .tree import nodes_within, walk
+from .. import gen
+from ..model.context import COMPOUND, FUNCTIONS, FileContext
+from ..model.provenance import Kind
+from ..model.tree import nodes_within, walk
 
 
 class BranchError(Exception):
@@ -370,7 +370,7 @@ def branch_only_parameters(ctx: FileContext, anchor: ast.AST, taken: gen.Expr_, 
     update it where the original left it alone. "" when both depend on the same ones.
     (``taken`` and ``other``: expressions of the file, or new code built from them.)
     """
-    from .grad_mode import gradients_off
+    from ..model.grad_mode import gradients_off
 
     if gradients_off(ctx, anchor):
         return ""  # no gradient at all: none turns from `None` into zero
@@ -600,7 +600,7 @@ def unaliased_fresh_local(ctx: FileContext, anchor: ast.AST, name: str) -> bool:
 
 
 def _reads(ctx: FileContext, scope, name: str):
-    from .name_reads import reads_of
+    from ..model.name_reads import reads_of
 
     return reads_of(ctx, scope, name)
 
@@ -624,7 +624,7 @@ def _creates_new_tensor(ctx: FileContext, value: ast.expr) -> bool:
             return True
         if type(func) is ast.Attribute and func.attr in FRESH_METHODS and ctx.kind(func.value) is Kind.TENSOR:
             return func.attr not in ("item",)
-        from .provenance import module_class_of
+        from ..model.provenance import module_class_of
 
         module = module_class_of(ctx.provenance, func)
         return module in _FRESH_MODULES

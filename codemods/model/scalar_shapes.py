@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import ast
 
-from . import gen
+from .. import gen
 from .context import FileContext
-from .model.reductions import REDUCTIONS
 from .provenance import Kind
+from .reductions import REDUCTIONS
 
 # -- the arguments of a call, as libcst listed them -----------------------------------------------
 #

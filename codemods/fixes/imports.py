@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from .tree import Text
+from ..model.tree import Text
 
 
 def _statement(spec: str) -> str:

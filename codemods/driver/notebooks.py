@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..rule import Rule
 from .engine import FileResult, Finding, in_original, process
 from .one_fix import fix_one
-from .rule import Rule
 
 SUFFIX = ".ipynb"
 

@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import gen, shortcuts, tree
-from .context import COMPOUND, FileContext
-from .imports import add_imports, import_insertion
-from .rule import Fix, Report, Rule, Safety
-from .syncs import SyncSite, find_sync_sites, kept_reads
-from .tree import parse_module
+from .. import gen, shortcuts
+from ..fixes.imports import add_imports, import_insertion
+from ..model import tree
+from ..model.context import COMPOUND, FileContext
+from ..model.syncs import SyncSite, find_sync_sites, kept_reads
+from ..model.tree import parse_module
+from ..rule import Fix, Report, Rule, Safety
 
 MAX_PASSES = 8
 _BARE_NEWLINE = re.compile(r"(?<!\r)\n")

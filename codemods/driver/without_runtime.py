@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .rule import Report, Rule
+from ..rule import Report, Rule
 
 NOTE = ("no fix here: the fix imports `fixitem.runtime`, which the `no-runtime` setting keeps out of this file; "
         "rewrite it by hand, or remove the file from `no-runtime`")

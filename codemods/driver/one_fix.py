@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..rule import Report, Rule
 from .engine import FileResult, Finding, process
-from .rule import Report, Rule
 
 
 class OneFix(Rule):

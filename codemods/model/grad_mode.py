@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from . import gen
+from .. import gen
 from .context import FUNCTIONS, FileContext
 
 _OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",

@@ -15,7 +15,16 @@ from typing import TypeVar
 from .provenance import Certainty, Kind, Provenance
 from .suppression import Suppressions
 from .traced import traced_functions
-from .tree import Index, Parents, Positions, index, number_of, parse_module, subtree_stop, walk
+from .tree import (
+    Index,
+    Parents,
+    Positions,
+    index,
+    number_of,
+    parse_module,
+    subtree_stop,
+    walk,
+)
 
 COMPILE_CHECKS = frozenset(
     {"is_compiling", "is_dynamo_compiling", "is_tracing", "is_scripting", "is_exporting", "is_fx_tracing"}
@@ -385,6 +394,42 @@ class FileContext:
         if match:
             found.append(match.group(1).rstrip())
         return found
+
+    def leading_lines(self, statement: ast.AST) -> list[int]:
+        """The blank and comment lines just above the compound ``statement`` that libcst gave it
+        (its ``leading_lines``): those after the statement before it (after the last comment
+        indented deeper, which the block before it owned) or after its block's header."""
+        start = self.positions[statement].start.line
+        parent = self.parents.get(statement)
+        field_name = self.field_of(statement)
+        block = getattr(parent, field_name, None) if parent is not None and field_name else None
+        if not isinstance(block, list):
+            return []
+        index = next(i for i, s in enumerate(block) if s is statement)
+        if index > 0:
+            before = block[index - 1]
+            first = self.positions[before].end.line + 1
+            if isinstance(before, COMPOUND):
+                depth = len(self.indent(statement))
+                for number in range(first, start):
+                    text = self.line(number)
+                    if text.lstrip().startswith("#") and len(text) - len(text.lstrip()) > depth:
+                        first = number + 1
+        elif type(parent) is ast.Module:
+            first = 1
+        elif field_name == "body":
+            header = self.header_end(parent)  # type: ignore[arg-type]
+            if header is None:
+                return []
+            first = header[0] + 1
+        elif field_name == "orelse":
+            line = self.else_line(parent)  # type: ignore[arg-type]
+            if line is None:
+                return []  # an ``elif``
+            first = line + 1
+        else:
+            return []
+        return list(range(first, start))
 
     def leading_comments(self, statement: ast.AST) -> list[str]:
         """The comment lines just above ``statement`` (blank lines between them allowed), not

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .rule import Rule
-from .rules.assert_async import AssertAsync
-from .rules.clamp_min_max import ClampMinMax
-from .rules.data_dependent_size import DataDependentSize
-from .rules.deferred_logging import DeferredLogging
-from .rules.detach_not_item import DetachNotItem
-from .rules.device_accumulation import DeviceAccumulation
-from .rules.device_to_host import DeviceToHost
-from .rules.explicit_sync import ExplicitSync
-from .rules.item_read import ItemRead
-from .rules.keep_scalar_tensor import KeepScalarTensor
-from .rules.one_tolist import OneToList
-from .rules.tensor_format import TensorFormat
-from .rules.tensor_truth import TensorTruth
-from .rules.tolist import ToList
-from .rules.where_if import WhereIf
-from .rules.where_ifexp import WhereIfExp
+from ..rule import Rule
+from ..rules.assert_async import AssertAsync
+from ..rules.clamp_min_max import ClampMinMax
+from ..rules.data_dependent_size import DataDependentSize
+from ..rules.deferred_logging import DeferredLogging
+from ..rules.detach_not_item import DetachNotItem
+from ..rules.device_accumulation import DeviceAccumulation
+from ..rules.device_to_host import DeviceToHost
+from ..rules.explicit_sync import ExplicitSync
+from ..rules.item_read import ItemRead
+from ..rules.keep_scalar_tensor import KeepScalarTensor
+from ..rules.one_tolist import OneToList
+from ..rules.tensor_format import TensorFormat
+from ..rules.tensor_truth import TensorTruth
+from ..rules.tolist import ToList
+from ..rules.where_if import WhereIf
+from ..rules.where_ifexp import WhereIfExp
 
 RULE_CLASSES: list[type[Rule]] = [
     AssertAsync,

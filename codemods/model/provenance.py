@@ -33,10 +33,10 @@ import ast
 import enum
 from collections.abc import Iterator, Mapping
 
-from . import shortcuts
-from .model.reductions import REDUCTIONS
-from .model import devices, torch_stubs
+from .. import shortcuts
+from . import devices, torch_stubs
 from .reaching import Bindings, reaching_value
+from .reductions import REDUCTIONS
 from .tree import children_of, nodes_within, number_of, tables
 
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from . import gen
+from .. import gen
 from .context import FileContext
 from .output_calls import LOG_METHODS, argument_values, call_arguments, output_call  # noqa: F401  (LOG_METHODS: re-exported)
 from .provenance import Certainty, Kind, dotted_name, is_text
-
 
 # Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
 SYNCHRONIZE_CALLS = frozenset(

@@ -1,0 +1,1 @@
+"""Running rules over files: discovery, the engine, notebooks, one fix at a time."""

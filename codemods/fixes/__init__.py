@@ -1,0 +1,1 @@
+"""The code fixes write: new code printed as text, imports, branches, tensor code."""
