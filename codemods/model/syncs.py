@@ -48,6 +48,9 @@ class SyncSite:
     certain: bool  # provenance proved the value is a tensor (certainty is Certainty.TENSOR)
     certainty: Certainty = Certainty.TENSOR
     on_host: bool = False  # the tensor certainly lives in host memory: a graph break, no device sync
+    # Why Dynamo traces the read without a break (the file sets ``capture_scalar_outputs``, say): the
+    # graph break is gone, the host sync is not. Set by the rules of data-dependent values.
+    captured: str = ""
 
     @property
     def host_sync(self) -> bool:
@@ -56,9 +59,10 @@ class SyncSite:
 
     @property
     def graph_break(self) -> bool:
-        """In traced code, does it break the graph? Every read does; torch traces an
-        explicit ``synchronize()`` into the graph."""
-        return self.kind != "synchronize"
+        """In traced code, does it break the graph? Every read does, unless the program's
+        configuration lets Dynamo trace it (``captured``); torch traces an explicit
+        ``synchronize()`` into the graph."""
+        return self.kind != "synchronize" and not self.captured
 
 
 def is_item_call(node: ast.AST) -> bool:
