@@ -85,8 +85,9 @@ def _is_string(node: ast.AST) -> bool:
 ADVICE = {
     "size": (
         "the value is used as a Python size or index, so it must reach the host. Compute it in the "
-        "data pipeline or pass it in as a Python int; inside compiled code, `torch._check` bounds let an "
-        "unbacked size compile without a break"
+        "data pipeline or pass it in as a Python int; inside compiled code, `capture_scalar_outputs` (FX601) "
+        "lets torch.compile trace it without a break (the sync stays) and `torch._check` (FX603) states what "
+        "Dynamo cannot decide about it"
     ),
     "output": (
         "printing or logging every step waits for the device each time. Log every N steps, or pass the "

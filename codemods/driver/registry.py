@@ -6,6 +6,9 @@ from collections.abc import Iterable
 
 from ..rule import Rule
 from ..rules.assert_async import AssertAsync
+from ..rules.capture_dynamic_output_shape_ops import CaptureDynamicOutputShapeOps
+from ..rules.capture_scalar_outputs import CaptureScalarOutputs
+from ..rules.check_data_dependent_size import CheckDataDependentSize
 from ..rules.clamp_min_max import ClampMinMax
 from ..rules.data_dependent_size import DataDependentSize
 from ..rules.deferred_logging import DeferredLogging
@@ -32,7 +35,10 @@ RULE_CLASSES: list[type[Rule]] = [
     DeviceAccumulation,
     DetachNotItem,
     KeepScalarTensor,
+    CheckDataDependentSize,
     DataDependentSize,
+    CaptureScalarOutputs,
+    CaptureDynamicOutputShapeOps,
     TensorTruth,
     TensorFormat,
     ItemRead,

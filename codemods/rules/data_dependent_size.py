@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..advice import size_advice, usage
 from ..model.context import FileContext
+from ..model.data_dependent import SCALARS, scalar_read
 from ..model.syncs import SyncSite
-from ..rule import Invalid, Valid, dedent
+from ..rule import Invalid, Report, Valid, dedent, unclaimed
 from ..site_rule import SiteRule
+from .capture_scalar_outputs import ConfigFixes, traced_read_report
 
 
 class DataDependentSize(SiteRule):
@@ -33,7 +37,9 @@ class DataDependentSize(SiteRule):
     compiles without a break.
 
     ## Fix safety
-    No automatic fix.
+    Outside traced code, no automatic fix. In traced code, FX601's
+    configuration fix where the file compiles the code (always **unsafe**;
+    see `fixitem rule FX601`).
     """
 
     code = "FX006"
@@ -60,7 +66,48 @@ class DataDependentSize(SiteRule):
                 """
             )
         ),
+        # In traced code, compiled by the program: the configuration fix of FX601.
+        Invalid(
+            dedent(
+                """
+                import torch
+
+                @torch.compile
+                def head(x: torch.Tensor, n: torch.Tensor):
+                    return x[: n.item()]
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+
+                @torch._dynamo.config.patch(capture_scalar_outputs=True)
+                @torch.compile
+                def head(x: torch.Tensor, n: torch.Tensor):
+                    return x[: n.item()]
+                """
+            ),
+            unsafe=True,
+        ),
     ]
+
+    def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
+        fixes = ConfigFixes(ctx, self.code, (SCALARS,))
+        rest = []
+        for site in unclaimed(sites, claimed, *self.kinds):
+            if not self.wants(ctx, site):
+                continue
+            if site.kind in ("item", "int") and ctx.in_traced_code(site.node):
+                read = scalar_read(ctx, site.node, site.value, site.kind)
+                if read.traced_uses:
+                    report = traced_read_report(ctx, site, read, fixes)
+                    if report is None:
+                        claimed.add(site)  # traced already, and it reads host memory: nothing left to report
+                    else:
+                        yield report
+                    continue
+            rest.append(site)
+        yield from super().check(ctx, rest, claimed)
 
     def wants(self, ctx: FileContext, site: SyncSite) -> bool:
         return site.kind == "size" or usage(ctx, site.node) == "size"
