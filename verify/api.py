@@ -19,6 +19,7 @@ from . import numerics
 from .breaks import count_graph_breaks
 from .conditions import ConditionRecorder
 from .device import cuda_sync_warnings, move_inputs, move_model, resolve_device
+from .dynamo_config import patched
 from .git import materialise_ref, read_at_ref, repo_relative
 from .loading import (
     MODULE_PREFIX,
@@ -182,6 +183,7 @@ def run_verify(
     timeit: bool = False,
     before_ref: str | None = None,
     capture_user_output: bool = True,
+    config: tuple[str, ...] | list[str] = (),
 ) -> VerifyReport:
     """Verify that ``after`` is a faithful, sync-free rewrite of the before version.
 
@@ -192,6 +194,12 @@ def run_verify(
     returning ``(model, inputs)``. Raises :class:`UsageError` for problems with
     the arguments or the user's code (missing file or factory, import error);
     checks that fail are listed in ``report.failures``.
+
+    ``config``: flags of ``torch._dynamo.config`` (``"capture_scalar_outputs"``) to compile the after
+    version under, as a finding of FX601 / FX602 / FX006 names them (:mod:`.dynamo_config`): the
+    breaks are then counted both ways, the after version compiled under them is compared with the
+    eager before version, and remaining host syncs fail the check only where there are more than
+    before (the configuration removes graph breaks, not syncs).
     """
     start = time.perf_counter()
     after = Path(after)
@@ -229,7 +237,7 @@ def run_verify(
                     versions = _load_file_versions(after, before, before_source, before_display, factory)
                 runtime = sys.modules.get("fixitem.runtime")  # imported by rewritten code
                 with runtime.by_count_only() if runtime is not None else contextlib.nullcontext():
-                    report = _run_checks(after, *versions, factory, dev, backend, timeit)
+                    report = _run_checks(after, *versions, factory, dev, backend, timeit, tuple(config))
             finally:
                 deferred_error = _replay_deferred_output()
     finally:
@@ -295,11 +303,12 @@ def _load_project_versions(project: FactorySpec, before, before_ref):
     return before_v, after_v
 
 
-def _run_checks(after, before_v, after_v, factory, dev, backend, timeit) -> VerifyReport:
+def _run_checks(after, before_v, after_v, factory, dev, backend, timeit, config=()) -> VerifyReport:
 
     b_rep = VersionReport("before", before_v.display_path)
     a_rep = VersionReport("after", after_v.display_path)
-    report = VerifyReport(before=b_rep, after=a_rep, device=str(dev), backend=backend, factory=factory)
+    report = VerifyReport(before=b_rep, after=a_rep, device=str(dev), backend=backend, factory=factory,
+                          config=list(config))
     if not _same_inputs(before_v.inputs, after_v.inputs):
         report.notes.append("the two factories returned different inputs; both versions run on the after's inputs")
     _align_state(before_v, after_v, report.notes)
@@ -320,6 +329,16 @@ def _run_checks(after, before_v, after_v, factory, dev, backend, timeit) -> Veri
         if not br.located:
             report.warnings.append("Dynamo's graph-break logger was not found: breaks are counted without locations")
 
+    # 1b. graph breaks under the configuration a finding names (--config).
+    if config:
+        for v, rep in ((before_v, b_rep), (after_v, a_rep)):
+            with patched(config):
+                br = count_graph_breaks(v.model, inputs, backend="eager")
+            rep.config_graph_breaks, rep.config_breaks, rep.config_break_error = br.count, br.breaks, br.error
+        # A site is proved gone when no break at all is left on its line under the configuration.
+        left = {(x.file, x.line) for x in a_rep.config_breaks}
+        report.proved = [x for x in a_rep.breaks if x.file is not None and (x.file, x.line) not in left]
+
     # 3b. host syncs per eager call.
     for v, rep in ((before_v, b_rep), (after_v, a_rep)):
         rep.syncs_per_call, rep.sync_kinds, err = _syncs_per_call(v.model, inputs)
@@ -329,11 +348,15 @@ def _run_checks(after, before_v, after_v, factory, dev, backend, timeit) -> Veri
     # 2 + 3a. fullgraph compile; scalar reads captured in the graph.
     torch._dynamo.reset()
     _compile_fullgraph(before_v.model, inputs, "eager", b_rep, backward=False)
-    compiled_after, compiled_results = _compile_fullgraph(after_v.model, inputs, backend, a_rep, backward=True)
+    with patched(config):
+        compiled_after, compiled_results = _compile_fullgraph(after_v.model, inputs, backend, a_rep, backward=True)
 
-    # 4. numerics on the inputs and derived inputs; conditions seen.
-    results = _compare_on_inputs(before_v, after_v, compiled_after, compiled_results, inputs, report,
-                                 watched=after)
+        # 4. numerics on the inputs and derived inputs; conditions seen.
+        results = _compare_on_inputs(before_v, after_v, compiled_after, compiled_results, inputs, report,
+                                     watched=after)
+        # 4b. the after version as the program runs it under the configuration: fullgraph=False.
+        if config:
+            report.config_inputs = _compare_compiled_under_config(before_v, after_v, inputs, backend)
     compared = [r for r in results if r.status != "skipped"]
     report.equivalent = bool(compared) and all(r.status == "equal" for r in compared)
 
@@ -358,6 +381,36 @@ def _run_checks(after, before_v, after_v, factory, dev, backend, timeit) -> Veri
     return report
 
 
+def _compare_compiled_under_config(before, after, inputs: list[tuple], backend: str) -> list[InputResult]:
+    """The after version compiled with ``fullgraph=False`` (as a program runs it; the caller holds
+    the configuration) against the eager before version, on the inputs and the derived ones:
+    outputs and gradients."""
+    torch._dynamo.reset()
+    compiled = torch.compile(after.model, backend=backend)
+    rows: list[InputResult] = []
+    for item in numerics.derive_inputs(inputs):
+        b = numerics.run_once(before.model, item.args)
+        if b.error:
+            rows.append(InputResult(item.name, "skipped", [f"before raised {b.error.splitlines()[0]}"]))
+            continue
+        c = numerics.run_once(compiled, item.args, params_of=after.model)
+        row = InputResult(item.name, "equal", compared_compiled=True)
+        if c.error:
+            row.status = "error"
+            row.details.append(f"compiled after raised {c.error.strip().splitlines()[0]}")
+        else:
+            diffs = numerics.compare(b.outputs, c.outputs, "compiled")
+            if b.backward or c.backward:
+                row.compared_grads = True
+                diffs += numerics.compare_grads(b.grads, c.grads, "compiled")
+            row.details += [f"compiled after: {d}" for d in diffs]
+            if diffs:
+                row.status = "different"
+        rows.append(row)
+    torch._dynamo.reset()
+    return rows
+
+
 def _show_paths(report: VerifyReport, known: dict[str, str]) -> None:
     """Show file names as the user gave them (a git ref's temp file as REF:path)."""
     def show(file: str | None) -> str | None:
@@ -367,7 +420,7 @@ def _show_paths(report: VerifyReport, known: dict[str, str]) -> None:
             return known[file]
         return display(Path(file)) if Path(file).is_absolute() else file
     for rep in (report.before, report.after):
-        for b in rep.breaks:
+        for b in [*rep.breaks, *rep.config_breaks]:
             b.file = show(b.file)
         rep.scalar_reads = [dataclasses.replace(s, file=show(s.file)) for s in rep.scalar_reads]
         rep.data_dependent_ops = [dataclasses.replace(s, file=show(s.file)) for s in rep.data_dependent_ops]
@@ -393,6 +446,9 @@ def _time_both(before_v, after_v, args, backend, dev, report) -> None:
 
 
 def _judge(report: VerifyReport, results: list[InputResult]) -> None:
+    if report.config:
+        _judge_config(report, results)
+        return
     a = report.after
     if a.graph_breaks:
         where = "; ".join(f"{b.location} ({b.reason[:120]})" for b in a.breaks[:3])
@@ -441,3 +497,45 @@ def _judge(report: VerifyReport, results: list[InputResult]) -> None:
     if skipped:
         report.notes.append(f"{len(skipped)} derived input(s) skipped (before raised or is not deterministic): "
                             + ", ".join(skipped[:6]) + (" ..." if len(skipped) > 6 else ""))
+
+
+def _judge_config(report: VerifyReport, results: list[InputResult]) -> None:
+    """The verdict under ``--config``: no graph break under the configuration, outputs and gradients
+    equal eagerly, compiled with ``fullgraph=True`` and compiled as the program runs it; host syncs
+    no more than before. A sync that remains is reported, never counted as removed: the
+    configuration removes graph breaks, not syncs."""
+    a, b = report.after, report.before
+    flags = ", ".join(report.config)
+    if a.config_graph_breaks:
+        where = "; ".join(f"{x.location} ({x.reason[:120]})" for x in a.config_breaks[:3])
+        report.failures.append(f"graph breaks: under {flags} the after version has {a.config_graph_breaks} graph "
+                               f"break(s): {where}")
+    if a.config_break_error:
+        report.failures.append(f"graph breaks: under {flags} the after version raised under torch.compile: "
+                               f"{a.config_break_error}")
+    if not a.fullgraph_ok:
+        report.failures.append(f"fullgraph: torch.compile(fullgraph=True, backend={a.fullgraph_backend!r}) of the "
+                               f"after version under {flags} failed: {a.fullgraph_error}")
+    if a.syncs_per_call > b.syncs_per_call:
+        report.failures.append(f"syncs: the after version performs {a.syncs_per_call} host sync(s) per eager call, "
+                               f"more than the {b.syncs_per_call} before")
+    elif a.syncs_per_call:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(a.sync_kinds.items()))
+        report.notes.append(f"host syncs remain: {a.syncs_per_call} per eager call ({kinds}), {b.syncs_per_call} "
+                            f"before; {flags} removes graph breaks, not syncs")
+    if a.compiled_scalar_reads:
+        report.notes.append(f"the compiled after graph reads {a.compiled_scalar_reads} scalar(s) from the device "
+                            "(the traced values): each still waits for the device")
+    bad = [r for r in results if r.status in ("different", "error")
+           and not (r.details and r.details[0].startswith("before raised"))]
+    bad += [r for r in report.config_inputs if r.status in ("different", "error")]
+    if bad:
+        first = bad[0]
+        detail = first.details[0] if first.details else first.status
+        report.failures.append(f"numerics: the after version differs from the before version on {len(bad)} input "
+                               f"run(s); first, on {first.name}: {detail}")
+    if not any(r.status != "skipped" for r in results):
+        report.failures.append("numerics: no input could be compared")
+    if report.proved:
+        report.notes.append(f"{flags} removed {len(report.proved)} graph-break site(s) of the after version: "
+                            + "; ".join(x.location for x in report.proved[:6]))

@@ -81,6 +81,15 @@ def verify_command(
                                     "elapsed times, rates, durations, addresses, trailing spaces, line numbers "
                                     "in warnings and tracebacks.", show_default=False),
     ] = None,
+    config: Annotated[
+        Optional[list[str]],
+        typer.Option("--config", help="Dynamo settings to compile the after version under, as a finding names "
+                                      "them: capture_scalar_outputs, capture_dynamic_output_shape_ops "
+                                      "(comma-separated or repeated). Breaks are counted with and without them, "
+                                      "and the sites they remove listed; remaining host syncs are reported, not "
+                                      "removed. With --run: set for the after run (alone: the same tree run "
+                                      "without, then with them).", show_default=False),
+    ] = None,
     no_default_masks: Annotated[
         bool,
         typer.Option("--no-default-masks", help="With --run: compare the text as printed, masking only what --mask "
@@ -89,13 +98,18 @@ def verify_command(
 ) -> None:
     """Prove a rewrite: graph breaks, host syncs and numerics, before | after."""
     from .api import run_verify
+    from .dynamo_config import parse_config
     from .report import render_text
 
     if output_format not in FORMATS:
         raise _usage_error(f"--format must be one of {', '.join(FORMATS)}; got {output_format!r}")
+    try:
+        flags = parse_config(config)
+    except UsageError as exc:
+        raise _usage_error(exc.message, exc.details) from None
     if run is not None:
         _verify_run(run, after, before, before_ref, cwd, env or [], timeout, mask or [], output_format,
-                    not no_default_masks)
+                    not no_default_masks, flags)
     if after is None:
         raise _usage_error("missing the after file (or give --run CMD)")
     if before is not None and before_ref is not None:
@@ -111,6 +125,7 @@ def verify_command(
             device=device,
             backend=backend,
             timeit=timeit,
+            config=flags,
         )
     except UsageError as exc:
         raise _usage_error(exc.message, exc.details) from None
@@ -124,7 +139,7 @@ def verify_command(
 
 def _verify_run(command: str, after: Path | None, before: Path | None, before_ref: str | None, cwd: Path,
                 env: list[str], timeout: float | None, masks: list[str], output_format: str,
-                default_masks: bool = True) -> None:
+                default_masks: bool = True, config: tuple[str, ...] = ()) -> None:
     """``verify --run``: compare the before and after runs, or profile one run; always exits."""
     from .run import parse_env, profile_command, verify_command_run
     from .run_report import render_comparison, render_profile
@@ -135,15 +150,19 @@ def _verify_run(command: str, after: Path | None, before: Path | None, before_re
         raise _usage_error("give either --before DIR or --before-ref REF, not both")
     try:
         variables = parse_env(env)
-        if before is None and before_ref is None:
+        if config and before is None and before_ref is None:
+            result = verify_command_run(command, cwd, env=variables, timeout=timeout, masks=masks,
+                                        default_masks=default_masks, config=config)
+        elif before is None and before_ref is None:
             profile = profile_command(command, cwd, variables, timeout)
             if output_format == "json":
                 sys.stdout.write(profile.to_json() + "\n")
             else:
                 render_profile(profile, Console(highlight=False))
             raise typer.Exit(code=0 if profile.passed else 1)
-        result = verify_command_run(command, cwd, before_ref=before_ref, before_dir=before, env=variables,
-                                    timeout=timeout, masks=masks, default_masks=default_masks)
+        else:
+            result = verify_command_run(command, cwd, before_ref=before_ref, before_dir=before, env=variables,
+                                        timeout=timeout, masks=masks, default_masks=default_masks, config=config)
     except UsageError as exc:
         raise _usage_error(exc.message, exc.details) from None
     if output_format == "json":

@@ -43,6 +43,10 @@ class VersionReport:
     cuda_sync_warnings_compiled: int | None = None
     #: ``--timeit``: median step time in milliseconds.
     median_ms: float | None = None
+    #: ``--config``: the graph-break sites under the configuration (None when not asked).
+    config_graph_breaks: int | None = None
+    config_breaks: list[GraphBreak] = field(default_factory=list)
+    config_break_error: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -61,6 +65,9 @@ class VersionReport:
             "cuda_sync_warnings": self.cuda_sync_warnings,
             "cuda_sync_warnings_compiled": self.cuda_sync_warnings_compiled,
             "median_ms": self.median_ms,
+            "config_graph_breaks": self.config_graph_breaks,
+            "config_breaks": [b.to_json() for b in self.config_breaks],
+            "config_break_error": self.config_break_error,
         }
 
 
@@ -101,6 +108,12 @@ class VerifyReport:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    #: ``--config``: the Dynamo flags the after version was compiled under.
+    config: list[str] = field(default_factory=list)
+    #: ``--config``: the after version compiled (``fullgraph=False``) under the configuration, against eager before.
+    config_inputs: list[InputResult] = field(default_factory=list)
+    #: ``--config``: the after version's break sites that the configuration removed.
+    proved: list[GraphBreak] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -122,6 +135,9 @@ class VerifyReport:
             "conditions": [c.to_json() for c in self.conditions],
             "tolerances": tolerance_table(),
             "elapsed_s": round(self.elapsed_s, 3),
+            "config": list(self.config),
+            "config_inputs": [r.to_json() for r in self.config_inputs],
+            "proved": [b.to_json() for b in self.proved],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -148,6 +164,44 @@ def _breaks_cell(v: VersionReport) -> Text:
     if v.break_error:
         text.append(f"\nerror: {v.break_error[:90]}", style="yellow")
     return text
+
+
+def _config_breaks_cell(v: VersionReport) -> Text:
+    if v.config_graph_breaks is None:
+        return Text("not run", style="dim")
+    text = Text(str(v.config_graph_breaks), style="green" if v.config_graph_breaks == 0 else "red")
+    for b in v.config_breaks[:5]:
+        text.append(f"\n{_short(b)}: {b.reason[:120]}", style="dim")
+    if len(v.config_breaks) > 5:
+        text.append(f"\n... {len(v.config_breaks) - 5} more", style="dim")
+    if v.config_break_error:
+        text.append(f"\nerror: {v.config_break_error[:90]}", style="yellow")
+    return text
+
+
+def _render_config(report: VerifyReport, console: Console) -> None:
+    """The break sites the configuration removed, and the compiled numerics under it."""
+    flags = ", ".join(report.config)
+    if report.proved:
+        pt = Table(title=f"Graph-break sites of the after version that {flags} removed (proved: gone, outputs equal)")
+        pt.add_column("location")
+        pt.add_column("reason without the configuration", overflow="fold")
+        for gb in report.proved:
+            pt.add_row(_short(gb), gb.reason[:120])
+        console.print(pt)
+    else:
+        console.print(Text(f"{flags} removed no graph-break site of the after version", style="dim"))
+    counts: dict[str, int] = {}
+    for r in report.config_inputs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    console.print(f"Numerics under {flags} (after compiled with fullgraph=False, against eager before): "
+                  f"{len(report.config_inputs)} inputs ({summary})", highlight=False)
+    for r in report.config_inputs:
+        if r.status != "equal":
+            console.print(f"  {r.name}: {r.status}", highlight=False, markup=False)
+            for d in r.details[:4]:
+                console.print(f"    {d}", highlight=False, markup=False)
 
 
 def _fullgraph_cell(v: VersionReport) -> Text:
@@ -203,6 +257,8 @@ def render_text(report: VerifyReport, console: Console | None = None) -> None:
     table.add_column(f"before\n{_short_path(b.path)}", overflow="fold")
     table.add_column(f"after\n{_short_path(a.path)}", overflow="fold")
     table.add_row("graph breaks", _breaks_cell(b), _breaks_cell(a))
+    if report.config:
+        table.add_row(f"graph breaks with\n{', '.join(report.config)}", _config_breaks_cell(b), _config_breaks_cell(a))
     table.add_row("fullgraph=True compiles", _fullgraph_cell(b), _fullgraph_cell(a))
     table.add_row("scalar reads in compiled graph", _scalar_reads_cell(b), _scalar_reads_cell(a))
     table.add_row("data-dependent ops in compiled graph", _data_dependent_cell(b), _data_dependent_cell(a))
@@ -242,6 +298,9 @@ def render_text(report: VerifyReport, console: Console | None = None) -> None:
             for d in r.details[:4]:
                 console.print(f"    {d}", highlight=False, markup=False)
 
+    if report.config:
+        _render_config(report, console)
+
     if report.conditions:
         ct = Table(title="Rewritten conditions in the after file (eager runs)")
         ct.add_column("location")
@@ -256,7 +315,12 @@ def render_text(report: VerifyReport, console: Console | None = None) -> None:
         console.print(Text("note: " + n, style="dim"))
     for w in report.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
-    if report.passed:
+    if report.passed and report.config:
+        console.print(f"[bold green]PASSED[/] under {', '.join(report.config)}: no graph breaks "
+                      f"({len(report.proved)} site(s) proved gone), numerically equivalent compiled and eager; host "
+                      f"syncs per eager call {b.syncs_per_call} before, {a.syncs_per_call} after (the configuration "
+                      f"removes graph breaks, not host syncs).")
+    elif report.passed:
         console.print("[bold green]PASSED[/]: no graph breaks, compiles with fullgraph=True, no host syncs, "
                       "numerically equivalent.")
     else:

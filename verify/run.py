@@ -140,6 +140,10 @@ class RunComparison:
     failures: list[str] = field(default_factory=list)
     #: ``(stream, unified diff of the first differing lines)``
     differences: list[tuple[str, str]] = field(default_factory=list)
+    #: ``--config``: the Dynamo flags the after run ran under, and the before run's break sites gone after.
+    config: list[str] = field(default_factory=list)
+    proved: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -150,6 +154,7 @@ class RunComparison:
             "command": self.command, "passed": self.passed, "failures": self.failures,
             "differences": [{"stream": s, "diff": d} for s, d in self.differences],
             "masks": self.masks, "before": self.before.to_json(), "after": self.after.to_json(),
+            "config": list(self.config), "proved": [b.to_json() for b in self.proved], "notes": list(self.notes),
         }
 
     def to_json(self) -> str:
@@ -277,7 +282,11 @@ def first_difference(before: str, after: str, name: str) -> str:
 
 
 def compare_runs(command: str, before: CommandRun, after: CommandRun, extra_masks: Sequence[str] = (),
-                 before_root: str = "", after_root: str = "", default_masks: bool = True) -> RunComparison:
+                 before_root: str = "", after_root: str = "", default_masks: bool = True,
+                 config: Sequence[str] = ()) -> RunComparison:
+    """``config``: the after run ran under these Dynamo flags (``--config``): Dynamo's own messages
+    on stderr (its graph-break warnings, which the flags silence) are not the program's output, and
+    reads made inside compiled graphs are told apart (:func:`_with_config`)."""
     masks = compile_masks(extra_masks, default_masks)
     result = RunComparison(command, before, after, [p.pattern for _, p, _ in masks])
     for run in (before, after):
@@ -292,6 +301,8 @@ def compare_runs(command: str, before: CommandRun, after: CommandRun, extra_mask
     for stream in ("stdout", "stderr"):
         b = masked(getattr(before, stream), masks, roots_before)
         a = masked(getattr(after, stream), masks, roots_after)
+        if config and stream == "stderr":
+            b, a = without_dynamo_messages(b), without_dynamo_messages(a)
         if a != b:
             diff = first_difference(b, a, stream)
             line = _first_differing_line(b, a)
@@ -300,6 +311,31 @@ def compare_runs(command: str, before: CommandRun, after: CommandRun, extra_mask
     if after.sync_count > before.sync_count:
         result.failures.append(f"host syncs: {after.sync_count} after, more than {before.sync_count} before")
     return result
+
+
+_DYNAMO_LOG = re.compile(r"^[IWE]\d{4} .*torch/_(dynamo|inductor)/")
+
+
+def without_dynamo_messages(text: str) -> str:
+    """``text`` without what Dynamo itself writes to stderr: its log records (``W1202 12:00:00 ...
+    torch/_dynamo/...``, graph-break warnings among them) and the ``UserWarning``s it raises from
+    ``torch/_dynamo`` with their source lines. They are not the program's output, and
+    ``capture_scalar_outputs`` silences some of them."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if _DYNAMO_LOG.match(line):
+            skipping = False
+            continue
+        if "torch/_dynamo/" in line and "Warning" in line:
+            skipping = True
+            continue
+        if skipping:
+            if line.startswith(("  ", "If ", "\t")) or not line.strip():
+                continue
+            skipping = False
+        kept.append(line)
+    return "".join(kept)
 
 
 def _first_differing_line(a: str, b: str) -> int:
@@ -313,8 +349,24 @@ def _first_differing_line(a: str, b: str) -> int:
 def verify_command_run(command: str, cwd: Path | str = ".", before_ref: str | None = None,
                        before_dir: Path | str | None = None, env: Mapping[str, str] | None = None,
                        timeout: float | None = None, masks: Sequence[str] = (),
-                       default_masks: bool = True) -> RunComparison:
-    """Run ``command`` on the before and after trees and compare (see the module docstring)."""
+                       default_masks: bool = True, config: Sequence[str] = ()) -> RunComparison:
+    """Run ``command`` on the before and after trees and compare (see the module docstring).
+
+    ``config``: Dynamo flags (``capture_scalar_outputs``, ...) turned on for the after run through
+    the environment (:mod:`.dynamo_config`). With ``config`` and no before tree, the before run is
+    the same tree without them: what the configuration alone changes."""
+    from .dynamo_config import environment
+
+    flags = environment(config) if config else {}
+    if config and before_ref is None and before_dir is None:
+        cwd = Path(cwd).resolve()
+        if not cwd.is_dir():
+            raise UsageError(f"--cwd folder not found: {cwd}")
+        compile_masks(masks)
+        before = run_command(command, cwd, "before", env, timeout)
+        after = run_command(command, cwd, "after", {**(env or {}), **flags}, timeout)
+        return _with_config(compare_runs(command, before, after, masks, str(cwd), str(cwd), default_masks, config),
+                            config)
     if (before_ref is None) == (before_dir is None):
         raise UsageError("give exactly one of --before DIR or --before-ref REV with --run")
     cwd = Path(cwd).resolve()
@@ -332,8 +384,48 @@ def verify_command_run(command: str, cwd: Path | str = ".", before_ref: str | No
                 raise UsageError(f"--before folder not found: {before_cwd}")
             before_root, after_root = str(before_cwd), str(cwd)
         before = run_command(command, before_cwd, "before", env, timeout)
-        after = run_command(command, cwd, "after", env, timeout)
-        return compare_runs(command, before, after, masks, before_root, after_root, default_masks)
+        after = run_command(command, cwd, "after", {**(env or {}), **flags}, timeout)
+        result = compare_runs(command, before, after, masks, before_root, after_root, default_masks, config)
+        return _with_config(result, config, before_root, after_root) if config else result
+
+
+def _with_config(result: RunComparison, config: Sequence[str], before_root: str = "",
+                 after_root: str = "") -> RunComparison:
+    """Say which break sites of the before run are gone from the after run, which ran under
+    ``config``. A site is matched by its file (relative to its run's tree) and reason: a fix that
+    sets the configuration moves the lines below it. Host syncs are compared as always: the
+    configuration removes graph breaks, not syncs."""
+    result.config = list(config)
+    # Reads the compiled graph makes (``<eval_with_key>``) are counted; in the before run the same reads
+    # sat at graph breaks, where the probe steps aside while Dynamo traces and so counts none of
+    # them. More syncs after than before is then no regression as long as the reads outside
+    # compiled graphs are no more than before: said, not hidden.
+    in_graphs = sum(s.count for s in result.after.syncs if "<eval_with_key>" in s.file)
+    extra = [f for f in result.failures if f.startswith("host syncs:")]
+    if extra and result.after.sync_count - in_graphs <= result.before.sync_count:
+        result.failures = [f for f in result.failures if f not in extra]
+        result.notes.append(
+            f"host syncs: {result.after.sync_count} after ({in_graphs} made inside compiled graphs), "
+            f"{result.before.sync_count} before; the before run's reads at its graph breaks are not counted "
+            f"(the probe cannot see them while Dynamo traces), so the configuration removed no sync: it removes "
+            f"graph breaks, not host syncs")
+
+    def key(gb, root: str) -> tuple:
+        file = gb.file or ""
+        if root and file.startswith(root):
+            file = file[len(root):].lstrip("/")
+        return (file, gb.reason)
+
+    left = collections.Counter(key(gb, after_root or result.after.cwd) for gb in result.after.breaks)
+    for gb in result.before.breaks:
+        if (gb.file or "").endswith(os.path.join("probe", "sitecustomize.py")):
+            continue  # the probe's own frame, where Dynamo stopped at a read it wraps
+        k = key(gb, before_root or result.before.cwd)
+        if left[k]:
+            left[k] -= 1
+        else:
+            result.proved.append(gb)
+    return result
 
 
 # --------------------------------------------------------------------------

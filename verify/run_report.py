@@ -87,9 +87,19 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
     same = not any(f.startswith(("stdout", "stderr")) for f in result.failures)
     table.add_row("same output (masked)", "", Text("yes" if same else "no", style="green" if same else "red"))
     table.add_row("host syncs", _syncs_cell(b), _syncs_cell(a))
-    table.add_row("graph breaks", _breaks_cell(b, roots_b), _breaks_cell(a, roots_a))
+    after_breaks = _breaks_cell(a, roots_a)
+    if result.config:
+        after_breaks = f"{after_breaks}\n(under {', '.join(result.config)})"
+    table.add_row("graph breaks", _breaks_cell(b, roots_b), after_breaks)
     table.add_row("wall time", f"{b.wall_s:.2f} s", f"{a.wall_s:.2f} s")
     console.print(table)
+    if result.config:
+        flags = ", ".join(result.config)
+        console.print(f"the after run ran under {flags}: {len(result.proved)} graph-break site(s) of the before run "
+                      f"are gone", highlight=False)
+        for gb in result.proved[:10]:
+            where = f"{_short(gb.file, roots_b)}:{gb.line}" if gb.file else "unknown location"
+            console.print(f"  gone: {where}: {gb.reason}", highlight=False, markup=False)
     console.print(Text(f"before ran in {b.cwd}; after in {a.cwd}", style="dim"))
     for run, roots in ((b, roots_b), (a, roots_a)):
         if run.syncs:
@@ -101,7 +111,14 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
         for run in (b, a):
             if run.failed and not (run is a and b.failed and a.stderr_tail() == b.stderr_tail()):
                 _stderr_tail(run, console)
-    if result.passed:
+    for note in result.notes:
+        console.print(Text("note: " + note, style="dim"))
+    if result.passed and result.config:
+        flags = ", ".join(result.config)
+        console.print(f"[bold green]PASSED[/]: same exit status and output under {flags}; host syncs "
+                      f"{b.sync_count} before, {a.sync_count} after: the configuration removes graph breaks, not "
+                      f"host syncs.")
+    elif result.passed:
         console.print("[bold green]PASSED[/]: same exit status and output, no more host syncs than before.")
     else:
         console.print(f"[bold red]FAILED[/] ({len(result.failures)}):")
