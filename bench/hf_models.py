@@ -1,17 +1,36 @@
 """What fixitem does to real Hugging Face transformers models (tiny random configs).
 
-    python bench/hf_models.py [--unsafe] [--transformers 5.24.0|4.52.4] [--models bert,gpt2,...]
-                              [--json out.json] [--jobs N] [--timeout S] [--full-tree] [--no-cache]
-                              [--keep DIR]
+    python bench/hf_models.py [--unsafe] [--advised-config] [--transformers 5.24.0|4.52.4]
+                              [--models bert,gpt2,...] [--json out.json] [--jobs N] [--timeout S]
+                              [--full-tree] [--no-cache] [--keep DIR]
     python bench/hf_models.py --report out.json   # the report of an earlier --json again
 
 ``--models`` takes model names and groups: ``default`` (22 common architectures,
 the default), ``rewritten`` (6 models whose code fixitem does rewrite, with the
 inputs or dtype that run the rewritten lines), ``warning_once`` (3 models whose
-``forward`` calls ``logger.warning_once`` with these inputs) and ``all``. A model
-whose folder or classes do not exist in the chosen version is skipped with a note. On a 2-core machine
-``default`` takes 4-10 minutes (more when the cores are shared), ``all`` about 5
-on idle cores.
+``forward`` calls ``logger.warning_once`` with these inputs), ``vl`` (qwen2-vl and
+qwen2.5-vl with an image: grid shapes read with ``.item()``, split sizes from
+``.tolist()``), ``all`` (those four), ``causal_lm`` (every causal LM of the
+version's auto mapping, ``causal:<model_type>``, from its default config shrunk to
+hidden size 32 and 2 layers) and ``tiny`` (default, warning_once, vl and
+causal_lm: about 170 models). A model whose folder or classes do not exist in the
+chosen version is skipped with a note. On a 2-core machine ``default`` takes 4-10
+minutes (more when the cores are shared), ``all`` about 5 on idle cores, ``tiny``
+about 40.
+
+``--advised-config`` adds a third count: the rewritten code's breaks under the
+Dynamo configuration fixitem advises for them. Each finding of FX006, FX601 and
+FX602 that costs a graph break names ``capture_scalar_outputs`` (and, FX602,
+``capture_dynamic_output_shape_ops``); the after run takes the flags named by
+the findings at its own break sites (``file:line``), counts its breaks again
+under them (and again with what the breaks then left advise), and, when the full
+advice does not compile (a guard Dynamo cannot decide), says so and measures with
+less of it. It then runs the model compiled under that configuration
+(``fullgraph=False``, backend ``eager``), an eval forward and a training step, and
+compares outputs and gradients with the eager before run. The report adds a table
+by model, the sites by cause (item, tolist, branch, other) before, after the
+fixes and after the fixes under the advised configuration, and every site left
+with its reason.
 
 1. **Install** ``transformers==5.24.0`` (or ``--transformers 4.52.4``) and its
    dependencies, pinned per version, with ``pip install --no-deps --target`` into
@@ -276,9 +295,109 @@ WARNING_ONCE_MODELS: dict[str, Spec] = {
                      dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, pad_token_id=0,
                           num_labels=3), "cls_embeds", folder="gpt2"),
 }
-ALL_MODELS: dict[str, Spec] = {**MODELS, **REWRITTEN_MODELS, **WARNING_ONCE_MODELS}
+_VL_TEXT = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=64,
+                rope_parameters={"rope_type": "default", "mrope_section": [1, 1, 2], "rope_theta": 10000.0})
+_VL_TOKENS = dict(image_token_id=95, video_token_id=96, vision_start_token_id=97, vision_end_token_id=98)
+# Vision-language models with an image (a 4x4 grid of patches): the data-dependent sizes the issue of
+# data-dependent breaks names (grid shapes read with `.item()`, split sizes from `.tolist()`,
+# `repeat_interleave` of the grid): `--models vl`.
+VL_MODELS: dict[str, Spec] = {
+    "qwen2_vl": Spec("Qwen2VLConfig", "Qwen2VLForConditionalGeneration",
+                     dict(text_config=_VL_TEXT, vision_config=dict(depth=2, embed_dim=32, hidden_size=32, num_heads=4,
+                                                                    patch_size=4, spatial_merge_size=2,
+                                                                    temporal_patch_size=2, mlp_ratio=2), **_VL_TOKENS),
+                     "vl_grid"),
+    "qwen2_5_vl": Spec("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration",
+                       dict(text_config=_VL_TEXT, vision_config=dict(depth=2, hidden_size=32, out_hidden_size=32,
+                                                                      intermediate_size=64, num_heads=4, patch_size=4,
+                                                                      spatial_merge_size=2, temporal_patch_size=2,
+                                                                      window_size=16, fullatt_block_indexes=[1]),
+                            **_VL_TOKENS), "vl_grid"),
+}
+ALL_MODELS: dict[str, Spec] = {**MODELS, **REWRITTEN_MODELS, **WARNING_ONCE_MODELS, **VL_MODELS}
 GROUPS = {"default": list(MODELS), "rewritten": list(REWRITTEN_MODELS), "warning_once": list(WARNING_ONCE_MODELS),
-          "all": list(ALL_MODELS)}
+          "vl": list(VL_MODELS), "all": list(ALL_MODELS)}
+# ``--models causal_lm``: every causal language model of the installed version's auto mapping
+# (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``), built from its default config shrunk by :func:`shrink_config`
+# (named ``causal:<model_type>``); the list is made at run time (:func:`auto_causal_specs`), and a
+# model whose config does not shrink below :data:`AUTO_MAX_PARAMETERS` or that fails to build or run
+# is an error row. ``--models tiny``: default, warning_once, vl and causal_lm together.
+AUTO_PREFIX = "causal:"
+AUTO_MAX_PARAMETERS = 3_000_000
+DYNAMIC_GROUPS = ("causal_lm", "tiny")
+_SHRINK = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+               vocab_size=VOCAB, max_position_embeddings=64, head_dim=8, d_model=32, n_embd=32, n_layer=2, n_head=4,
+               num_layers=2, num_heads=4, d_ff=37, d_kv=8, ffn_dim=37, encoder_layers=2, decoder_layers=2,
+               encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37,
+               num_local_experts=4, num_experts=4, n_routed_experts=4, moe_intermediate_size=16,
+               shared_expert_intermediate_size=16, num_experts_per_tok=2, embedding_size=16, n_positions=64,
+               kv_lora_rank=8, q_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8,
+               linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+               first_k_dense_replace=1, n_shared_experts=1, topk_group=1, n_group=1, sliding_window=8,
+               attention_window=4)
+
+
+def shrink_config(config, depth: int = 0):
+    """A default config made tiny: every size of :data:`_SHRINK` it has, lowered to that value;
+    ``layer_types`` kept with one layer of each kind; special token ids inside the vocabulary;
+    sub-configs (``text_config``, ``vision_config``, ...) likewise."""
+    for key, value in _SHRINK.items():
+        try:
+            current = getattr(config, key)
+        except Exception:  # noqa: BLE001 - a property that needs other fields
+            continue
+        if isinstance(current, int) and not isinstance(current, bool) and current > value:
+            try:
+                setattr(config, key, value)
+            except Exception:  # noqa: BLE001
+                pass
+    layer_types = getattr(config, "layer_types", None)
+    if isinstance(layer_types, list) and layer_types:
+        kinds = list(dict.fromkeys(layer_types))
+        layers = getattr(config, "num_hidden_layers", 2) or 2
+        new = (kinds + [kinds[-1]] * layers)[:max(layers, len(kinds))]
+        try:
+            config.layer_types = new
+            config.num_hidden_layers = len(new)
+        except Exception:  # noqa: BLE001
+            pass
+    vocab = getattr(config, "vocab_size", None)
+    for attr, value in (("pad_token_id", 0), ("bos_token_id", 1), ("eos_token_id", 2)):
+        token = getattr(config, attr, None)
+        if isinstance(token, int) and isinstance(vocab, int) and token >= vocab:
+            try:
+                setattr(config, attr, min(vocab - 1, value))
+            except Exception:  # noqa: BLE001
+                pass
+    for sub in ("text_config", "vision_config", "audio_config", "encoder", "decoder"):
+        inner = getattr(config, sub, None)
+        if inner is not None and hasattr(inner, "to_dict") and depth < 2:
+            shrink_config(inner, depth + 1)
+    return config
+
+
+def auto_causal_specs(site: Path) -> dict[str, Spec]:
+    """The causal LMs of the installed version's auto mapping, as specs (read in a subprocess: the
+    parent does not import transformers)."""
+    code = ("import json, transformers\n"
+            "from transformers.models.auto import modeling_auto as m\n"
+            "out = []\n"
+            "for model_type, cls in m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():\n"
+            "    klass = getattr(transformers, cls, None)\n"
+            "    if klass is None: continue\n"
+            "    folder = klass.__module__.split('.')[2] if klass.__module__.startswith('transformers.models.') else None\n"
+            "    out.append((model_type, klass.config_class.__name__, cls, folder))\n"
+            "print(json.dumps(out))\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=child_env([site]), capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"listing the causal LMs failed: {proc.stderr[-2000:]}")
+    specs: dict[str, Spec] = {}
+    for model_type, config_class, model_class, folder in json.loads(proc.stdout.strip().splitlines()[-1]):
+        if folder:
+            specs[AUTO_PREFIX + model_type] = Spec(config_class, model_class, {}, "auto_causal", folder=folder)
+    return specs
 
 # Tolerances for "close" (the same code on the same machine should be bitwise equal).
 RTOL, ATOL = 1e-5, 1e-6
@@ -345,6 +464,24 @@ def _make_inputs(kind: str, config) -> dict[str, Any]:
         labels = torch.randint(3, config.vocab_size, (BATCH, 5), generator=g)
         labels[1, -2:] = -100
         return {"input_values": torch.randn(BATCH, 1600, generator=g), "labels": labels}
+    if kind == "auto_causal":
+        high = min(VOCAB, getattr(config, "vocab_size", VOCAB) or VOCAB)
+        input_ids = torch.randint(3, high, (BATCH, SEQ), generator=g)
+        return {"input_ids": input_ids, "attention_mask": mask, "labels": input_ids.clone()}
+    if kind == "vl_grid":
+        # One image per row: a 1x4x4 grid of patches, merged 2x2 into 4 image tokens.
+        vision = config.vision_config
+        grid = torch.tensor([[1, 4, 4]] * BATCH)
+        patches = int(grid[0].prod())
+        tokens = patches // vision.spatial_merge_size ** 2
+        width = 3 * vision.temporal_patch_size * vision.patch_size ** 2
+        input_ids = ids(SEQ, 90)
+        input_ids[:, 2:2 + tokens] = config.image_token_id
+        token_types = torch.zeros(BATCH, SEQ, dtype=torch.long)
+        token_types[:, 2:2 + tokens] = 1
+        return {"input_ids": input_ids, "attention_mask": torch.ones(BATCH, SEQ, dtype=torch.long),
+                "pixel_values": torch.randn(BATCH * patches, width, generator=g), "image_grid_thw": grid,
+                "mm_token_type_ids": token_types, "labels": input_ids.clone()}
     raise ValueError(f"unknown input kind {kind!r}")
 
 
@@ -503,6 +640,91 @@ def _explain(model, inputs) -> dict[str, Any]:
     return result
 
 
+def _spec_for(name: str, transformers) -> Spec:
+    """The spec of a model: a fixed one, or one of the installed version's causal LMs (``causal:<type>``)."""
+    if name in ALL_MODELS:
+        return ALL_MODELS[name]
+    if name.startswith(AUTO_PREFIX):
+        from transformers.models.auto import modeling_auto
+
+        model_class = modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[name[len(AUTO_PREFIX):]]
+        klass = getattr(transformers, model_class)
+        return Spec(klass.config_class.__name__, model_class, {}, "auto_causal", folder=klass.__module__.split(".")[2])
+    raise KeyError(name)
+
+
+# The flags fixitem's data-dependent rules name, as they appear in a finding's note.
+CONFIG_FLAGS = ("capture_scalar_outputs", "capture_dynamic_output_shape_ops")
+
+
+def advised_flags(advice: dict[str, list[str]], reasons: list[dict[str, Any]]) -> list[str]:
+    """The configuration fixitem advises for a run's breaks: the flags named by the findings at the
+    break sites (``file:line`` of each break, as ``transformers/...py:LINE``)."""
+    flags: list[str] = []
+    for reason in reasons:
+        for flag in advice.get(reason.get("location") or "", []):
+            if flag not in flags:
+                flags.append(flag)
+    return [f for f in CONFIG_FLAGS if f in flags]
+
+
+def _advised(model, inputs, advice: dict[str, list[str]], result: dict[str, Any], saved: dict[str, Any]) -> None:
+    """Count the breaks again under the configuration fixitem advises for the breaks found (again with
+    what the new breaks advise, up to three rounds), then run the model compiled with
+    ``fullgraph=False`` under it, eval and one training step, for outputs and gradients to compare
+    with the eager before run (backend ``eager``: Dynamo's graphs run as traced)."""
+    import torch
+
+    flags = advised_flags(advice, result["explain"].get("reasons") or [])
+    explained = result["explain"]
+    attempts: list[dict[str, Any]] = []
+    rounds = 0
+    while flags and rounds < 4:
+        rounds += 1
+        with torch._dynamo.config.patch(**{f: True for f in flags}):
+            explained = _explain(model, inputs)
+        attempts.append({"flags": list(flags), "sites": explained.get("break_sites"), "error": explained.get("error")})
+        if explained.get("error"):
+            # The advised configuration does not compile this model (a guard Dynamo cannot decide on a
+            # value it now traces): said, and measured again with what is left of the advice.
+            flags = flags[:-1]
+            explained = result["explain"]
+            continue
+        more = [f for f in advised_flags(advice, explained.get("reasons") or []) if f not in flags]
+        if not more or any(a["flags"] == sorted(set(flags) | set(more), key=CONFIG_FLAGS.index) for a in attempts):
+            break
+        flags = [f for f in CONFIG_FLAGS if f in flags or f in more]
+    result["advised_flags"] = flags
+    result["config_attempts"] = attempts
+    result["explain_config"] = explained
+    if not flags:
+        return
+    torch._dynamo.reset()
+    try:
+        with torch._dynamo.config.patch(**{f: True for f in flags}):
+            compiled = torch.compile(model, backend="eager")
+            with torch.no_grad():
+                saved["config_eval"] = _tensors(compiled(**inputs))
+            model.train()
+            _seed_all(0)
+            model.zero_grad(set_to_none=True)
+            out = compiled(**inputs)
+            loss = getattr(out, "loss", None)
+            if loss is None:
+                loss = sum(t.float().pow(2).mean() for t in _tensors(out, detach=False).values()
+                           if t.is_floating_point() and t.requires_grad)
+            loss.backward()
+            saved["config_train_loss"] = loss.detach().clone()
+            saved["config_grads"] = {n: (None if p.grad is None else p.grad.detach().clone())
+                                     for n, p in model.named_parameters()}
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        result["config_error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+    finally:
+        model.eval()
+        model.zero_grad(set_to_none=True)
+        torch._dynamo.reset()
+
+
 def worker(args: argparse.Namespace) -> int:
     """One model, one version: build, run eagerly, explain, train one step; writes result.json."""
     out = Path(args.out)
@@ -521,10 +743,18 @@ def worker(args: argparse.Namespace) -> int:
 
         result["transformers_file"] = transformers.__file__
         result["transformers_version"] = transformers.__version__
-        spec = ALL_MODELS[args.worker]
+        spec = _spec_for(args.worker, transformers)
         result["stage"] = "build"
         _seed_all(0)
         config = getattr(transformers, spec.config)(**spec.kwargs)
+        if spec.kind == "auto_causal":
+            config = shrink_config(config)
+            with torch.device("meta"):
+                size = sum(p.numel() for p in getattr(transformers, spec.model)(config).parameters())
+            if size > AUTO_MAX_PARAMETERS:
+                raise RuntimeError(f"the shrunk config still has {size:,} parameters (more than "
+                                   f"{AUTO_MAX_PARAMETERS:,}): not a tiny model")
+            _seed_all(0)
         model = getattr(transformers, spec.model)(config).eval()
         inputs = _make_inputs(spec.kind, config)
         if spec.dtype:
@@ -574,6 +804,12 @@ def worker(args: argparse.Namespace) -> int:
             saved["train_loss"] = loss.detach().clone()
             saved["grads"] = {n: (None if p.grad is None else p.grad.detach().clone())
                               for n, p in model.named_parameters()}
+            if args.advice:
+                # Last: the compiled runs must not change what the eager runs above compare.
+                result["stage"] = "explain under the advised configuration"
+                model.eval()
+                _advised(model, inputs, json.loads(Path(args.advice).read_text()), result, saved)
+                _flush_deferred()
         torch.save(saved, out / "outputs.pt")
         result["stage"] = "done"
     except BaseException as exc:  # noqa: BLE001 - reported, not raised
@@ -709,6 +945,7 @@ def rewrite(site: Path, models: list[str], unsafe: bool, full: bool, use_cache: 
     for f in result.findings:
         remaining[f.rule] = remaining.get(f.rule, 0) + 1
     record = {
+        "advice": advice_of(result.findings),
         "mode": "unsafe" if unsafe else "safe",
         "scope": "whole package" if full else "core + selected models",
         "files": len(result.files),
@@ -723,6 +960,27 @@ def rewrite(site: Path, models: list[str], unsafe: bool, full: bool, use_cache: 
     }
     record_path.write_text(json.dumps(record, indent=1))
     return dest, record
+
+
+def advice_of(findings) -> dict[str, list[str]]:
+    """The configuration fixitem advises, by site: ``"transformers/...py:LINE" -> [flags]`` for each
+    finding of the data-dependent rules that costs a graph break and names a flag (FX006, FX601,
+    FX602: a library, so advice rather than a fix)."""
+    advice: dict[str, list[str]] = {}
+    for f in findings:
+        if f.rule not in ("FX006", "FX601", "FX602") or "graph-break" not in f.costs:
+            continue
+        text = f"{f.message} {f.note}"
+        if "capture_dynamic_output_shape_ops" in text:
+            flags = list(CONFIG_FLAGS)
+        elif "capture_scalar_outputs" in text:
+            flags = [CONFIG_FLAGS[0]]
+        else:
+            continue
+        path = Path(f.path).as_posix()
+        key = f"{path[path.index('transformers/'):] if 'transformers/' in path else path}:{f.line}"
+        advice[key] = sorted(set(advice.get(key, [])) | set(flags), key=CONFIG_FLAGS.index)
+    return advice
 
 
 def module_name(path: str) -> str:
@@ -812,7 +1070,10 @@ def compare_tensors(before: dict, after: dict) -> dict[str, Any]:
             "differing": differing[:10], "equal": close == len(keys)}
 
 
-def measure_model(name: str, site: Path, rewritten: Path, work: Path, timeout: float) -> dict[str, Any]:
+def measure_model(name: str, site: Path, rewritten: Path, work: Path, timeout: float,
+                  advice: Path | None = None) -> dict[str, Any]:
+    """``advice``: with ``--advised-config``, the JSON of :func:`advice_of` for the after run, which
+    then also counts its breaks under the configuration advised for them."""
     spec = ALL_MODELS[name]
     row: dict[str, Any] = {"model": name, "class": spec.model, "dtype": spec.dtype or "float32"}
     folder = work / name
@@ -822,6 +1083,8 @@ def measure_model(name: str, site: Path, rewritten: Path, work: Path, timeout: f
         command = [sys.executable, str(HERE), "--worker", name, "--version", version, "--out", str(out)]
         if version == "after":
             command += ["--reference", str(folder / "before")]
+            if advice is not None:
+                command += ["--advice", str(advice)]
         rc, tail, seconds = run_child(command, child_env(path), timeout)
         res_path = out / "result.json"
         res = json.loads(res_path.read_text()) if res_path.is_file() else {"stage": "start"}
@@ -851,6 +1114,10 @@ def measure_model(name: str, site: Path, rewritten: Path, work: Path, timeout: f
         row["loss"] = compare_tensors({"loss": ob["train_loss"]}, {"loss": oa["train_loss"]})
         row["grads"] = compare_tensors(ob["grads"], oa["grads"])
         row["logs_equal"] = (b.get("eager_logs") == a.get("eager_logs") and b.get("train_logs") == a.get("train_logs"))
+        if "config_eval" in oa:  # compiled under the advised configuration, against eager before
+            row["config_outputs"] = compare_tensors(ob["eval"], oa["config_eval"])
+            row["config_loss"] = compare_tensors({"loss": ob["train_loss"]}, {"loss": oa["config_train_loss"]})
+            row["config_grads"] = compare_tensors(ob["grads"], oa["config_grads"])
     if b.get("error"):
         row["status"] = "error"
     elif a.get("error"):
@@ -950,6 +1217,8 @@ def report(data: dict[str, Any]) -> None:
           f"broken after {t['broken_after']}, differing {t['differing']}")
     for m, why in (data.get("skipped") or {}).items():
         print(f"skipped {m}: {why}")
+    if data.get("advised_config"):
+        report_config(data)
     print("(brk: torch._dynamo.explain graph breaks (misses a break before the first traced op); ctr: "
           "counters['graph_break']; site: distinct break locations (file:line, reason) from Dynamo's graph-break "
           "log; gr: graphs; log: distinct source lines of the breaks whose reason, file or line names warning_once/info_once/logging/"
@@ -1000,6 +1269,121 @@ def report(data: dict[str, Any]) -> None:
           f"apply {data['timing']['apply_s']:.0f} s, models {data['timing']['models_s']:.0f} s)")
 
 
+# Causes of a graph-break site, for the table by cause (the issue's four: item, tolist, branch, other;
+# "other" split into dynamic-shape operators, logging and the rest).
+CAUSES = ("item", "tolist", "branch", "dynamic shape", "logging", "other")
+# Reasons Dynamo gives in addition to the break itself, at the same place ("Failed to handle graph
+# break gracefully", ...): such a site takes the cause of another site on its line.
+_SECONDARY = ("Failed to handle graph break gracefully", "Encountered graph break that we cannot resume",
+              "Graph break in user code")
+
+
+def _sum_causes(runs: list[list[dict[str, Any]]]) -> dict[str, int]:
+    total = dict.fromkeys(CAUSES, 0)
+    for reasons in runs:
+        for cause, n in causes_of(reasons).items():
+            total[cause] += n
+    return total
+
+
+def cause_of(site: dict[str, Any]) -> str:
+    """The cause of one break site (a reason with its location and source line)."""
+    text = f"{site.get('reason', '')} {site.get('code', '')}"
+    if site.get("logging"):
+        return "logging"
+    if "tolist" in text:
+        return "tolist"
+    if "Tensor.item()" in text or ".item()" in text or "_local_scalar_dense" in text:
+        return "item"
+    if any(w in text for w in ("Data-dependent branching", "generic_jump", "Could not guard on data-dependent",
+                               "Could not extract specialized integer")):
+        return "branch"
+    if "Dynamic shape operator" in text or "nonzero" in text or "masked_select" in text:
+        return "dynamic shape"
+    return "other"
+
+
+def causes_of(reasons: list[dict[str, Any]]) -> dict[str, int]:
+    """Break sites by cause; a secondary reason takes the cause of a primary one on its line."""
+    primary: dict[str, str] = {}
+    for r in reasons:
+        if not any(r.get("reason", "").startswith(x) for x in _SECONDARY):
+            primary.setdefault(r.get("location") or "", cause_of(r))
+    counts = dict.fromkeys(CAUSES, 0)
+    for r in reasons:
+        secondary = any(r.get("reason", "").startswith(x) for x in _SECONDARY)
+        cause = primary.get(r.get("location") or "", "other") if secondary else cause_of(r)
+        counts[cause] += 1
+    return counts
+
+
+def config_reasons(row: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The after run's break sites under the advised configuration (its default ones when nothing
+    was advised); None when not measured."""
+    after = row.get("after", {})
+    if "explain_config" in after:
+        return after["explain_config"].get("reasons") or []
+    return None
+
+
+def report_config(data: dict[str, Any]) -> None:
+    """``--advised-config``: the break sites by cause before, after fixitem's fixes, and after its fixes
+    under the configuration it advises; the compiled numerics; the sites left, with their reasons."""
+    t = data["totals"]
+    print()
+    print("Break sites under the configuration fixitem advises (site c: after fixes + advised config; "
+          "config outputs/grads: compiled under it against eager before):")
+    rows = []
+    for row in data["models"]:
+        after = row.get("after", {})
+        left = config_reasons(row)
+        if left is None and not after.get("config_attempts"):
+            continue
+        rows.append([row["model"], fmt_int(_get(row, "before", "break_sites")), fmt_int(_get(row, "after", "break_sites")),
+                     fmt_int(None if left is None else len(left)),
+                     ",".join({"capture_scalar_outputs": "a", "capture_dynamic_output_shape_ops": "b"}[f]
+                              for f in after.get("advised_flags") or []) or "-",
+                     fmt_equal(row.get("config_outputs")), fmt_equal(row.get("config_grads")),
+                     "does not compile under " + "+".join(
+                         {"capture_scalar_outputs": "a", "capture_dynamic_output_shape_ops": "b"}[f]
+                         for f in next(a["flags"] for a in after["config_attempts"] if a.get("error")))
+                     if any(a.get("error") for a in after.get("config_attempts") or []) else ""])
+    print_table(["model", "site b", "site a", "site c", "config", "config outputs", "config grads", "note"], rows)
+    print("(config: a = capture_scalar_outputs, b = capture_dynamic_output_shape_ops)")
+    print()
+    print(f"Graph-break sites by cause ({t['measured']} models measured; the advised configuration was set for "
+          f"{t['config_models']} of them):")
+    four = ("item", "tolist", "branch")
+    header = ["run", *four, "other", "(dynamic shape", "logging", "rest)", "total"]
+    rows = []
+    for label, key in (("before", "causes_before"), ("after fixes", "causes_after"),
+                       ("after fixes + advised config", "causes_config")):
+        c = t[key]
+        other = c["dynamic shape"] + c["logging"] + c["other"]
+        rows.append([label, *[str(c[k]) for k in four], str(other), str(c["dynamic shape"]), str(c["logging"]),
+                     str(c["other"]), str(sum(c.values()))])
+    print_table(header, rows)
+    print(f"compiled under the advised configuration (backend eager, fullgraph=False) against eager before: outputs "
+          f"equal {t['config_outputs_equal']}/{t['config_compared']}, gradients equal "
+          f"{t['config_grads_equal']}/{t['config_compared']}; compile or run errors under it: {t['config_errors']}; "
+          f"models the full advice does not compile (measured with less of it): {t['config_failed']}")
+    print("Break sites left after fixes + advised configuration (model: flags; reason @ location | code):")
+    for row in data["models"]:
+        left = config_reasons(row)
+        after = row.get("after", {})
+        for attempt in after.get("config_attempts") or []:
+            if attempt.get("error"):
+                print(f"  {row['model']}: does not compile under {', '.join(attempt['flags'])} (measured with less): "
+                      f"{attempt['error'][:160]}")
+        if after.get("config_error"):
+            print(f"  {row['model']}: ERROR under {after.get('advised_flags')}: {after['config_error'][:200]}")
+        if not left:
+            continue
+        print(f"  {row['model']}: {', '.join(after.get('advised_flags') or []) or 'nothing advised'}")
+        for r in left:
+            print(f"    [{cause_of(r)}] {fmt_reason(r)} | {r.get('code', '')[:80]}")
+
+
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     measured = [r for r in rows if _get(r, "before", "breaks") is not None and _get(r, "after", "breaks") is not None]
 
@@ -1024,6 +1408,17 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "outputs_exact": sum(1 for r in compared if r["outputs"]["exact"] == r["outputs"]["tensors"]),
         "grads_equal": sum(1 for r in compared if r["grads"]["equal"]),
         "logs_equal": sum(1 for r in compared if r.get("logs_equal")),
+        "sites_config": sum(len(config_reasons(r) or []) for r in measured if config_reasons(r) is not None),
+        "config_measured": sum(1 for r in measured if config_reasons(r) is not None),
+        "config_models": sum(1 for r in measured if r.get("after", {}).get("advised_flags")),
+        "config_compared": sum(1 for r in compared if r.get("config_outputs")),
+        "config_outputs_equal": sum(1 for r in compared if (r.get("config_outputs") or {}).get("equal")),
+        "config_grads_equal": sum(1 for r in compared if (r.get("config_grads") or {}).get("equal")),
+        "config_errors": sum(1 for r in rows if r.get("after", {}).get("config_error")),
+        "config_failed": sum(1 for r in rows if any(a.get("error") for a in r.get("after", {}).get("config_attempts") or [])),
+        "causes_before": _sum_causes([r.get("before", {}).get("explain", {}).get("reasons") or [] for r in measured]),
+        "causes_after": _sum_causes([r.get("after", {}).get("explain", {}).get("reasons") or [] for r in measured]),
+        "causes_config": _sum_causes([config_reasons(r) or [] for r in measured if config_reasons(r) is not None]),
         "ok": sum(1 for r in rows if r["status"] == "ok"),
         "errors": sum(1 for r in rows if r["status"] == "error"),
         "broken_after": sum(1 for r in rows if r["status"] == "BROKEN AFTER"),
@@ -1034,6 +1429,10 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--unsafe", action="store_true", help="also apply fixitem's unsafe fixes")
+    parser.add_argument("--advised-config", action="store_true",
+                        help="also count the breaks of the rewritten code under the Dynamo configuration fixitem "
+                        "advises for them (capture_scalar_outputs, capture_dynamic_output_shape_ops: FX006, FX601, "
+                        "FX602), and compare its compiled outputs and gradients with the eager before run")
     parser.add_argument("--transformers", default=DEFAULT_VERSION, choices=list(PINS_BY_VERSION),
                         metavar="VERSION", help=f"transformers version: {', '.join(PINS_BY_VERSION)} "
                         f"(default {DEFAULT_VERSION})")
@@ -1055,6 +1454,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--reference", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--import-check", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--advice", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
@@ -1066,20 +1466,34 @@ def main(argv: list[str] | None = None) -> int:
         report(data)
         return 0
 
+    requested = [item.strip() for item in (args.models or "default").split(",") if item.strip()]
+    dynamic = [item for item in requested if item in DYNAMIC_GROUPS]
     models: list[str] = []
-    for item in (args.models or "default").split(","):
-        item = item.strip()
-        for m in GROUPS.get(item, [item] if item else []):
+    for item in requested:
+        for m in GROUPS.get(item, [] if item in DYNAMIC_GROUPS else [item]):
             if m not in models:
                 models.append(m)
-    unknown = [m for m in models if m not in ALL_MODELS]
-    if unknown or not models:
-        parser.error(f"--models: unknown {unknown or models}; choose from the groups {','.join(GROUPS)} "
-                     f"or {','.join(ALL_MODELS)}")
+        if item == "tiny":
+            for m in [*MODELS, *WARNING_ONCE_MODELS, *VL_MODELS]:
+                if m not in models:
+                    models.append(m)
+    unknown = [m for m in models if m not in ALL_MODELS and not m.startswith(AUTO_PREFIX)]
+    if unknown or not (models or dynamic):
+        parser.error(f"--models: unknown {unknown or models}; choose from the groups "
+                     f"{','.join([*GROUPS, *DYNAMIC_GROUPS])} or {','.join(ALL_MODELS)}")
     jobs = args.jobs or max(1, min(2, os.cpu_count() or 1))
     t0 = time.perf_counter()
     try:
         site = ensure_site(args.transformers)
+        if dynamic or any(m.startswith(AUTO_PREFIX) for m in models):
+            auto = auto_causal_specs(site)
+            ALL_MODELS.update(auto)
+            for m in auto if dynamic else []:
+                if m not in models:
+                    models.append(m)
+            unknown = [m for m in models if m not in ALL_MODELS]
+            if unknown:
+                parser.error(f"--models: unknown {unknown}")
     except (RuntimeError, OSError) as exc:
         log(f"error: {exc}")
         return 2
@@ -1103,7 +1517,11 @@ def main(argv: list[str] | None = None) -> int:
         log(f"measuring {len(models)} models, {jobs} at a time ...")
         rows: dict[str, dict[str, Any]] = {}
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(measure_model, m, site, rewritten, work, args.timeout): m for m in models}
+            advice = None
+            if args.advised_config:
+                advice = work / "advice.json"
+                advice.write_text(json.dumps(apply_record.get("advice", {})))
+            futures = {pool.submit(measure_model, m, site, rewritten, work, args.timeout, advice): m for m in models}
             for fut in concurrent.futures.as_completed(futures):
                 m = futures[fut]
                 try:
@@ -1123,6 +1541,7 @@ def main(argv: list[str] | None = None) -> int:
     ordered = [rows[m] for m in models]
     data = {
         "mode": "unsafe" if args.unsafe else "safe",
+        "advised_config": bool(args.advised_config),
         "versions": {"transformers": args.transformers, "torch": torch.__version__, "python": platform.python_version(),
                      "fixitem": getattr(fixitem, "__version__", "?")},
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),

@@ -76,3 +76,18 @@ def test_hf_models_warning_once_in_forward_no_longer_breaks(tmp_path, version):
         assert row["before"]["eager_logs"] and row["logs_equal"], row["model"]
         assert row["after"]["explain"]["counter_breaks"] < row["before"]["explain"]["counter_breaks"], row["model"]
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_hf_models_under_the_advised_configuration(tmp_path):
+    """--advised-config: the breaks of a MoE model's `.tolist()` split sizes and of electra's `nonzero` go
+    under the configuration fixitem advises for them, with equal outputs and gradients."""
+    proc, data = run_bench(tmp_path, "--models", "causal:jetmoe,electra", "--advised-config")
+    assert data["advised_config"] is True
+    for row in data["models"]:
+        assert row["status"] == "ok", (row["model"], row["status"])
+        after = row["after"]
+        assert after["advised_flags"], row["model"]
+        assert after["explain_config"]["break_sites"] == 0, after["explain_config"]["reasons"]
+        assert row["config_outputs"]["equal"] and row["config_grads"]["equal"], row["model"]
+    assert data["totals"]["causes_config"] == dict.fromkeys(data["totals"]["causes_config"], 0)
+    assert "Graph-break sites by cause" in proc.stdout
