@@ -21,7 +21,7 @@ traces. PyTorch can trace them when told how (measured on torch 2.13, CPU,
 * (c) ``torch._check(...)`` at the read: a fact Dynamo cannot decide from the
   code alone (``x.unflatten(1, (n, -1))`` needs ``n != 0``; torch 2.13 raises
   "Could not guard on data-dependent expression" without it).
-  ``torch._check_is_size`` is deprecated from torch 2.10 on (a FutureWarning:
+  ``torch._check_is_size`` is deprecated in recent torch (2.13 gives a FutureWarning:
   "Use _check(i >= 0) instead"), so fixitem writes ``torch._check``.
 
 ``torch.compile(..., fullgraph=True)`` turns (a) and (b) on for the code it

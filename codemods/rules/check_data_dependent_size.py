@@ -30,7 +30,7 @@ class CheckDataDependentSize(Rule):
     ("Consider annotating your code using torch._check*()"): the compile
     fails where, without the setting, the graph broke at the read.
     `torch._check` tells Dynamo the fact and checks it at run time.
-    `torch._check_is_size(n)` is deprecated from torch 2.10 on ("Use
+    `torch._check_is_size(n)` is deprecated in recent torch (2.13 warns "Use
     _check(i >= 0) instead"), so fixitem writes `torch._check`.
 
     Like FX601, this removes a **graph break** (or a compile error), not the
