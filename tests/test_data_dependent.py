@@ -216,3 +216,14 @@ def test_the_check_fix_makes_unflatten_compile_under_the_configuration():
                 with pytest.raises(Exception, match="data-dependent"):
                     torch.compile(model, backend="eager", fullgraph=True)(x, heads)
     torch._dynamo.reset()
+
+
+def test_a_compile_in_a_function_the_program_never_calls_is_a_librarys():
+    """A file with a `__main__` block whose compiling function the program does not call: no global
+    setting is written there."""
+    body = MODULE + "        n = t.max().item()\n        return x[:, :n]\n\n\n"
+    library = body + "def build(m):\n    return torch.compile(m)\n\n\nif __name__ == '__main__':\n    print('hello')\n"
+    assert findings(library, fix=True, unsafe=True).new_text is None
+    program = body + "def main():\n    model = torch.compile(M())\n\n\nif __name__ == '__main__':\n    main()\n"
+    assert ("def main():\n    torch._dynamo.config.capture_scalar_outputs = True\n    model = torch.compile(M())\n"
+            in findings(program, fix=True, unsafe=True).new_text)

@@ -432,7 +432,9 @@ class CompileCall:
     decorated: ast.AST | None  # the function a decorator compiles
     target: ast.expr | None  # what a call compiles (its first argument; the receiver of ``m.compile()``)
     fullgraph: bool  # ``fullgraph=True``: Dynamo captures scalars and dynamic shapes anyway
-    application: bool  # in code that runs the program (a script), where a global setting is the program's own
+    # In code that runs the program (a script's main code, or a function it calls), where a
+    # global setting is the program's own.
+    application: bool
 
     @property
     def compiles_function(self) -> bool:
@@ -462,12 +464,13 @@ def _fullgraph(call: ast.expr) -> bool:
 def _compile_calls(ctx: FileContext) -> list[CompileCall]:
     found: list[CompileCall] = []
     script = is_script(ctx)
+    started = _run_at_start(ctx) if script else set()
     functions = {f.name: f for f in ctx.nodes(*FUNCTIONS) if type(ctx.parents.get(f)) is not ast.ClassDef}  # type: ignore[attr-defined]
     for func in ctx.nodes(*FUNCTIONS):
         for decorator in func.decorator_list:  # type: ignore[attr-defined]
             if _is_compile(ctx, decorator):
                 found.append(CompileCall(decorator, func, func, None, _fullgraph(decorator),  # type: ignore[arg-type]
-                                         script))
+                                         _in_program(ctx, func, started)))
     for call in ctx.nodes(ast.Call):
         assert type(call) is ast.Call
         func = call.func
@@ -487,9 +490,40 @@ def _compile_calls(ctx: FileContext) -> list[CompileCall]:
             continue
         decorated = functions.get(target.id) if type(target) is ast.Name else None  # type: ignore[attr-defined]
         found.append(CompileCall(call, statement, decorated, target, _fullgraph(call),
-                                 script))
+                                 _in_program(ctx, statement, started)))
     found.sort(key=lambda c: ctx.positions.offset(c.node))
     return found
+
+
+def _in_program(ctx: FileContext, node: ast.AST, started: set[str]) -> bool:
+    """Does ``node`` run as the program's own code: at module level of a script, or in a function
+    that the script's module-level code (its ``__main__`` block) calls, directly or through one
+    more function of the file? A function nothing here calls may be a library's."""
+    if not started and not is_script(ctx):
+        return False
+    function = ctx.enclosing_function(node) if not isinstance(node, FUNCTIONS) else ctx.enclosing_function(
+        ctx.parents.get(node, node))
+    if function is None:
+        return is_script(ctx)
+    while function is not None:
+        if function.name in started and type(ctx.parents.get(function)) is not ast.ClassDef:
+            return True
+        function = ctx.enclosing_function(ctx.parents.get(function, function))
+    return False
+
+
+def _run_at_start(ctx: FileContext) -> set[str]:
+    """The functions of the file that its module-level code calls by name (``main()`` under
+    ``if __name__ == "__main__":``), and the ones those call."""
+    functions = {f.name: f for f in ctx.module.body if isinstance(f, FUNCTIONS)}  # type: ignore[attr-defined]
+
+    def called(nodes) -> set[str]:
+        return {n.func.id for root in nodes for n in ast.walk(root)  # type: ignore[attr-defined]
+                if type(n) is ast.Call and type(n.func) is ast.Name and n.func.id in functions}  # type: ignore[attr-defined]
+
+    top = [statement for statement in ctx.module.body if not isinstance(statement, (*FUNCTIONS, ast.ClassDef))]
+    first = called(top)
+    return first | called([functions[name] for name in first])
 
 
 def is_script(ctx: FileContext) -> bool:

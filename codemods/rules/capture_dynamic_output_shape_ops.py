@@ -193,9 +193,10 @@ class CaptureDynamicOutputShapeOps(Rule):
                       "`output_size=` / `minlength=` with a known bound"),
             )
         fix, how = fixes.fix(op.node)
+        stays = ("the tensor lives in host memory, so there is no host sync" if site.on_host
+                 else "the host sync stays: the operator waits for the device to learn the size")
         message = (f"`{first}`: {what} gives a data-dependent size in traced code: "
-                   "`capture_dynamic_output_shape_ops` lets torch.compile trace it (the graph break goes, the host "
-                   "sync stays: the operator waits for the device to learn the size)")
+                   f"`capture_dynamic_output_shape_ops` lets torch.compile trace it (the graph break goes, {stays})")
         if fix is not None:
             fix.reason = f"{how}. {fix.reason}"
             return Report(op.node, message, fix=fix, sites=[site])
