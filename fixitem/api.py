@@ -27,6 +27,7 @@ when the process that started them does, even one killed with ``kill -9``
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +45,7 @@ from fixitem.codemods.driver.engine import (
     FileResult,
     Finding,
     in_original,
+    new_run,
     process,
     release,
 )
@@ -141,6 +143,10 @@ class _Job:
     cache_dir: str | None = None  # where results are kept between runs; None: not kept
     default_device: bool = False  # a file of the run sets torch's default device
     runtime: bool = True  # False: fixes that import fixitem.runtime are report-only (``no-runtime``)
+    traced_roots: tuple[str, ...] = ()  # functions of the file that traced code of other modules calls
+    # scan, analysing a file again with more traced roots: the first run's findings as found
+    # (a digest) and as tagged; when the analysis finds the same, the tags stand.
+    previous: tuple[str, tuple[Finding, ...]] | None = None
 
 
 @dataclass
@@ -283,9 +289,12 @@ def rules_for(codes: Sequence[str], runtime: bool = True) -> list[Rule]:
 
 
 def _engine_options(job: _Job) -> dict[str, Any]:
+    options: dict[str, Any] = {}
     if job.flush_every is not None:
-        return {"flush_every": job.flush_every}
-    return {}
+        options["flush_every"] = job.flush_every
+    if job.traced_roots:
+        options["traced_roots"] = job.traced_roots
+    return options
 
 
 def _display(path: Path) -> str:
@@ -361,16 +370,20 @@ def _run_file_job(job: _Job) -> FileResult:
         return FileResult(job.path, error=error)
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
-    key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime) if kept else ""
+    key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,
+                   job.traced_roots) if kept else ""
     outcome: FileResult | None = None
     analyses: Analyses | None = None
+    marks: list[tuple[str, str]] = []
+    found = ""
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit.findings)):
-            return FileResult(job.path, hit.findings, [], "", hit.error)
+            return FileResult(job.path, hit.findings, [], "", hit.error, traced_elsewhere=hit.traced_elsewhere)
         if hit is not None and job.fix:  # scan's in-memory rewrite of this very text
             outcome = hit.rewrite(Path(display), job.unsafe)
+            marks = hit.traced_elsewhere
     if outcome is None:
         rules = rules_for(job.codes, job.runtime)
         analyses = Analyses() if shortcuts.ENABLED else None
@@ -378,14 +391,19 @@ def _run_file_job(job: _Job) -> FileResult:
             Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
             **_engine_options(job),
         )
+        marks = outcome.traced_elsewhere
+        found = _digest(outcome.findings)
         rewrites: dict[bool, FileResult] = {}
-        if not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
+        if job.previous is not None and job.previous[0] == found:
+            outcome.findings = list(job.previous[1])  # the same findings: their tags stand
+        elif not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
             outcome.findings, rewrites = _as_applied(
                 Path(display), source.text, rules, job, outcome.findings, analyses,
             )
         if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
-            kept.put(key, outcome.findings, outcome.error, rewrites)
-    result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error)
+            kept.put(key, outcome.findings, outcome.error, rewrites, outcome.depends, outcome.traced_elsewhere)
+    result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error,
+                        traced_elsewhere=marks, found_digest=found)
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
@@ -474,6 +492,54 @@ def _retag(finding: Finding, safe: Finding | None, unsafe: Finding | None) -> Fi
     else:
         note = "no fix of its own: another fix rewrites this code first"
     return replace(finding, fix=fix, note=note)
+
+
+# How many times files are analysed again because traced code elsewhere calls their
+# functions (each round can reach one module further).
+TRACED_ROUNDS = 3
+
+
+def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook | None) -> list[FileResult]:
+    """Every job, then again each file of the run whose functions traced code of another
+    file calls (``forward`` calling a helper of another module, or a property of a base
+    class defined elsewhere): those functions are traced too, and their file is analysed
+    again with them as traced roots. A file ``apply`` wrote already is analysed as written."""
+    new_run()
+    results = _run_all(jobs, workers, progress)
+    place = {}
+    for index, job in enumerate(jobs):
+        try:
+            place[str(job.path.resolve())] = index
+        except OSError:
+            continue
+    for _ in range(TRACED_ROUNDS):
+        wanted: dict[int, set[str]] = {}
+        for result in results:
+            for path, name in result.traced_elsewhere:
+                index = place.get(path)
+                if index is not None:
+                    wanted.setdefault(index, set()).add(name)
+        again = [i for i, names in sorted(wanted.items()) if not names <= set(jobs[i].traced_roots)]
+        if not again:
+            break
+        redo = [replace(jobs[i], traced_roots=tuple(sorted(set(jobs[i].traced_roots) | wanted[i])),
+                        previous=(results[i].found_digest, tuple(results[i].findings))
+                        if not jobs[i].fix and results[i].found_digest else None) for i in again]
+        for i, job, result in zip(again, redo, _run_all(redo, workers, None)):
+            jobs[i] = job
+            results[i] = _after(results[i], result) if job.write else result
+    return results
+
+
+def _digest(findings: list[Finding]) -> str:
+    """What an analysis found, as a digest (to tell whether a second one found the same)."""
+    return hashlib.sha1(repr([f.to_dict() for f in findings]).encode()).hexdigest()
+
+
+def _after(first: FileResult, second: FileResult) -> FileResult:
+    """A written file analysed again: what both runs fixed, what the second left."""
+    return replace(second, applied=[*first.applied, *second.applied], written=first.written or second.written,
+                   diff=first.diff + second.diff, notes=[*first.notes, *second.notes])
 
 
 def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | None) -> list[FileResult]:
@@ -645,7 +711,7 @@ def scan(
         flush_every=flush_every, config=config, isolated=isolated, cache=cache, no_runtime=no_runtime,
     )
     work = plan.jobs(fix=False, unsafe=False, write=False)
-    return RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path)
+    return RunResult(_run_project(work, jobs, progress), plan.rules, plan.config.path)
 
 
 def apply(
@@ -680,7 +746,7 @@ def apply(
     )
     work = plan.jobs(fix=True, unsafe=plan.unsafe, write=write)
     if confirm is None:
-        return _with_runtime_need(RunResult(_run_all(work, jobs, progress), plan.rules, plan.config.path), write)
+        return _with_runtime_need(RunResult(_run_project(work, jobs, progress), plan.rules, plan.config.path), write)
     state = {"all": False, "quit": False}
     results = []
     for job in work:

@@ -72,13 +72,15 @@ class ResultCache:
         self.folder = Path(folder)
 
     def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
-            default_device: bool = False, runtime: bool = True) -> str:
+            default_device: bool = False, runtime: bool = True, traced_roots: tuple[str, ...] = ()) -> str:
         """``default_device``: another file of the run sets torch's default device (then
         no tensor made without ``device=`` is taken for a CPU tensor). ``runtime=False``:
-        fixes that import ``fixitem.runtime`` are report-only (``no-runtime``)."""
+        fixes that import ``fixitem.runtime`` are report-only (``no-runtime``).
+        ``traced_roots``: the file's functions that traced code of other modules calls."""
         digest = hashlib.sha256(code_fingerprint().encode())
         for part in (display_path, ",".join(codes), str(flush_every),
-                     *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",))):
+                     *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",)),
+                     *(("traced:" + ",".join(traced_roots),) if traced_roots else ())):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
@@ -90,14 +92,21 @@ class ResultCache:
         """The kept answer for ``key``, read once; None when there is none (or it is unreadable)."""
         try:
             data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
-            return Kept(_findings(data["findings"]), data["error"], dict(data["rewrites"]))
+            depends = {str(k): str(v) for k, v in data.get("depends", {}).items()}
+            if any(file_digest(path) != digest for path, digest in depends.items()):
+                return None  # a module of the project the answer used has changed since
+            marks = [(str(path), str(name)) for path, name in data.get("traced_elsewhere", [])]
+            return Kept(_findings(data["findings"]), data["error"], dict(data["rewrites"]), depends, marks)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def put(self, key: str, findings: list[Finding], error: str | None,
-            rewrites: dict[bool, FileResult] | None = None) -> None:
+            rewrites: dict[bool, FileResult] | None = None, depends: dict[str, str] | None = None,
+            traced_elsewhere: list[tuple[str, str]] | None = None) -> None:
         """Keep a file's findings (and, from ``scan``, its in-memory rewrites by mode:
-        ``False`` for safe fixes, ``True`` for unsafe ones too)."""
+        ``False`` for safe fixes, ``True`` for unsafe ones too), with the other modules of
+        the project the analysis read (``depends``: path -> sha1 of the text) and the
+        functions of other modules its traced code calls."""
         entry = self._entry(key)
         kept_rewrites = {
             "unsafe" if unsafe else "safe": {
@@ -106,7 +115,8 @@ class ResultCache:
             }
             for unsafe, run in (rewrites or {}).items() if run.error is None
         }
-        data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites})
+        data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites,
+                           "depends": depends or {}, "traced_elsewhere": list(traced_elsewhere or [])})
         try:
             self._create()
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -139,6 +149,8 @@ class Kept:
     findings: list[Finding]
     error: str | None
     rewrites: dict[str, Any] = field(default_factory=dict)
+    depends: dict[str, str] = field(default_factory=dict)
+    traced_elsewhere: list[tuple[str, str]] = field(default_factory=list)
 
     def rewrite(self, path: Path, unsafe: bool) -> FileResult | None:
         """What ``apply`` (``unsafe``: ``apply --unsafe``) gives for the file, as kept by
@@ -150,6 +162,28 @@ class Kept:
             return FileResult(path, _findings(kept["findings"]), _findings(kept["applied"]), new_text=kept["text"])
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
+
+
+_DIGESTS: dict[str, tuple[int, int, str]] = {}  # path -> (mtime, size, sha1), per process
+
+
+def file_digest(path: str) -> str:
+    """The sha1 of the file's bytes ("" when it cannot be read), kept while its time and
+    size are unchanged."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return ""
+    kept = _DIGESTS.get(path)
+    if kept is not None and kept[:2] == (stat.st_mtime_ns, stat.st_size):
+        return kept[2]
+    try:
+        with open(path, "rb") as stream:
+            digest = hashlib.sha1(stream.read()).hexdigest()
+    except OSError:
+        return ""
+    _DIGESTS[path] = (stat.st_mtime_ns, stat.st_size, digest)
+    return digest
 
 
 def _findings(items: list[dict[str, Any]]) -> list[Finding]:

@@ -101,18 +101,27 @@ def test_an_indexed_loop_over_a_tensor_reads_one_element_per_iteration():
     assert "idx.tolist()" not in fixed_count.note  # a loop of its own length: no such advice
 
 
-def test_a_read_passed_to_a_function_of_another_module_says_so():
-    """`print0(f"... {loss.item():.4f}")` already passes the read into the call: the reason
-    it is not deferred is that `print0` is defined in another module, which fixitem does
-    not read."""
+def test_a_read_passed_to_a_function_of_another_module_says_so(tmp_path):
+    """`print0(f"... {loss.item():.4f}")` passes the read into the call. With the module that
+    defines `print0` beside the script, fixitem reads it, sees a wrapper of print and defers
+    the call; without it (the script alone), the note says `print0` is defined in another
+    module, which fixitem cannot read."""
     path = FIXTURE.parent / "elsewhere" / "train.py"
-    result = scan([path], isolated=True, cache=False)
     lines = path.read_text().splitlines()
-    notes = {lines[f.line - 1].split("#")[-1].strip(): f for f in result.findings}
-    wrapper = notes["a print wrapper of another module"]
+
+    def notes(where):
+        result = scan([where], isolated=True, cache=False)
+        return {lines[f.line - 1].split("#")[-1].strip(): f for f in result.findings}
+
+    found = notes(path)
+    assert (found["a print wrapper of another module"].rule, found["a print wrapper of another module"].fix) == (
+        "FX201", "safe")
+    other = found["a function of another module"]
+    assert "`record` is defined in another module (`dist_utils`)" in other.note and "loss.detach()" in other.note
+    assert found["deferred: print is known"].rule == "FX201"
+    alone = tmp_path / "train.py"
+    alone.write_text(path.read_text())
+    wrapper = notes(alone)["a print wrapper of another module"]
     assert wrapper.fix == "none"
     assert "`print0` is defined in another module (`dist_utils`)" in wrapper.note
     assert "straight into the call" not in wrapper.note and "define `print0` in this file" in wrapper.note
-    other = notes["a function of another module"]
-    assert "`record` is defined in another module (`dist_utils`)" in other.note and "loss.detach()" in other.note
-    assert notes["deferred: print is known"].rule == "FX201"

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from .. import gen, shortcuts
 from ..fixes.imports import add_imports, import_insertion
-from ..model import tree
+from ..model import project, tree
 from ..model.context import COMPOUND, FileContext
+from ..model.project import External
 from ..model.syncs import SyncSite, find_sync_sites, kept_reads
 from ..model.tree import parse_module
 from ..rule import Fix, Report, Rule, Safety
@@ -83,6 +84,13 @@ class FileResult:
     written: bool = False  # apply wrote the file
     notes: list[str] = field(default_factory=list)  # what was left out of the analysis, and why (not errors)
     new_text: str | None = None  # set when fixes changed the text
+    # The other modules of the project the analysis read (path -> sha1 of the text read): a
+    # kept result holds while they are unchanged.
+    depends: dict[str, str] = field(default_factory=dict, compare=False)
+    # The functions of other modules this file's traced code calls (path, qualified name):
+    # they are traced too (the driver analyses their module again with them as roots).
+    traced_elsewhere: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    found_digest: str = field(default="", compare=False)  # scan: a digest of the findings as the analysis gave them, before tagging
 
 
 def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Finding]:
@@ -279,6 +287,8 @@ class Analyses:
 
     def __init__(self) -> None:
         self._kept: dict[str, tuple[FileContext, list[tuple[Rule, Report]]]] = {}
+        self.external: External | None = None  # what the file asked of its project, for all its analyses
+        self.external_made = False
 
     def get(self, text: str) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
         found = self._kept.get(text)
@@ -292,7 +302,8 @@ class Analyses:
 
 def _analysis(
     outcome: FileResult, current: str, text: str, rules: Sequence[Rule], flush_every: int | None,
-    analyses: Analyses | None, tree: ast.Module | None = None,
+    analyses: Analyses | None, tree: ast.Module | None = None, external: External | None = None,
+    traced_roots: tuple[str, ...] = (),
 ) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
     """The analysis of ``current`` (the file's ``text`` or a rewrite of it), or None with
     ``outcome.error`` set (and the rewrite dropped) when it cannot be analysed."""
@@ -301,7 +312,7 @@ def _analysis(
         return kept
     path = outcome.path
     try:
-        ctx = FileContext.build(path, current, flush_every, tree)
+        ctx = FileContext.build(path, current, flush_every, tree, external, traced_roots)
     except (SyntaxError, ValueError) as exc:
         if current is text:
             outcome.error = (_syntax_error(path, exc) if isinstance(exc, SyntaxError)
@@ -329,6 +340,11 @@ def _analysis(
     return ctx, reports
 
 
+def new_run() -> None:
+    """A run starts: what was read of the project's files before may have changed."""
+    project.forget()
+
+
 def release() -> None:
     """Let go of what the last file's analysis left in this process (call when a file is
     done): its tree is then freed at once, not by a later pass of the cyclic collector."""
@@ -344,11 +360,33 @@ def process(
     unsafe: bool = False,
     flush_every: int | None = None,
     analyses: Analyses | None = None,
+    traced_roots: tuple[str, ...] = (),
 ) -> FileResult:
     """``analyses``: reuse (and keep) the analyses of earlier calls for this file with
-    the same ``rules`` and ``flush_every``."""
+    the same ``rules``, ``flush_every`` and ``traced_roots``. ``traced_roots``: functions
+    of the file (``"f"``, ``"Class.method"``) that traced code of other modules calls."""
     with shortcuts.collection_paused():
-        return _process(path, text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every, analyses=analyses)
+        return _process(path, text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every, analyses=analyses,
+                        traced_roots=traced_roots)
+
+
+def _external(path: Path, analyses: Analyses | None) -> External | None:
+    """What the file may ask of its project (shared by every analysis kept for it)."""
+    if analyses is not None and analyses.external_made:
+        return analyses.external
+    current = project.current()
+    current.fresh()
+    found = current.for_file(path)
+    if analyses is not None:
+        analyses.external, analyses.external_made = found, True
+    return found
+
+
+def _calls_elsewhere(ctx: FileContext) -> list[tuple[str, str]]:
+    try:
+        return project.calls_elsewhere(ctx)
+    except (RecursionError, OSError):
+        return []
 
 
 def _process(
@@ -360,17 +398,27 @@ def _process(
     unsafe: bool,
     flush_every: int | None,
     analyses: Analyses | None,
+    traced_roots: tuple[str, ...] = (),
 ) -> FileResult:
     outcome = FileResult(path)
     if not worth_parsing(text):
         return outcome
+    external = _external(path, analyses)
     current = text
     tree: ast.Module | None = None  # the parse of ``current``, once a rewrite made it
+    first = True
     for _ in range(MAX_PASSES):
-        analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree)
+        analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree, external, traced_roots)
+        if external is not None:
+            outcome.depends = dict(external.consulted)
         if analysed is None:  # ``outcome.error`` says why
             return outcome
         ctx, reports = analysed
+        if first:  # the functions of other modules the file's own traced code calls
+            outcome.traced_elsewhere = _calls_elsewhere(ctx)
+            if external is not None:  # a module of the project other files may ask about
+                project.current().remember(path, ctx.module, text)
+            first = False
         chosen: list[tuple[Rule, Report]] = []
         taken: list[tuple[int, int]] = []
         if fix:

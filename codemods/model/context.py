@@ -8,6 +8,7 @@ import io
 import re
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -19,6 +20,7 @@ from .tree import (
     Index,
     Parents,
     Positions,
+    activated,
     index,
     number_of,
     parse_module,
@@ -56,15 +58,19 @@ class FileContext:
 
     @classmethod
     def build(cls, path: Path, source: str, flush_every: int | None = None,
-              module: ast.Module | None = None) -> FileContext:
+              module: ast.Module | None = None, external: object | None = None,
+              traced_roots: tuple[str, ...] = ()) -> FileContext:
         """Parse ``source`` (unless ``module`` is its parse already); raises ``SyntaxError``
-        (or ``ValueError``) when it does not parse."""
+        (or ``ValueError``) when it does not parse. ``external``: what the file may ask
+        about the other modules of its project (:class:`codemods.model.project.External`);
+        ``traced_roots``: functions (``"f"``, ``"Class.method"``) that traced code of other
+        modules calls."""
         if module is None:
             module = parse_module(source)
         found = index(module, source)
         parents = found.parents
-        provenance = Provenance(module, parents)
-        traced = traced_functions(module, provenance.imports, parents)
+        provenance = Provenance(module, parents, external)
+        traced = traced_functions(module, provenance.imports, parents, traced_roots)
         return cls(path, source, module, found.positions, parents, found.by_type, provenance, traced,
                    Suppressions(source), flush_every, found)
 
@@ -72,6 +78,11 @@ class FileContext:
         """Analyse this file again after another one was parsed in this process."""
         if self.tree_index is not None:
             self.tree_index.activate()
+
+    def asked(self) -> AbstractContextManager[None]:
+        """A block that asks this file's analysis from another's (a module of the project):
+        the module-level lookups of the tree answer for this file inside it."""
+        return activated(self.tree_index) if self.tree_index is not None else nullcontext()
 
     # -- navigation ---------------------------------------------------------------------------
 

@@ -120,6 +120,9 @@ class OutputCall:
     callee: str  # the callee as written: "print", "logger.info", "print0"
     method: str | None = None  # "info", "warning_once", "add_scalar"; None for a plain function
     wrapper: ast.FunctionDef | None = None  # the definition, for OutputKind.WRAPPER
+    # For a wrapper another module of the project defines: that module's FileContext
+    # (its nodes are that file's; ask about them there). None: this file.
+    context: object | None = None
 
     @property
     def once(self) -> bool:
@@ -325,6 +328,15 @@ def _opaque_bindings(ctx: FileContext) -> dict[str, list[ast.AST]]:
 
 def output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
     """What kind of output call ``call`` is, or None when it is not one."""
+    calls = ctx.memo("output calls", dict)
+    key = id(call)
+    if key in calls:
+        return calls[key]
+    found = calls[key] = _output_call(ctx, call)
+    return found
+
+
+def _output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
     found = _library_output_call(ctx, call)
     if found is not None:
         return found
@@ -333,6 +345,13 @@ def output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
         wrapper = output_wrappers(ctx).get(func.id)  # type: ignore[attr-defined]
         if wrapper is not None and ctx.provenance.scope_of(call).lookup(func.id) is ctx.provenance.scopes[ctx.module]:  # type: ignore[attr-defined]
             return OutputCall(OutputKind.WRAPPER, func.id, wrapper=wrapper)  # type: ignore[attr-defined]
+    external = ctx.provenance.external
+    if external is not None and (call.args or call.keywords) and (type(func) is ast.Name or type(func) is ast.Attribute):
+        # ``from .distributed import print0``: a wrapper another module of the project defines.
+        found = external.wrapper(ctx.provenance, func)  # type: ignore[attr-defined]
+        if found is not None:
+            other, definition = found
+            return OutputCall(OutputKind.WRAPPER, ctx.code(func), wrapper=definition, context=other)
     return None
 
 

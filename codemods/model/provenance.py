@@ -357,16 +357,25 @@ class Imports:
     def __init__(self, module: ast.Module) -> None:
         self.aliases: dict[str, str] = {}
         self._qualified: dict[int, tuple[ast.AST, str | None]] = {}  # id(node) -> (node, its answer)
+        # Local name -> (module, level, name in it): ``from ..utils import print0 as p`` gives
+        # ``p -> ("utils", 2, "print0")``, ``import a.b as c`` gives ``c -> ("a.b", 0, None)``;
+        # relative imports too (what the project's other modules are asked about).
+        self.origins: dict[str, tuple[str, int, str | None]] = {}
         for node in _walk_statements(module):
             if type(node) is ast.Import:
                 for alias in node.names:  # type: ignore[attr-defined]
                     full = alias.name
                     if alias.asname is not None:
                         self.aliases[alias.asname] = full
+                        self.origins[alias.asname] = (full, 0, None)
                     else:
                         root = full.split(".")[0]
                         self.aliases[root] = root
-            elif type(node) is ast.ImportFrom and node.module is not None and node.level == 0:  # type: ignore[attr-defined]
+                        self.origins[root] = (root, 0, None)
+            elif type(node) is ast.ImportFrom and node.names[0].name != "*":  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    self.origins[alias.asname or alias.name] = (node.module or "", node.level, alias.name)  # type: ignore[attr-defined]
+            if type(node) is ast.ImportFrom and node.module is not None and node.level == 0:  # type: ignore[attr-defined]
                 base = node.module  # type: ignore[attr-defined]
                 if node.names[0].name == "*":  # type: ignore[attr-defined]
                     continue
@@ -567,9 +576,12 @@ class Scope:
 class Provenance:
     """Answers ``kind(expr)`` for the expressions of one parsed module."""
 
-    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST]) -> None:
+    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST], external: object | None = None) -> None:
         self.module = module
         self.parents = parents
+        # What this file may ask about the other modules of its project (None: nothing;
+        # :class:`codemods.model.project.External`): names they define that it imports.
+        self.external = external
         self.imports = Imports(module)
         self.scopes: dict[ast.AST, Scope] = {}
         self.module_classes: set[str] = set()  # nn.Module subclasses defined here
@@ -615,8 +627,43 @@ class Provenance:
         self._element_kinds_open: set[object] = set()
         self._collect_classes()
         self._collect_scopes()
+        if external is not None:
+            self._collect_external_module_classes()
 
     # -- collection -------------------------------------------------------------------------
+
+    def _collect_external_module_classes(self) -> None:
+        """Classes of this file whose base is an ``nn.Module`` class of another module of the
+        project (``class GPT2Model(GPT2PreTrainedModel)``, ``PreTrainedModel`` elsewhere),
+        and the classes of this file built on those."""
+        classes = [c for c in nodes_within(self.module, ast.ClassDef) if c.name not in self.module_classes]  # type: ignore[attr-defined]
+        changed = True
+        while changed and classes:
+            changed = False
+            for cls in list(classes):
+                for base in cls.bases:  # type: ignore[attr-defined]
+                    local = type(base) is ast.Name and base.id in self.module_classes  # type: ignore[attr-defined]
+                    if local or self.external.module_class(self, base):  # type: ignore[attr-defined]
+                        self.module_classes.add(cls.name)  # type: ignore[attr-defined]
+                        classes.remove(cls)
+                        changed = True
+                        break
+
+    def return_kind(self, func: ast.AST) -> Kind:
+        """What the function ``func`` of this file returns (asked by other modules)."""
+        if self._names is None:
+            self._solve_names()
+        key = (id(func), "return")
+        if key not in self._equations:
+            return Kind.UNKNOWN
+        return self._lookup(key)
+
+    def returns_certainly_tensor(self, func: ast.AST) -> bool:
+        """Does every ``return`` of ``func`` give a value this file proves is a tensor?"""
+        returns = self._returns.get(func)  # type: ignore[call-overload]
+        if not returns or self.return_kind(func) is not Kind.TENSOR:
+            return False
+        return all(v is not None and self._certain_tensor_part(v, frozenset()) for v in returns)
 
     def _collect_classes(self) -> None:
         classes = nodes_within(self.module, ast.ClassDef)
@@ -1833,6 +1880,10 @@ class Provenance:
                     return False  # a long chain of helpers: not followed to its end
                 return self._deeper(lambda: all(
                     v is None or self._certain_tensor_part(v, seen | {key}) for v in self._returns.get(local, [])))
+            if local is None and self.external is not None and (type(func) is ast.Name or type(func) is ast.Attribute):
+                found = self.external.definition(self, func)  # type: ignore[attr-defined]
+                if found is not None and found.kind == "function":
+                    return self.external.returns_certainly_tensor(self, func)  # type: ignore[attr-defined]
             return True
         if t is ast.Subscript and self.kind(expr.value) is not Kind.TENSOR:  # type: ignore[attr-defined]
             return self._elements_certain(expr.value, "item", seen)  # type: ignore[attr-defined]  # ``losses[-1]``: as its elements
@@ -2213,6 +2264,12 @@ class Provenance:
             returned = self._lookup((id(local), "return"))
             if returned is not Kind.UNKNOWN:
                 return returned  # ``self.stats(x)`` where ``stats`` returns ``torch.stack(...)``
+        elif self.external is not None and (type(func) is ast.Name or type(func) is ast.Attribute):
+            # A function or class another module of the project defines (``from .losses
+            # import compute_loss``): what it returns there.
+            found = self.external.call_kind(self, func)  # type: ignore[attr-defined]
+            if found is not None:
+                return found
         if self.kind(func) is Kind.MODULE:
             return Kind.TENSOR
         if type(func) is ast.Attribute:

@@ -8,7 +8,10 @@ A sync inside traced code is also a graph break. Traced code is:
 * functions decorated with ``@torch.compile`` (with or without arguments) or
   passed by name to ``torch.compile(...)``;
 * functions of the same file that traced code calls, by name or as
-  ``self.method(...)``, transitively.
+  ``self.method(...)``, transitively;
+* functions that traced code of another module of the project calls (the
+  driver finds them with :func:`codemods.model.project.calls_elsewhere` and
+  analyses their module again with them as roots).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ def _first_argument(call: ast.Call) -> ast.expr | None:
 
 
 def traced_functions(
-    module: ast.Module, imports: Imports, parents: Mapping[ast.AST, ast.AST]
+    module: ast.Module, imports: Imports, parents: Mapping[ast.AST, ast.AST], roots: tuple[str, ...] = ()
 ) -> set[ast.FunctionDef]:
+    """The functions of ``module`` that traced code runs; ``roots``: the functions (``"f"``,
+    ``"Class.method"``) that traced code of other modules calls."""
     functions = nodes_within(module, *_FUNCTIONS)
     by_name: dict[str, list[ast.FunctionDef]] = {}
     methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef] = {}
@@ -66,6 +71,8 @@ def traced_functions(
         elif any(_is_compile(d, imports) for d in func.decorator_list):  # type: ignore[attr-defined]
             traced.add(func)  # type: ignore[arg-type]
         elif func.name in compiled_names and type(cls) is not ast.ClassDef:  # type: ignore[attr-defined]
+            traced.add(func)  # type: ignore[arg-type]
+        elif roots and (f"{cls.name}.{func.name}" if type(cls) is ast.ClassDef else func.name) in roots:  # type: ignore[attr-defined]
             traced.add(func)  # type: ignore[arg-type]
 
     work = list(traced)

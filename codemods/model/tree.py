@@ -23,6 +23,7 @@ import ast
 import bisect
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # Node types that carry no position and nothing to analyse: ``Load``/``Store``, operators.
@@ -461,6 +462,34 @@ def _braces(source: str, inner: tuple[int, int]) -> tuple[int, int]:
             depth -= 1
         i += 1
     return start, inner[1]
+
+
+@contextmanager
+def activated(found: Index) -> Iterator[None]:
+    """Answer for ``found`` inside the block (the analysis of another module of the project,
+    asked from the middle of this one's), then for the index active before."""
+    before = (_number, _order, _stop, _by_type)
+    found.activate()
+    try:
+        yield
+    finally:
+        _set_active(*before)
+
+
+@contextmanager
+def keeping_active() -> Iterator[None]:
+    """The index active before the block is active again after it (the block may index
+    another file: a module of the project read in the middle of this file's analysis)."""
+    before = (_number, _order, _stop, _by_type)
+    try:
+        yield
+    finally:
+        _set_active(*before)
+
+
+def _set_active(number: dict[int, int], order: list[ast.AST], stop: list[int], by_type: dict[type, list[int]]) -> None:
+    global _number, _order, _stop, _by_type
+    _number, _order, _stop, _by_type = number, order, stop, by_type
 
 
 def forget() -> None:

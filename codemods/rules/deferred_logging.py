@@ -506,23 +506,24 @@ def _unknown_loggers(ctx: FileContext, call: ast.Call, found: OutputCall) -> lis
         return []
     problems: list[str] = []
     seen: set[ast.AST] = set()
-    todo = [found.wrapper]
+    todo: list[tuple[FileContext, ast.FunctionDef]] = [(found.context or ctx, found.wrapper)]  # type: ignore[list-item]
     while todo:
-        wrapper = todo.pop()
+        where, wrapper = todo.pop()
         if wrapper in seen:
             continue
         seen.add(wrapper)
-        for statement in wrapper.body:
-            for inner in nodes_within(statement, ast.Call):
-                inner_found = output_call(ctx, inner)  # type: ignore[arg-type]
-                if inner_found is None:
-                    continue
-                if inner_found.kind is OutputKind.LOGGER:
-                    why = logger_origin(ctx, inner)  # type: ignore[arg-type]
-                    if why:
-                        problems.append(why)
-                elif inner_found.kind is OutputKind.WRAPPER and inner_found.wrapper is not None:
-                    todo.append(inner_found.wrapper)
+        with where.asked():  # a wrapper of another module of the project is asked about there
+            for statement in wrapper.body:
+                for inner in nodes_within(statement, ast.Call):
+                    inner_found = output_call(where, inner)  # type: ignore[arg-type]
+                    if inner_found is None:
+                        continue
+                    if inner_found.kind is OutputKind.LOGGER:
+                        why = logger_origin(where, inner)  # type: ignore[arg-type]
+                        if why:
+                            problems.append(why)
+                    elif inner_found.kind is OutputKind.WRAPPER and inner_found.wrapper is not None:
+                        todo.append((inner_found.context or where, inner_found.wrapper))  # type: ignore[arg-type]
     return problems
 
 

@@ -1,0 +1,711 @@
+"""The project a file belongs to: the other modules it imports from, read when the
+analysis asks about one of their names.
+
+A file of a project uses names that its other modules define: a helper that
+returns a tensor (``from .losses import compute_loss``), a print or log wrapper
+(``from .distributed import print0``), a base class that is an ``nn.Module``
+(``from ...modeling_utils import PreTrainedModel``). The analysis of one file
+asks its :class:`External` what such a name is; the :class:`Project` finds the
+module's file from the importing file's place and the import (relative
+imports, the file's own package, modules beside a script) and answers from
+that module:
+
+* where a name is defined, through re-exports (a package's ``__init__``), and
+  whether a class is an ``nn.Module`` (its bases, followed across modules):
+  from a *summary* of the module, its top-level statements only;
+* what a function returns (and whether certainly a tensor), and whether it
+  only writes output: from the module's own analysis, with the same model,
+  made only for the functions asked about.
+
+The other direction is asked by the driver after a file is analysed
+(:func:`calls_elsewhere`): the functions of other modules that this file's
+traced code calls (``helper(x)``, ``self.loss_function(...)`` of a base class
+defined elsewhere) are traced too, and their module is analysed again with
+them as traced roots.
+
+What is read: files of the project only (found next to the importing file, or
+in the package it belongs to, never in installed libraries). What an answer
+used is recorded (``consulted``: the files and a hash of their text), so that
+a kept result is used again only while those files are unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import sys
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from .context import FileContext
+from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
+from .provenance import Kind, Provenance, dotted_name, is_module_class
+from .tree import activated, keeping_active, walk
+
+# How many imports are followed through re-exports (``from .x import f`` in a package's
+# ``__init__``), and how many base classes up, before a name is taken as unknown.
+MAX_HOPS = 4
+# How many analyses of modules are made one inside another (a function that returns what a
+# function of a third module returns...) before the next is taken as unknown.
+MAX_NESTED_READS = 3
+T = TypeVar("T")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NN_MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
+# Modules imported absolutely that are never the project's own (a file of the project named
+# like one of them would shadow it only where Python is run from that folder).
+_NOT_PROJECT = frozenset({*sys.stdlib_module_names, "torch", "numpy", "jax", "scipy", "pandas", "__future__",
+                          "typing_extensions"})
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A name of another module: where it is defined, and what it is."""
+
+    path: Path
+    qualname: str  # "helper", "Base.loss_function"; "" for the module itself
+    kind: str  # "function", "class" or "module"
+    via: tuple[tuple[str, str], ...] = ()  # the files read to find it, with the hash of their text
+
+
+@dataclass(frozen=True)
+class Defined:
+    """A function or class a module defines, as much as questions about it need (the
+    module's tree is not kept)."""
+
+    kind: str  # "function" or "class"
+    bases: tuple[ast.expr, ...] = ()  # a class's bases, as written
+    methods: frozenset[str] = frozenset()  # a class's methods
+    may_write: bool = False  # a function that could be an output wrapper (see _may_write_output)
+
+
+class Summary:
+    """A module's top-level statements: what it defines and what it imports (the names
+    it binds at its top level, including under ``if`` and ``try``)."""
+
+    def __init__(self, module: ast.Module, digest: str) -> None:
+        self.digest = digest
+        self.definitions: dict[str, Defined] = {}
+        self.origins: dict[str, tuple[str, int, str | None]] = {}  # as Imports.origins
+        self.aliases: dict[str, str] = {}  # absolute imports, as Imports.aliases
+        self.names: set[str] = set()  # every name bound at the top level
+        functions: dict[str, ast.FunctionDef] = {}
+        statements = list(module.body)
+        while statements:
+            stmt = statements.pop(0)
+            t = type(stmt)
+            if t is ast.ClassDef:
+                methods = frozenset(s.name for s in stmt.body if type(s) in _FUNCTIONS)  # type: ignore[attr-defined]
+                self.definitions[stmt.name] = Defined("class", tuple(stmt.bases), methods)  # type: ignore[attr-defined]
+                self.names.add(stmt.name)  # type: ignore[attr-defined]
+            elif t in _FUNCTIONS:
+                functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
+                self.names.add(stmt.name)  # type: ignore[attr-defined]
+            elif t is ast.Import:
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name.split(".")[0]
+                    self.origins[local] = (alias.name if alias.asname else local, 0, None)
+                    self.aliases[local] = alias.name if alias.asname else local
+                    self.names.add(local)
+            elif t is ast.ImportFrom and stmt.names[0].name != "*":  # type: ignore[attr-defined]
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    local = alias.asname or alias.name
+                    self.origins[local] = (stmt.module or "", stmt.level, alias.name)  # type: ignore[attr-defined]
+                    if stmt.level == 0 and stmt.module:  # type: ignore[attr-defined]
+                        self.aliases[local] = f"{stmt.module}.{alias.name}"  # type: ignore[attr-defined]
+                    self.names.add(local)
+            elif t in (ast.If, ast.Try) or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
+                statements[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),  # type: ignore[attr-defined]
+                                  *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+            elif t in (ast.Assign, ast.AnnAssign, ast.AugAssign):
+                targets = stmt.targets if t is ast.Assign else [stmt.target]  # type: ignore[attr-defined]
+                for target in targets:
+                    for node in ast.walk(target):
+                        if type(node) is ast.Name:
+                            self.names.add(node.id)
+        for name, writes in _writing_functions(functions).items():
+            self.definitions[name] = Defined("function", may_write=writes)
+
+    def qualify(self, expr: ast.AST) -> str | None:
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        if root in self.aliases:
+            full = self.aliases[root]
+            return f"{full}.{rest}" if rest else full
+        return name
+
+
+@dataclass
+class _Read:
+    context: FileContext | None  # None: the file does not parse
+    digest: str
+
+
+class Project:
+    """The modules of the project read so far in this process: summaries (the last many),
+    analyses (the last few, and those whose nodes were handed out), answers (all)."""
+
+    def __init__(self, keep: int = 32, keep_summaries: int = 1024) -> None:
+        self._keep = keep
+        self._keep_summaries = keep_summaries
+        self._checked = 0.0  # when ``fresh`` last looked at the files
+        self._clear()
+
+    def _clear(self) -> None:
+        self._summaries: OrderedDict[Path, Summary | None] = OrderedDict()
+        self._reads: OrderedDict[Path, _Read] = OrderedDict()
+        self._pinned: dict[Path, _Read] = {}
+        self._reading: set[Path] = set()
+        self._answers: dict[tuple, object] = {}
+        self._computing: set[tuple] = set()
+        self._stats: dict[Path, tuple[int, int]] = {}  # every file read: its time and size then
+
+    def for_file(self, path: Path | str | None) -> External | None:
+        """What the file at ``path`` may ask about the rest of its project (None where the
+        file is not on disk: code given as text, a file of a test)."""
+        if path is None:
+            return None
+        try:
+            real = Path(path).resolve()
+            if not real.is_file():
+                return None
+        except (OSError, RuntimeError):
+            return None
+        return External(self, real)
+
+    def fresh(self) -> None:
+        """Forget everything when a file read so far has changed on disk since (an editor
+        keeps the process, and the project changes under it). Looked at once a second."""
+        now = time.monotonic()
+        if now - self._checked < 1.0:
+            return
+        self._checked = now
+        for path, stat in self._stats.items():
+            try:
+                now = path.stat()
+                if (now.st_mtime_ns, now.st_size) == stat:
+                    continue
+            except OSError:
+                pass
+            self._clear()
+            return
+
+    def module_file(self, importer: Path, module: str, level: int) -> Path | None:
+        """The file of ``module`` as ``importer`` imports it (``level`` dots before it)."""
+        parts = [p for p in module.split(".") if p] if module else []
+        if level:
+            base = importer.parent
+            for _ in range(level - 1):
+                base = base.parent
+            roots = [base]
+        else:
+            if not parts:
+                return None
+            roots = list(dict.fromkeys([_package_root(importer), importer.parent]))
+        for root in roots:
+            target = root.joinpath(*parts)
+            candidates = [target.with_suffix(".py")] if parts else []
+            candidates.append(target / "__init__.py")
+            for candidate in candidates:
+                if candidate.is_file():
+                    found = candidate.resolve()
+                    if found != importer:
+                        return found
+        return None
+
+    def _text(self, path: Path) -> tuple[str, str] | None:
+        try:
+            stat = path.stat()
+            data = path.read_bytes()
+        except OSError:
+            return None
+        self._stats[path] = (stat.st_mtime_ns, stat.st_size)
+        try:
+            text = importlib.util.decode_source(data).replace("\r\n", "\n").replace("\r", "\n")
+        except (UnicodeDecodeError, LookupError, SyntaxError):
+            text = None  # type: ignore[assignment]
+        return text, hashlib.sha1(data).hexdigest()  # type: ignore[return-value]
+
+    def remember(self, path: Path | str, module: ast.Module, text: str) -> None:
+        """The summary of a file this process has parsed anyway (a file of the run), when its
+        text is the file's on disk: a file that asks about it later needs no parse of its own."""
+        try:
+            real = Path(path).resolve()
+            if real in self._summaries:
+                return
+            stat = real.stat()
+            data = real.read_bytes()
+        except OSError:
+            return
+        try:
+            if importlib.util.decode_source(data).replace("\r\n", "\n").replace("\r", "\n") != text:
+                return
+        except (UnicodeDecodeError, LookupError, SyntaxError):
+            return
+        self._stats[real] = (stat.st_mtime_ns, stat.st_size)
+        self._summaries[real] = Summary(module, hashlib.sha1(data).hexdigest())
+
+    def summary(self, path: Path) -> Summary | None:
+        """``path``'s top-level statements (None when it cannot be read or parsed)."""
+        if path in self._summaries:
+            self._summaries.move_to_end(path)
+            return self._summaries[path]
+        found: Summary | None = None
+        read = self._text(path)
+        if read is not None and read[0] is not None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    found = Summary(ast.parse(read[0]), read[1])
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                found = None
+        self._summaries[path] = found
+        while len(self._summaries) > self._keep_summaries:
+            self._summaries.popitem(last=False)
+        return found
+
+    def read(self, path: Path) -> _Read | None:
+        """``path`` parsed and analysed (None when it cannot be read, while it is being read:
+        an import circle, and beyond a few analyses made one inside another)."""
+        found = self._reads.get(path) or self._pinned.get(path)
+        if found is not None:
+            if path in self._reads:
+                self._reads.move_to_end(path)
+            return found
+        if path in self._reading or len(self._reading) >= MAX_NESTED_READS:
+            return None
+        read = self._text(path)
+        if read is None:
+            return None
+        text, digest = read
+        self._reading.add(path)
+        context: FileContext | None = None
+        try:
+            if text is not None:
+                with keeping_active():  # the file asking goes on with its own index
+                    context = FileContext.build(path, text, external=External(self, path))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            context = None
+        finally:
+            self._reading.discard(path)
+        found = self._reads[path] = _Read(context, digest)
+        while len(self._reads) > self._keep:
+            self._reads.popitem(last=False)
+        return found
+
+    def pin(self, path: Path) -> None:
+        """Keep the analysis of ``path`` for the run (its nodes are handed out)."""
+        found = self._reads.get(path)
+        if found is not None:
+            self._pinned[path] = found
+
+    def answer(self, key: tuple, compute: Callable[[], T], meanwhile: T | None = None) -> T:
+        """``compute()``, kept under ``key``; ``meanwhile`` while it is being computed (a
+        question that leads back to itself through modules that import each other)."""
+        try:
+            return self._answers[key]  # type: ignore[return-value]
+        except KeyError:
+            pass
+        if key in self._computing:
+            return meanwhile  # type: ignore[return-value]
+        self._computing.add(key)
+        try:
+            found = self._answers[key] = compute()
+        finally:
+            self._computing.discard(key)
+        return found
+
+    # -- names, from summaries ---------------------------------------------------------------
+
+    def resolve(self, importer: Path, module: str, level: int, names: tuple[str, ...],
+                hops: int = 0) -> Definition | None:
+        """The definition that ``names`` of ``module`` (imported by ``importer``) leads to."""
+        if hops > MAX_HOPS:
+            return None
+        path = self.answer(("module", importer.parent, module, level),
+                           lambda: self.module_file(importer.parent / "__fixitem__.py", module, level))
+        if path is None or path == importer:
+            return None
+        return self.answer(("resolve", path, names), lambda: self._resolve_in(path, names, hops))
+
+    def _resolve_in(self, path: Path, names: tuple[str, ...], hops: int) -> Definition | None:
+        via: list[tuple[str, str]] = []
+        # ``from . import sub`` / ``pkg.sub.f``: leading names that are submodules.
+        while names and path.name == "__init__.py":
+            summary = self._summary(path, via)
+            if summary is not None and names[0] in summary.names:
+                break  # a name the package itself defines or imports
+            sub = self.module_file(path, names[0], 1)
+            if sub is None:
+                break
+            path, names = sub, names[1:]
+        summary = self._summary(path, via)
+        if summary is None:
+            return None
+        if not names:
+            return Definition(path, "", "module", tuple(via))
+        first, rest = names[0], names[1:]
+        defined = summary.definitions.get(first)
+        if defined is not None:
+            if not rest:
+                return Definition(path, first, defined.kind, tuple(via))
+            if defined.kind == "class" and len(rest) == 1:
+                return _with_via(self.member(path, summary, first, rest[0], 0), via)
+            return None
+        origin = summary.origins.get(first)  # a name the module imports in turn
+        if origin is None:
+            return None
+        module, level, name = origin
+        return _with_via(self.resolve(path, module, level, ((name,) if name else ()) + rest, hops + 1), via)
+
+    def _summary(self, path: Path, via: list[tuple[str, str]]) -> Summary | None:
+        found = self.summary(path)
+        if found is not None:
+            via.append((str(path), found.digest))
+        return found
+
+    def defined(self, found: Definition) -> Defined | None:
+        """What ``found`` is, from its module's summary (a top-level function or class)."""
+        summary = self.summary(found.path)
+        if summary is None or "." in found.qualname:
+            return None
+        return summary.definitions.get(found.qualname)
+
+    def is_module_class(self, path: Path, summary: Summary, name: str, depth: int = 0) -> bool:
+        """Is the class ``name`` of the module at ``path`` an ``nn.Module`` (through its bases,
+        in that module and the ones they come from)?"""
+        defined = summary.definitions.get(name)
+        if defined is None or defined.kind != "class":
+            return False
+
+        def compute() -> bool:
+            if depth > MAX_HOPS:
+                return False
+            for base in defined.bases:
+                qualified = summary.qualify(base)
+                if qualified in _NN_MODULE or qualified == "nn.Module" or is_module_class(qualified, set()):
+                    return True
+                found = self._base(path, summary, base)
+                if found is not None and self.is_module_class(*found, depth + 1):
+                    return True
+            return False
+
+        return self.answer(("module class", path, name), compute, False)
+
+    def _base(self, path: Path, summary: Summary, base: ast.expr) -> tuple[Path, Summary, str] | None:
+        """Where a base class named in the module at ``path`` is defined: (its module's path,
+        that module's summary, the class's name)."""
+        if type(base) is ast.Name and base.id in summary.definitions:  # type: ignore[attr-defined]
+            return path, summary, base.id  # type: ignore[attr-defined]
+        names: list[str] = []
+        while type(base) is ast.Attribute:
+            names.append(base.attr)  # type: ignore[attr-defined]
+            base = base.value  # type: ignore[attr-defined]
+        if type(base) is not ast.Name or base.id not in summary.origins:  # type: ignore[attr-defined]
+            return None
+        module, level, name = summary.origins[base.id]  # type: ignore[attr-defined]
+        found = self.resolve(path, module, level, ((name,) if name else ()) + tuple(reversed(names)))
+        if found is None or found.kind != "class" or "." in found.qualname:
+            return None
+        other = self.summary(found.path)
+        return (found.path, other, found.qualname) if other is not None else None
+
+    def member(self, path: Path, summary: Summary, cls: str, attr: str, depth: int) -> Definition | None:
+        """The method (or property) ``attr`` of the class ``cls`` or of its bases, followed
+        into the other modules of the project the bases come from."""
+        defined = summary.definitions.get(cls)
+        if defined is None or defined.kind != "class":
+            return None
+
+        def compute() -> Definition | None:
+            if attr in defined.methods:
+                return Definition(path, f"{cls}.{attr}", "function")
+            if depth >= MAX_HOPS:
+                return None
+            for base in defined.bases:
+                found = self._base(path, summary, base)
+                if found is not None:
+                    inherited = self.member(*found, attr, depth + 1)
+                    if inherited is not None:
+                        return _with_via(inherited, [(str(found[0]), found[1].digest)])
+            return None
+
+        return self.answer(("member", path, cls, attr), compute)
+
+
+@dataclass
+class External:
+    """What one file may ask about the rest of its project (its provenance's ``external``)."""
+
+    project: Project
+    path: Path
+    consulted: dict[str, str] = field(default_factory=dict)  # path -> sha1 of the text read
+    # id(expression) -> (the expression, what it names): asked again and again per node.
+    _definitions: dict[int, tuple[ast.AST, Definition | None]] = field(default_factory=dict, repr=False)
+
+    def definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
+        """The function or class of another module of the project that ``expr`` (``name``,
+        ``module.name``) names, when the name it starts with is bound by an import and
+        by nothing else."""
+        key = id(expr)
+        kept = self._definitions.get(key)
+        if kept is not None and kept[0] is expr:
+            return kept[1]
+        found = self._definition(provenance, expr)
+        self._definitions[key] = (expr, found)
+        return found
+
+    def _definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
+        attrs: list[str] = []
+        while type(expr) is ast.Attribute:
+            attrs.append(expr.attr)  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        if type(expr) is not ast.Name:
+            return None
+        name = expr.id  # type: ignore[attr-defined]
+        origin = provenance.imports.origins.get(name)
+        if origin is None:
+            return None
+        scope = provenance.scope_of(expr).lookup(name)
+        if scope is None:
+            return None
+        bindings = scope.bindings.get(name, [])
+        if not bindings or any(how != "import" for how, _ in bindings):
+            return None
+        module, level, imported = origin
+        if not level and module.partition(".")[0] in _NOT_PROJECT:
+            return None  # torch, numpy, the standard library: not the project's
+        # ``import a.b as c``: ``c.f`` is ``f`` of ``a.b``; ``from .m import g``: ``g`` of ``.m``.
+        names = ((imported,) if imported else ()) + tuple(reversed(attrs))
+        found = self.project.resolve(self.path, module, level, names)
+        if found is not None:
+            self.consulted.update(found.via)
+        return found
+
+    def _analysis(self, found: Definition) -> tuple[FileContext, ast.AST] | None:
+        """The analysis of the module ``found`` is in, and its definition there."""
+        read = self.project.read(found.path)
+        if read is None or read.context is None:
+            return None
+        context = read.context
+        node: ast.AST | None = None
+        for part in found.qualname.split("."):
+            body = context.module.body if node is None else node.body  # type: ignore[attr-defined]
+            node = next((s for s in body if type(s) in (*_FUNCTIONS, ast.ClassDef) and s.name == part), None)  # type: ignore[attr-defined]
+            if node is None:
+                return None
+        return (context, node) if node is not None else None
+
+    def call_kind(self, provenance: Provenance, func: ast.expr) -> Kind | None:
+        """What calling ``func`` gives, when it names a function or class of another module
+        of the project: the function's return kind there, MODULE for an ``nn.Module`` class."""
+        found = self.definition(provenance, func)
+        if found is None or found.kind == "module":
+            return None
+        if found.kind == "class":
+            return Kind.MODULE if self._is_module_class(found) else None
+
+        def compute() -> Kind:
+            where = self._analysis(found)
+            if where is None:
+                return Kind.UNKNOWN
+            context, node = where
+            return _in(context, lambda: context.provenance.return_kind(node))
+
+        kind = self.project.answer(("returns", found.path, found.qualname), compute, Kind.UNKNOWN)
+        return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
+
+    def returns_certainly_tensor(self, provenance: Provenance, func: ast.expr) -> bool:
+        """Does every ``return`` of the function of another module that ``func`` names give
+        a tensor its module proves is one?"""
+        found = self.definition(provenance, func)
+        if found is None or found.kind != "function":
+            return False
+
+        def compute() -> bool:
+            where = self._analysis(found)
+            if where is None:
+                return False
+            context, node = where
+            return _in(context, lambda: context.provenance.returns_certainly_tensor(node))
+
+        return self.project.answer(("certain returns", found.path, found.qualname), compute, False)
+
+    def module_class(self, provenance: Provenance, base: ast.expr) -> bool:
+        """Is ``base`` a class of another module of the project that is an ``nn.Module``?"""
+        found = self.definition(provenance, base)
+        return found is not None and found.kind == "class" and self._is_module_class(found)
+
+    def _is_module_class(self, found: Definition) -> bool:
+        summary = self.project.summary(found.path)
+        return summary is not None and self.project.is_module_class(found.path, summary, found.qualname)
+
+    def wrapper(self, provenance: Provenance, func: ast.expr) -> tuple[FileContext, ast.FunctionDef] | None:
+        """The output wrapper (a function that only writes output: ``print0``) of another
+        module of the project that ``func`` names, with its module's analysis."""
+        found = self.definition(provenance, func)
+        if found is None or found.kind != "function" or "." in found.qualname:
+            return None
+        defined = self.project.defined(found)
+        if defined is None or not defined.may_write:
+            return None
+
+        def compute() -> bool:
+            where = self._analysis(found)
+            return where is not None and _in(where[0], lambda: found.qualname in output_wrappers(where[0]))
+
+        if not self.project.answer(("wrapper", found.path, found.qualname), compute, False):
+            return None
+        where = self._analysis(found)
+        self.project.pin(found.path)
+        return where  # type: ignore[return-value]
+
+    def member(self, provenance: Provenance, cls: ast.ClassDef, attr: str) -> Definition | None:
+        """The method or property ``attr`` that the class ``cls`` of this file inherits from
+        a base class of another module of the project (the first base that has one)."""
+        for base in cls.bases:
+            found = self.definition(provenance, base)
+            if found is None or found.kind != "class" or "." in found.qualname:
+                continue
+            summary = self.project.summary(found.path)
+            if summary is None:
+                continue
+            inherited = self.project.member(found.path, summary, found.qualname, attr, 0)
+            if inherited is not None:
+                inherited = _with_via(inherited, list(found.via))
+                self.consulted.update(inherited.via)  # type: ignore[union-attr]
+                return inherited
+        return None
+
+
+def _writing_functions(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
+    """Which top-level functions could be output wrappers: a short body that calls
+    ``print``, a logging method or ``write``, or another such function of the module (a
+    wrapper of a wrapper). Only for those is the module analysed to know."""
+    calls: dict[str, set[str]] = {}
+    writes: dict[str, bool] = {}
+    for name, func in functions.items():
+        callees: set[str] = set()
+        direct = False
+        if type(func) is ast.FunctionDef and len(func.body) <= 20:
+            for sub in ast.walk(func):
+                if type(sub) is ast.Call:
+                    callee = sub.func  # type: ignore[attr-defined]
+                    if type(callee) is ast.Name:
+                        direct = direct or callee.id == "print"
+                        callees.add(callee.id)
+                    elif type(callee) is ast.Attribute and (
+                            callee.attr in LOG_METHODS or callee.attr in LOG_ONCE_METHODS or callee.attr in ("print", "write")):
+                        direct = True
+        writes[name] = direct
+        calls[name] = callees if type(func) is ast.FunctionDef and len(func.body) <= 20 else set()
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if not writes[name] and any(writes.get(c) for c in callees):
+                writes[name] = changed = True
+    return writes
+
+
+def _with_via(found: Definition | None, via: list[tuple[str, str]]) -> Definition | None:
+    if found is None:
+        return None
+    return Definition(found.path, found.qualname, found.kind, tuple(dict.fromkeys((*via, *found.via))))
+
+
+def _in(context: FileContext, compute: Callable[[], T]) -> T:
+    """``compute()`` with ``context``'s index active (the module-level lookups of the tree
+    answer for the file being asked about)."""
+    if context.tree_index is None:
+        return compute()
+    with activated(context.tree_index):
+        return compute()
+
+
+def _package_root(path: Path) -> Path:
+    """The folder above the outermost package holding ``path`` (where ``import pkg.x``
+    looks for ``pkg``)."""
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+# -- traced code across modules ----------------------------------------------------------------
+
+
+def calls_elsewhere(ctx: FileContext) -> list[tuple[str, str]]:
+    """The functions of other modules of the project that this file's traced code calls:
+    (the module's path, the function's qualified name: ``"helper"``, ``"Base.loss"``).
+    A function traced code calls is traced too; so is a property it reads."""
+    external = ctx.provenance.external
+    if external is None or not ctx.traced:
+        return []
+    found_marks: dict[tuple[str, str], None] = {}
+    for func in sorted(ctx.traced, key=ctx.positions.offset):
+        cls = ctx.parents.get(func)
+        for node in _calls_and_self_reads(func):
+            found: Definition | None = None
+            if type(node) is ast.Call:
+                found = external.definition(ctx.provenance, node.func)  # type: ignore[attr-defined]
+            elif type(cls) is ast.ClassDef and not _defined_in(cls, node.attr):  # type: ignore[attr-defined,arg-type]
+                found = external.member(ctx.provenance, cls, node.attr)  # type: ignore[arg-type,attr-defined]
+            if found is not None and found.kind == "function":
+                found_marks[(str(found.path), found.qualname)] = None
+    return list(found_marks)
+
+
+def _calls_and_self_reads(func: ast.AST) -> Iterator[ast.AST]:
+    """The calls of names of other modules (``helper(x)``, ``mod.helper(x)``), and the
+    reads of ``self.x``, in ``func``'s body."""
+    seen: set[str] = set()
+    for stmt in func.body:  # type: ignore[attr-defined]
+        for node in walk(stmt):
+            t = type(node)
+            if t is ast.Call:
+                callee = node.func  # type: ignore[attr-defined]
+                if type(callee) is ast.Name or (type(callee) is ast.Attribute and type(callee.value) is ast.Name
+                                                and callee.value.id not in ("self", "cls")):  # type: ignore[attr-defined]
+                    yield node
+            elif t is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
+                if node.attr not in seen:  # type: ignore[attr-defined]
+                    seen.add(node.attr)  # type: ignore[attr-defined]
+                    yield node
+
+
+def _defined_in(cls: ast.ClassDef, name: str) -> bool:
+    """Does the class's own body define ``name`` (a method, or an attribute it assigns)?"""
+    for stmt in cls.body:
+        if type(stmt) in _FUNCTIONS and stmt.name == name:  # type: ignore[attr-defined]
+            return True
+        if type(stmt) in (ast.Assign, ast.AnnAssign):
+            targets = stmt.targets if type(stmt) is ast.Assign else [stmt.target]  # type: ignore[attr-defined]
+            if any(type(t) is ast.Name and t.id == name for t in targets):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+_PROJECT: Project | None = None
+
+
+def current() -> Project:
+    """The project of this process: modules read once, answers kept while the files read
+    are unchanged on disk."""
+    global _PROJECT
+    if _PROJECT is None:
+        _PROJECT = Project()
+    return _PROJECT
+
+
+def forget() -> None:
+    """Start afresh (a new run): the files may have changed."""
+    global _PROJECT
+    _PROJECT = None

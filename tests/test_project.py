@@ -1,0 +1,103 @@
+"""The project a file belongs to: names of its other modules are known (a wrapper of
+print, a helper's return, a base class that is an nn.Module), and traced code that
+calls into another module makes the code it calls traced too."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import run_side_by_side
+from fixitem import api
+from fixitem.codemods.model import project
+from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.provenance import Certainty, Kind
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "fixtures" / "project"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    target = tmp_path / "project"
+    shutil.copytree(FIXTURE, target)
+    project.forget()
+    return target
+
+
+def findings(paths, **options):
+    return [(Path(f.path).name, f.line, f.rule, f.fix, f.costs)
+            for f in api.scan(paths, cache=False, isolated=True, jobs=1, **options).findings]
+
+
+def test_a_wrapper_of_print_from_another_module_is_deferred_like_print(tree):
+    found = findings([tree / "train.py"])
+    assert ("train.py", 26, "FX201", "safe", ("host-sync",)) in found
+    # Without the project (the file alone, elsewhere), the wrapper is unknown: only the read is reported.
+    alone = tree.parent / "alone"
+    alone.mkdir()
+    shutil.copy(tree / "train.py", alone / "train.py")
+    assert [f[2:4] for f in findings([alone / "train.py"])] == [("FX001", "none")]
+
+
+def test_traced_code_that_calls_a_base_class_of_another_module_makes_it_traced(tree):
+    found = findings([tree])
+    assert ("base.py", 19, "FX201", "safe", ("graph-break",)) in found
+    # The caller is not in the run: nothing says the base class's method is traced.
+    assert findings([tree / "model" / "base.py"]) == []
+
+
+def test_kinds_come_from_the_module_that_defines_the_name(tree):
+    path = tree / "train.py"
+    ctx = FileContext.build(path, path.read_text(), external=project.current().for_file(path))
+    calls = {ctx.code(n): n for n in ctx.nodes(ast.Call)}
+    loss = calls["smoothed_loss(net(x), y)"]
+    assert ctx.kind(loss) is Kind.TENSOR  # ``-> torch.Tensor`` in losses.py
+    assert ctx.certainty(loss) is Certainty.TENSOR
+    assert ctx.kind(calls["Net()"]) is Kind.MODULE  # model/__init__.py re-exports net.Net, a Base, an nn.Module
+    assert ctx.kind(calls["net(x)"]) is Kind.TENSOR
+    # Without the project, the same calls are unknown.
+    plain = FileContext.build(path, path.read_text())
+    calls = {plain.code(n): n for n in plain.nodes(ast.Call)}
+    assert plain.kind(calls["smoothed_loss(net(x), y)"]) is Kind.UNKNOWN
+    assert plain.kind(calls["Net()"]) is not Kind.MODULE
+
+
+def test_the_rewritten_project_prints_the_same(tree):
+    before = tree.parent / "before"
+    shutil.copytree(tree, before)
+    result = api.apply([tree], cache=False, isolated=True, jobs=1)
+    assert {Path(f.path).name for f in result.applied} == {"train.py", "base.py"}
+    original, rewritten = run_side_by_side(before / "train.py", tree / "train.py")
+    assert "step 2: loss" in original and "rescaling by 0.5" in original
+    assert rewritten == original
+
+
+def test_a_kept_result_is_not_used_once_a_module_it_read_changes(tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("FIXITEM_CACHE_DIR", str(tmp_path / "cache"))
+    options = {"isolated": True, "jobs": 1}
+
+    def scan():
+        return [(f.rule, f.fix) for f in api.scan([tree / "train.py"], **options).findings]
+
+    assert scan() == [("FX201", "safe")]
+    assert scan() == [("FX201", "safe")]  # kept
+    # ``print0`` no longer only prints: it is not deferred any more.
+    helper = tree / "distributed.py"
+    helper.write_text(helper.read_text().replace("        print(*args, **kwargs)",
+                                                 "        print(*args, **kwargs)\n    return open('log.txt', 'a')"))
+    assert scan() == [("FX001", "none")]
+
+
+def test_modules_that_import_each_other_are_read_once_each(tmp_path):
+    (tmp_path / "a.py").write_text("import torch\nfrom b import g\n\n\ndef f(x: torch.Tensor) -> torch.Tensor:\n"
+                                   "    return g(x)\n")
+    (tmp_path / "b.py").write_text("import torch\nfrom a import f\n\n\ndef g(x):\n    return f(x)\n\n\n"
+                                   "def h(x: torch.Tensor):\n    y = f(x)\n    if y.sum().item() > 0:\n        y = y * 2\n"
+                                   "    return y\n")
+    project.forget()
+    found = findings([tmp_path / "b.py"])
+    assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``f`` returns a tensor, read from a.py
