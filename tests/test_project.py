@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import run_side_by_side
-from fixitem import api
 from fixitem.codemods.model import project
 from fixitem.codemods.model.context import FileContext
 from fixitem.codemods.model.provenance import Certainty, Kind
+
+from fixitem import api
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "project"
