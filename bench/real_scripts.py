@@ -108,6 +108,10 @@ SITE_PINS = [
     "schedulefree==1.4.1",
     "pytorch-ignite==0.5.5", "pytorch-warmup==0.2.0",
     "torch_geometric==2.8.1", "xxhash==4.1.0", "psutil==7.2.2",
+    # imported at start-up by opacus (scipy) and torch_geometric (requests):
+    # pinned here so that the harness does not depend on what the interpreter holds
+    "scipy==1.17.1", "requests==2.34.2", "urllib3==2.7.0", "idna==3.13",
+    "charset-normalizer==3.4.7", "certifi==2026.5.20",
 ]
 
 
