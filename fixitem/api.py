@@ -375,15 +375,17 @@ def _run_file_job(job: _Job) -> FileResult:
     outcome: FileResult | None = None
     analyses: Analyses | None = None
     marks: list[tuple[str, str]] = []
+    here: frozenset[str] = frozenset()
     found = ""
     if kept:
         hit = kept.get(key)
         # A kept answer with nothing to fix is the whole answer, for apply too.
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit.findings)):
-            return FileResult(job.path, hit.findings, [], "", hit.error, traced_elsewhere=hit.traced_elsewhere)
+            return FileResult(job.path, hit.findings, [], "", hit.error, traced_elsewhere=hit.traced_elsewhere,
+                              traced_here=hit.traced_here)
         if hit is not None and job.fix:  # scan's in-memory rewrite of this very text
             outcome = hit.rewrite(Path(display), job.unsafe)
-            marks = hit.traced_elsewhere
+            marks, here = hit.traced_elsewhere, hit.traced_here
     if outcome is None:
         rules = rules_for(job.codes, job.runtime)
         analyses = Analyses() if shortcuts.ENABLED else None
@@ -391,7 +393,7 @@ def _run_file_job(job: _Job) -> FileResult:
             Path(display), source.text, rules, fix=job.fix, unsafe=job.unsafe, analyses=analyses,
             **_engine_options(job),
         )
-        marks = outcome.traced_elsewhere
+        marks, here = outcome.traced_elsewhere, outcome.traced_here
         found = _digest(outcome.findings)
         rewrites: dict[bool, FileResult] = {}
         if job.previous is not None and job.previous[0] == found:
@@ -401,9 +403,10 @@ def _run_file_job(job: _Job) -> FileResult:
                 Path(display), source.text, rules, job, outcome.findings, analyses,
             )
         if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
-            kept.put(key, outcome.findings, outcome.error, rewrites, outcome.depends, outcome.traced_elsewhere)
+            kept.put(key, outcome.findings, outcome.error, rewrites, outcome.depends, outcome.traced_elsewhere,
+                     outcome.traced_here)
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error,
-                        traced_elsewhere=marks, found_digest=found)
+                        traced_elsewhere=marks, traced_here=here, found_digest=found)
     if job.fix and outcome.new_text is not None:
         result.diff = unified_diff(job.path, source.text, outcome.new_text)
         if job.write:
@@ -436,6 +439,11 @@ def _as_applied(
     runs: dict[bool, FileResult] = {}
     # Without a safe fix to start from, ``apply`` changes nothing: no need to try it.
     for unsafe in (False, True) if any(f.fix == "safe" for f in findings) else (True,):
+        if unsafe and False in runs and not runs[False].offered_unsafe:
+            # No pass of ``apply`` was offered an unsafe fix: ``apply --unsafe`` makes the same
+            # choices on the same texts, so it gives the same run.
+            runs[True], applied[True] = runs[False], list(runs[False].applied)
+            continue
         run = process(path, text, rules, fix=True, unsafe=unsafe, analyses=analyses, **_engine_options(job))
         if run.error is not None:
             return findings, {}
@@ -519,7 +527,10 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
                 index = place.get(path)
                 if index is not None:
                     wanted.setdefault(index, set()).add(name)
-        again = [i for i, names in sorted(wanted.items()) if not names <= set(jobs[i].traced_roots)]
+        # A file whose wanted functions are traced already (its own ``forward`` calls them)
+        # would give the same analysis: it is not analysed again.
+        again = [i for i, names in sorted(wanted.items())
+                 if not names <= set(jobs[i].traced_roots) | results[i].traced_here]
         if not again:
             break
         redo = [replace(jobs[i], traced_roots=tuple(sorted(set(jobs[i].traced_roots) | wanted[i])),

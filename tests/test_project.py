@@ -101,3 +101,52 @@ def test_modules_that_import_each_other_are_read_once_each(tmp_path):
     project.forget()
     found = findings([tmp_path / "b.py"])
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``f`` returns a tensor, read from a.py
+
+
+def test_a_module_whose_called_function_is_traced_already_is_not_analysed_again(tmp_path, monkeypatch):
+    # ``helper`` is traced in its own module (its ``forward`` calls it): the mark from
+    # model.py changes nothing there, so layers.py is analysed once. ``other`` is not
+    # traced in layers.py: a mark for it is a second analysis.
+    (tmp_path / "layers.py").write_text(
+        "import torch\n\n\ndef helper(x):\n    print(x)\n    return x\n\n\ndef other(x):\n    print(x)\n    return x\n\n\n"
+        "class Layer(torch.nn.Module):\n    def forward(self, x):\n        return helper(x)\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom layers import helper\n\n\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return helper(x)\n")
+    analysed: list[tuple[str, tuple[str, ...]]] = []
+    run_job = api._run_job
+
+    def counting(job):
+        analysed.append((job.path.name, job.traced_roots))
+        return run_job(job)
+
+    monkeypatch.setattr(api, "_run_job", counting)
+    project.forget()
+    found = findings([tmp_path])
+    assert sorted(analysed) == [("layers.py", ()), ("model.py", ())]
+    assert [(f[0], f[1], "graph-break" in f[4]) for f in found] == [("layers.py", 5, True)]
+    # ``other`` (line 10) is called by no traced code: its print is no graph break, and
+    # (a tensor of unknown kind) not reported at all.
+    # Now model.py calls ``other`` too: layers.py is analysed again, with ``other`` traced.
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom layers import helper, other\n\n\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return other(helper(x))\n")
+    analysed.clear()
+    project.forget()
+    found = findings([tmp_path])
+    assert ("layers.py", ("helper", "other")) in analysed
+    assert [(f[0], f[1], "graph-break" in f[4]) for f in found] == [("layers.py", 5, True), ("layers.py", 10, True)]
+
+
+def test_traced_root_names_count_a_name_only_when_every_function_of_it_is_traced():
+    from fixitem.codemods.model.traced import traced_root_names
+
+    source = ("import torch\n\n\ndef f(x):\n    return g(x)\n\n\nif torch.cuda.is_available():\n"
+              "    def g(x):\n        return x\nelse:\n    def g(x):\n        return x + 1\n\n\n"
+              "def unused(x):\n    return x\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+              "        return f(x)\n")
+    ctx = FileContext.build(None, source)
+    assert traced_root_names(ctx.module, ctx.parents, ctx.traced) == {"f", "g", "M.forward"}
+    # One ``g`` of two traced: a root ``g`` would trace the other one too.
+    ctx = FileContext.build(None, source.replace("    return g(x)", "    return x"))
+    assert "g" not in traced_root_names(ctx.module, ctx.parents, ctx.traced)

@@ -23,6 +23,7 @@ from ..model import project, tree
 from ..model.context import COMPOUND, FileContext
 from ..model.project import External
 from ..model.syncs import SyncSite, find_sync_sites, kept_reads
+from ..model.traced import traced_root_names
 from ..model.tree import parse_module
 from ..rule import Fix, Report, Rule, Safety
 
@@ -90,6 +91,11 @@ class FileResult:
     # The functions of other modules this file's traced code calls (path, qualified name):
     # they are traced too (the driver analyses their module again with them as roots).
     traced_elsewhere: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    # The functions of this file traced already (as roots name them): marks of other files
+    # for these change nothing, and need no second analysis.
+    traced_here: frozenset[str] = field(default=frozenset(), compare=False)
+    # apply: a pass offered an unsafe fix (without one, ``--unsafe`` would have made the same choices)
+    offered_unsafe: bool = field(default=False, compare=False)
     found_digest: str = field(default="", compare=False)  # scan: a digest of the findings as the analysis gave them, before tagging
 
 
@@ -416,11 +422,14 @@ def _process(
         ctx, reports = analysed
         if first:  # the functions of other modules the file's own traced code calls
             outcome.traced_elsewhere = _calls_elsewhere(ctx)
+            outcome.traced_here = traced_root_names(ctx.module, ctx.parents, ctx.traced)
             if external is not None:  # a module of the project other files may ask about
                 project.current().remember(path, ctx.module, text)
             first = False
         chosen: list[tuple[Rule, Report]] = []
         taken: list[tuple[int, int]] = []
+        if fix and not outcome.offered_unsafe:
+            outcome.offered_unsafe = any(r.fix is not None and r.fix.safety is Safety.UNSAFE for _, r in reports)
         if fix:
             for rule, report in reports:
                 f = report.fix

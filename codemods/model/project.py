@@ -449,6 +449,8 @@ class External:
     consulted: dict[str, str] = field(default_factory=dict)  # path -> sha1 of the text read
     # id(expression) -> (the expression, what it names): asked again and again per node.
     _definitions: dict[int, tuple[ast.AST, Definition | None]] = field(default_factory=dict, repr=False)
+    # (module, level, names) -> what the project resolves them to, from this file
+    _resolved: dict[tuple, Definition | None] = field(default_factory=dict, repr=False)
 
     def definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
         """The function or class of another module of the project that ``expr`` (``name``,
@@ -473,18 +475,22 @@ class External:
         origin = provenance.imports.origins.get(name)
         if origin is None:
             return None
+        module, level, imported = origin
+        if not level and module.partition(".")[0] in _NOT_PROJECT:
+            return None  # torch, numpy, the standard library: not the project's
         scope = provenance.scope_of(expr).lookup(name)
         if scope is None:
             return None
         bindings = scope.bindings.get(name, [])
         if not bindings or any(how != "import" for how, _ in bindings):
             return None
-        module, level, imported = origin
-        if not level and module.partition(".")[0] in _NOT_PROJECT:
-            return None  # torch, numpy, the standard library: not the project's
         # ``import a.b as c``: ``c.f`` is ``f`` of ``a.b``; ``from .m import g``: ``g`` of ``.m``.
         names = ((imported,) if imported else ()) + tuple(reversed(attrs))
-        found = self.project.resolve(self.path, module, level, names)
+        key = (module, level, names)
+        try:
+            found = self._resolved[key]
+        except KeyError:
+            found = self._resolved[key] = self.project.resolve(self.path, module, level, names)
         if found is not None:
             self.consulted.update(found.via)
         return found

@@ -72,7 +72,7 @@ def traced_functions(
             traced.add(func)  # type: ignore[arg-type]
         elif func.name in compiled_names and type(cls) is not ast.ClassDef:  # type: ignore[attr-defined]
             traced.add(func)  # type: ignore[arg-type]
-        elif roots and (f"{cls.name}.{func.name}" if type(cls) is ast.ClassDef else func.name) in roots:  # type: ignore[attr-defined]
+        elif roots and root_name(func, cls) in roots:
             traced.add(func)  # type: ignore[arg-type]
 
     work = list(traced)
@@ -97,3 +97,20 @@ def traced_functions(
                     traced.add(callee)
                     work.append(callee)
     return traced
+
+
+def root_name(func: ast.AST, parent: ast.AST | None) -> str:
+    """The name a root of another module gives ``func``: ``"f"``, or ``"Class.method"``
+    for a method (``parent`` is its class)."""
+    return f"{parent.name}.{func.name}" if type(parent) is ast.ClassDef else func.name  # type: ignore[attr-defined]
+
+
+def traced_root_names(module: ast.Module, parents: Mapping[ast.AST, ast.AST], traced: set) -> frozenset[str]:
+    """The root names (as :func:`root_name` gives them) whose functions are all traced
+    already: given as roots, they would change nothing, so the driver need not analyse
+    the file again for them."""
+    every: dict[str, bool] = {}
+    for func in nodes_within(module, *_FUNCTIONS):
+        name = root_name(func, parents.get(func))
+        every[name] = every.get(name, True) and func in traced
+    return frozenset(name for name, all_traced in every.items() if all_traced)
