@@ -386,10 +386,13 @@ def _dynamic_shape_ops(ctx: FileContext) -> list[ShapeOp]:
         assert type(subscript) is ast.Subscript
         if type(subscript.ctx) is not ast.Load or not ctx.in_traced_code(subscript):
             continue
-        if not ctx.is_tensor(subscript.value):
-            continue
         index = subscript.slice
-        masks = index.elts if type(index) is ast.Tuple else [index]  # type: ignore[attr-defined]
+        # A slice or a constant (``x[:, :n]``, ``x[0]``, ``x[..., None]``) is never a mask:
+        # those subscripts need no question about their value.
+        masks = [m for m in (index.elts if type(index) is ast.Tuple else [index])  # type: ignore[attr-defined]
+                 if type(m) is not ast.Slice and type(m) is not ast.Constant]
+        if not masks or not ctx.is_tensor(subscript.value):
+            continue
         mask = next((m for m in masks if is_bool_tensor(ctx, m)), None)
         if mask is not None:
             found.append(ShapeOp(subscript, "boolean mask", mask))
