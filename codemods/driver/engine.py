@@ -428,9 +428,9 @@ def _process(
             first = False
         chosen: list[tuple[Rule, Report]] = []
         taken: list[tuple[int, int]] = []
-        if fix and not outcome.offered_unsafe:
-            outcome.offered_unsafe = any(r.fix is not None and r.fix.safety is Safety.UNSAFE for _, r in reports)
         if fix:
+            if not outcome.offered_unsafe:
+                outcome.offered_unsafe = any(r.fix is not None and r.fix.safety is Safety.UNSAFE for _, r in reports)
             for rule, report in reports:
                 f = report.fix
                 if f is None or (f.safety is Safety.UNSAFE and not unsafe):

@@ -473,7 +473,7 @@ def _compile_calls(ctx: FileContext) -> list[CompileCall]:
         for decorator in func.decorator_list:  # type: ignore[attr-defined]
             if _is_compile(ctx, decorator):
                 found.append(CompileCall(decorator, func, func, None, _fullgraph(decorator),  # type: ignore[arg-type]
-                                         _in_program(ctx, func, started)))
+                                         script and _in_program(ctx, func, started)))
     for call in ctx.nodes(ast.Call):
         assert type(call) is ast.Call
         func = call.func
@@ -493,21 +493,20 @@ def _compile_calls(ctx: FileContext) -> list[CompileCall]:
             continue
         decorated = functions.get(target.id) if type(target) is ast.Name else None  # type: ignore[attr-defined]
         found.append(CompileCall(call, statement, decorated, target, _fullgraph(call),
-                                 _in_program(ctx, statement, started)))
+                                 script and _in_program(ctx, statement, started)))
     found.sort(key=lambda c: ctx.positions.offset(c.node))
     return found
 
 
 def _in_program(ctx: FileContext, node: ast.AST, started: set[str]) -> bool:
-    """Does ``node`` run as the program's own code: at module level of a script, or in a function
-    that the script's module-level code (its ``__main__`` block) calls, directly or through one
-    more function of the file? A function nothing here calls may be a library's."""
-    if not started and not is_script(ctx):
-        return False
+    """In a script, does ``node`` run as the program's own code: at module level, or in a
+    function that the module-level code (its ``__main__`` block) calls, directly or through
+    one more function of the file (``started``)? A function nothing here calls may be a
+    library's."""
     function = ctx.enclosing_function(node) if not isinstance(node, FUNCTIONS) else ctx.enclosing_function(
         ctx.parents.get(node, node))
     if function is None:
-        return is_script(ctx)
+        return True
     while function is not None:
         if function.name in started and type(ctx.parents.get(function)) is not ast.ClassDef:
             return True

@@ -45,7 +45,7 @@ from typing import TypeVar
 
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
-from .provenance import Kind, Provenance, dotted_name, is_module_class
+from .provenance import Imports, Kind, Provenance, is_module_class
 from .tree import activated, keeping_active, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
@@ -91,10 +91,9 @@ class Summary:
     def __init__(self, module: ast.Module, digest: str) -> None:
         self.digest = digest
         self.definitions: dict[str, Defined] = {}
-        self.origins: dict[str, tuple[str, int, str | None]] = {}  # as Imports.origins
-        self.aliases: dict[str, str] = {}  # absolute imports, as Imports.aliases
         self.names: set[str] = set()  # every name bound at the top level
         functions: dict[str, ast.FunctionDef] = {}
+        imports: list[ast.AST] = []
         statements = list(module.body)
         while statements:
             stmt = statements.pop(0)
@@ -107,18 +106,11 @@ class Summary:
                 functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
                 self.names.add(stmt.name)  # type: ignore[attr-defined]
             elif t is ast.Import:
-                for alias in stmt.names:  # type: ignore[attr-defined]
-                    local = alias.asname or alias.name.split(".")[0]
-                    self.origins[local] = (alias.name if alias.asname else local, 0, None)
-                    self.aliases[local] = alias.name if alias.asname else local
-                    self.names.add(local)
+                imports.append(stmt)
+                self.names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[attr-defined]
             elif t is ast.ImportFrom and stmt.names[0].name != "*":  # type: ignore[attr-defined]
-                for alias in stmt.names:  # type: ignore[attr-defined]
-                    local = alias.asname or alias.name
-                    self.origins[local] = (stmt.module or "", stmt.level, alias.name)  # type: ignore[attr-defined]
-                    if stmt.level == 0 and stmt.module:  # type: ignore[attr-defined]
-                        self.aliases[local] = f"{stmt.module}.{alias.name}"  # type: ignore[attr-defined]
-                    self.names.add(local)
+                imports.append(stmt)
+                self.names.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[attr-defined]
             elif t in (ast.If, ast.Try) or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
                 statements[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),  # type: ignore[attr-defined]
                                   *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
@@ -128,18 +120,14 @@ class Summary:
                     for node in ast.walk(target):
                         if type(node) is ast.Name:
                             self.names.add(node.id)
+        # The names its top-level imports bind, read as a file's own imports are.
+        self.imports = Imports(imports)
+        self.origins = self.imports.origins
         for name, writes in _writing_functions(functions).items():
             self.definitions[name] = Defined("function", may_write=writes)
 
     def qualify(self, expr: ast.AST) -> str | None:
-        name = dotted_name(expr)
-        if name is None:
-            return None
-        root, _, rest = name.partition(".")
-        if root in self.aliases:
-            full = self.aliases[root]
-            return f"{full}.{rest}" if rest else full
-        return name
+        return self.imports.qualify(expr)
 
 
 @dataclass
@@ -227,30 +215,20 @@ class Project:
         except OSError:
             return None
         self._stats[path] = (stat.st_mtime_ns, stat.st_size)
-        try:
-            text = importlib.util.decode_source(data).replace("\r\n", "\n").replace("\r", "\n")
-        except (UnicodeDecodeError, LookupError, SyntaxError):
-            text = None  # type: ignore[assignment]
-        return text, hashlib.sha1(data).hexdigest()  # type: ignore[return-value]
+        return _decoded(data), hashlib.sha1(data).hexdigest()  # type: ignore[return-value]
 
     def remember(self, path: Path | str, module: ast.Module, text: str) -> None:
         """The summary of a file this process has parsed anyway (a file of the run), when its
         text is the file's on disk: a file that asks about it later needs no parse of its own."""
         try:
             real = Path(path).resolve()
-            if real in self._summaries:
-                return
-            stat = real.stat()
-            data = real.read_bytes()
         except OSError:
             return
-        try:
-            if importlib.util.decode_source(data).replace("\r\n", "\n").replace("\r", "\n") != text:
-                return
-        except (UnicodeDecodeError, LookupError, SyntaxError):
+        if real in self._summaries:
             return
-        self._stats[real] = (stat.st_mtime_ns, stat.st_size)
-        self._summaries[real] = Summary(module, hashlib.sha1(data).hexdigest())
+        read = self._text(real)
+        if read is not None and read[0] == text:
+            self._summaries[real] = Summary(module, read[1])
 
     def summary(self, path: Path) -> Summary | None:
         """``path``'s top-level statements (None when it cannot be read or parsed)."""
@@ -619,6 +597,15 @@ def _writing_functions(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]
             if not writes[name] and any(writes.get(c) for c in callees):
                 writes[name] = changed = True
     return writes
+
+
+def _decoded(data: bytes) -> str | None:
+    """A file's bytes as Python reads them (its coding declaration), with "\\n" line endings
+    as the analysis sees them; None when they do not decode."""
+    try:
+        return importlib.util.decode_source(data).replace("\r\n", "\n").replace("\r", "\n")
+    except (UnicodeDecodeError, LookupError, SyntaxError):
+        return None
 
 
 def _with_via(found: Definition | None, via: list[tuple[str, str]]) -> Definition | None:

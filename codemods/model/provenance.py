@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from .. import shortcuts
 from . import devices, torch_stubs
@@ -352,16 +352,17 @@ def _join(kinds: list[Kind]) -> Kind:
 
 
 class Imports:
-    """Local names bound by imports, mapped to what they stand for."""
+    """Local names bound by imports, mapped to what they stand for: those of ``statements``
+    (the import statements of a module, in source order; see :func:`import_statements`)."""
 
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, statements: Iterable[ast.AST]) -> None:
         self.aliases: dict[str, str] = {}
         self._qualified: dict[int, tuple[ast.AST, str | None]] = {}  # id(node) -> (node, its answer)
         # Local name -> (module, level, name in it): ``from ..utils import print0 as p`` gives
         # ``p -> ("utils", 2, "print0")``, ``import a.b as c`` gives ``c -> ("a.b", 0, None)``;
         # relative imports too (what the project's other modules are asked about).
         self.origins: dict[str, tuple[str, int, str | None]] = {}
-        for node in _walk_statements(module):
+        for node in statements:
             if type(node) is ast.Import:
                 for alias in node.names:  # type: ignore[attr-defined]
                     full = alias.name
@@ -409,7 +410,7 @@ class Imports:
         return None
 
 
-def _walk_statements(module: ast.Module) -> list[ast.AST]:
+def import_statements(module: ast.Module) -> list[ast.AST]:
     """Every import statement of the module, at any depth."""
     return nodes_within(module, ast.Import, ast.ImportFrom)
 
@@ -582,7 +583,7 @@ class Provenance:
         # What this file may ask about the other modules of its project (None: nothing;
         # :class:`codemods.model.project.External`): names they define that it imports.
         self.external = external
-        self.imports = Imports(module)
+        self.imports = Imports(import_statements(module))
         self.scopes: dict[ast.AST, Scope] = {}
         self.module_classes: set[str] = set()  # nn.Module subclasses defined here
         self.autograd_classes: set[str] = set()  # torch.autograd.Function subclasses defined here

@@ -468,12 +468,9 @@ def _braces(source: str, inner: tuple[int, int]) -> tuple[int, int]:
 def activated(found: Index) -> Iterator[None]:
     """Answer for ``found`` inside the block (the analysis of another module of the project,
     asked from the middle of this one's), then for the index active before."""
-    before = (_number, _order, _stop, _by_type)
-    found.activate()
-    try:
+    with keeping_active():
+        found.activate()
         yield
-    finally:
-        _set_active(*before)
 
 
 @contextmanager
