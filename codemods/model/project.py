@@ -34,6 +34,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import itertools
+import re
 import sys
 import time
 import warnings
@@ -88,7 +90,7 @@ class Summary:
     """A module's top-level statements: what it defines and what it imports (the names
     it binds at its top level, including under ``if`` and ``try``)."""
 
-    def __init__(self, module: ast.Module, digest: str) -> None:
+    def __init__(self, module: ast.Module, digest: str, text: str) -> None:
         self.digest = digest
         self.definitions: dict[str, Defined] = {}
         self.names: set[str] = set()  # every name bound at the top level
@@ -123,7 +125,7 @@ class Summary:
         # The names its top-level imports bind, read as a file's own imports are.
         self.imports = Imports(imports)
         self.origins = self.imports.origins
-        for name, writes in _writing_functions(functions).items():
+        for name, writes in _writing_functions(functions, text).items():
             self.definitions[name] = Defined("function", may_write=writes)
 
     def qualify(self, expr: ast.AST) -> str | None:
@@ -228,7 +230,7 @@ class Project:
             return
         read = self._text(real)
         if read is not None and read[0] == text:
-            self._summaries[real] = Summary(module, read[1])
+            self._summaries[real] = Summary(module, read[1], text)
 
     def summary(self, path: Path) -> Summary | None:
         """``path``'s top-level statements (None when it cannot be read or parsed)."""
@@ -241,7 +243,7 @@ class Project:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    found = Summary(ast.parse(read[0]), read[1])
+                    found = Summary(ast.parse(read[0]), read[1], read[0])
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 found = None
         self._summaries[path] = found
@@ -569,27 +571,37 @@ class External:
         return None
 
 
-def _writing_functions(functions: dict[str, ast.FunctionDef]) -> dict[str, bool]:
+# A call in a function's text: ``name(`` (not ``.name(``), or a method ``.name(``.
+_CALL_TEXT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(|\.([A-Za-z_]\w*)\s*\(")
+_WRITE_METHODS = frozenset({*LOG_METHODS, *LOG_ONCE_METHODS, "print", "write"})
+
+
+def _writing_functions(functions: dict[str, ast.FunctionDef], text: str) -> dict[str, bool]:
     """Which top-level functions could be output wrappers: a short body that calls
     ``print``, a logging method or ``write``, or another such function of the module (a
-    wrapper of a wrapper). Only for those is the module analysed to know."""
-    calls: dict[str, set[str]] = {}
-    writes: dict[str, bool] = {}
-    for name, func in functions.items():
-        callees: set[str] = set()
-        direct = False
-        if type(func) is ast.FunctionDef and len(func.body) <= 20:
-            for sub in ast.walk(func):
-                if type(sub) is ast.Call:
-                    callee = sub.func  # type: ignore[attr-defined]
-                    if type(callee) is ast.Name:
-                        direct = direct or callee.id == "print"
-                        callees.add(callee.id)
-                    elif type(callee) is ast.Attribute and (
-                            callee.attr in LOG_METHODS or callee.attr in LOG_ONCE_METHODS or callee.attr in ("print", "write")):
-                        direct = True
-        writes[name] = direct
-        calls[name] = callees if type(func) is ast.FunctionDef and len(func.body) <= 20 else set()
+    wrapper of a wrapper). Only for those is the module analysed to know.
+
+    Read from the functions' text, not their trees (every module a file imports is
+    summarised, and a walk of each function's tree costs more than its parse): a call
+    written in a string or comment counts too, which only costs that module's analysis."""
+    short = {name: func for name, func in functions.items()
+             if type(func) is ast.FunctionDef and len(func.body) <= 20}
+    writes = dict.fromkeys(functions, False)
+    calls: dict[str, set[str]] = {name: set() for name in functions}
+    if short:
+        # Where each line starts (``ast`` counts "\n" only, not every line break ``splitlines`` does).
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))]
+        for name, func in short.items():
+            first = starts[func.lineno - 1]
+            last = starts[min(func.end_lineno, len(starts) - 1)]  # type: ignore[arg-type]
+            callees = calls[name]
+            for match in _CALL_TEXT.finditer(text, first, last):
+                called, method = match.groups()
+                if called is not None:
+                    callees.add(called)
+                    writes[name] = writes[name] or called == "print"
+                elif method in _WRITE_METHODS:
+                    writes[name] = True
     changed = True
     while changed:
         changed = False
