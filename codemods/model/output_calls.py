@@ -346,8 +346,11 @@ def _output_call(ctx: FileContext, call: ast.Call) -> OutputCall | None:
         if wrapper is not None and ctx.provenance.scope_of(call).lookup(func.id) is ctx.provenance.scopes[ctx.module]:  # type: ignore[attr-defined]
             return OutputCall(OutputKind.WRAPPER, func.id, wrapper=wrapper)  # type: ignore[attr-defined]
     external = ctx.provenance.external
-    if external is not None and (call.args or call.keywords) and (type(func) is ast.Name or type(func) is ast.Attribute):
+    if external is not None and (call.args or call.keywords) and (type(func) is ast.Name or type(func) is ast.Attribute) \
+            and type(ctx.parents.get(call)) is ast.Expr:
         # ``from .distributed import print0``: a wrapper another module of the project defines.
+        # Only a call made for its effect is asked about: a wrapper returns nothing, and the
+        # question reads the other module (``x = make_cache(config)`` is not a wrapper's call).
         found = external.wrapper(ctx.provenance, func)  # type: ignore[attr-defined]
         if found is not None:
             other, definition = found
