@@ -31,8 +31,6 @@ import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -70,7 +68,6 @@ from fixitem.config import (
 )
 from fixitem.deploy import RuntimeNeed, newly_imports_runtime, runtime_need
 from fixitem.errors import UsageError
-from fixitem.workers import pool_options as worker_options
 
 # Fewer candidate files than this are processed in-process: starting workers costs more.
 PARALLEL_MIN_FILES = 8
@@ -147,6 +144,9 @@ class _Job:
     # scan, analysing a file again with more traced roots: the first run's findings as found
     # (a digest) and as tagged; when the analysis finds the same, the tags stand.
     previous: tuple[str, tuple[Finding, ...]] | None = None
+    # find the functions of other modules the file's traced code calls (not in a run of one
+    # file: only other files of the run are analysed again for them)
+    follow_calls: bool = True
 
 
 @dataclass
@@ -294,6 +294,8 @@ def _engine_options(job: _Job) -> dict[str, Any]:
         options["flush_every"] = job.flush_every
     if job.traced_roots:
         options["traced_roots"] = job.traced_roots
+    if not job.follow_calls:
+        options["follow_calls"] = False
     return options
 
 
@@ -340,7 +342,7 @@ def _run_notebook(job: _Job) -> FileResult:
     def run(fix: bool) -> FileResult:
         return process_notebook(
             job.path, _display(job.path), rules_for(job.codes, job.runtime), fix=fix, unsafe=job.unsafe,
-            as_it_was=fix and not job.write, **_engine_options(job),
+            as_it_was=fix and not job.write, flush_every=job.flush_every,
         )
 
     result = run(job.fix)
@@ -379,6 +381,8 @@ def _run_file_job(job: _Job) -> FileResult:
     found = ""
     if kept:
         hit = kept.get(key)
+        if hit is not None and hit.traced_elsewhere is None and job.follow_calls:
+            hit = None  # kept by a run of one file, which did not look for them: look now
         # A kept answer with nothing to fix is the whole answer, for apply too.
         if hit is not None and not (job.fix and any(_fixable(f, job.unsafe) for f in hit.findings)):
             return FileResult(job.path, hit.findings, [], "", hit.error, traced_elsewhere=hit.traced_elsewhere,
@@ -513,6 +517,8 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
     class defined elsewhere): those functions are traced too, and their file is analysed
     again with them as traced roots. A file ``apply`` wrote already is analysed as written."""
     new_run()
+    if len(jobs) == 1:  # no other file of the run to analyse again for what its traced code calls
+        jobs = [replace(jobs[0], follow_calls=False)]
     results = _run_all(jobs, workers, progress)
     place = {}
     for index, job in enumerate(jobs):
@@ -523,7 +529,7 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
     for _ in range(TRACED_ROUNDS):
         wanted: dict[int, set[str]] = {}
         for result in results:
-            for path, name in result.traced_elsewhere:
+            for path, name in result.traced_elsewhere or ():
                 index = place.get(path)
                 if index is not None:
                     wanted.setdefault(index, set()).add(name)
@@ -562,6 +568,12 @@ def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | Non
     start = getattr(progress, "start", None)
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
         return _run_here(jobs, progress, start)
+    # Imported here: a run of a few files (a pre-commit hook's) starts without them.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from fixitem.workers import pool_options as worker_options
+
     # The largest files first: the workers then end together, not one of them on a big file
     # left for last. Results come back in the order of ``jobs``, as in-process.
     first = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path))

@@ -95,7 +95,8 @@ class ResultCache:
             depends = {str(k): str(v) for k, v in data.get("depends", {}).items()}
             if any(file_digest(path) != digest for path, digest in depends.items()):
                 return None  # a module of the project the answer used has changed since
-            marks = [(str(path), str(name)) for path, name in data.get("traced_elsewhere", [])]
+            found = data.get("traced_elsewhere", [])
+            marks = None if found is None else [(str(path), str(name)) for path, name in found]
             here = frozenset(str(name) for name in data.get("traced_here", []))
             return Kept(_findings(data["findings"]), data["error"], dict(data["rewrites"]), depends, marks, here)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -103,11 +104,12 @@ class ResultCache:
 
     def put(self, key: str, findings: list[Finding], error: str | None,
             rewrites: dict[bool, FileResult] | None = None, depends: dict[str, str] | None = None,
-            traced_elsewhere: list[tuple[str, str]] | None = None, traced_here: frozenset[str] = frozenset()) -> None:
+            traced_elsewhere: list[tuple[str, str]] | None = (), traced_here: frozenset[str] = frozenset()) -> None:
         """Keep a file's findings (and, from ``scan``, its in-memory rewrites by mode:
         ``False`` for safe fixes, ``True`` for unsafe ones too), with the other modules of
         the project the analysis read (``depends``: path -> sha1 of the text), the
-        functions of other modules its traced code calls and its own functions traced already."""
+        functions of other modules its traced code calls (None: not looked for) and its own
+        functions traced already."""
         entry = self._entry(key)
         kept_rewrites = {
             "unsafe" if unsafe else "safe": {
@@ -117,7 +119,7 @@ class ResultCache:
             for unsafe, run in (rewrites or {}).items() if run.error is None
         }
         data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites,
-                           "depends": depends or {}, "traced_elsewhere": list(traced_elsewhere or []),
+                           "depends": depends or {}, "traced_elsewhere": None if traced_elsewhere is None else list(traced_elsewhere),
                            "traced_here": sorted(traced_here)})
         try:
             self._create()
@@ -152,7 +154,7 @@ class Kept:
     error: str | None
     rewrites: dict[str, Any] = field(default_factory=dict)
     depends: dict[str, str] = field(default_factory=dict)
-    traced_elsewhere: list[tuple[str, str]] = field(default_factory=list)
+    traced_elsewhere: list[tuple[str, str]] | None = field(default_factory=list)  # None: not looked for
     traced_here: frozenset[str] = frozenset()
 
     def rewrite(self, path: Path, unsafe: bool) -> FileResult | None:

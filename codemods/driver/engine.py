@@ -90,7 +90,8 @@ class FileResult:
     depends: dict[str, str] = field(default_factory=dict, compare=False)
     # The functions of other modules this file's traced code calls (path, qualified name):
     # they are traced too (the driver analyses their module again with them as roots).
-    traced_elsewhere: list[tuple[str, str]] = field(default_factory=list, compare=False)
+    # None: not looked for (``process(follow_calls=False)``).
+    traced_elsewhere: list[tuple[str, str]] | None = field(default_factory=list, compare=False)
     # The functions of this file traced already (as roots name them): marks of other files
     # for these change nothing, and need no second analysis.
     traced_here: frozenset[str] = field(default=frozenset(), compare=False)
@@ -367,13 +368,17 @@ def process(
     flush_every: int | None = None,
     analyses: Analyses | None = None,
     traced_roots: tuple[str, ...] = (),
+    follow_calls: bool = True,
 ) -> FileResult:
     """``analyses``: reuse (and keep) the analyses of earlier calls for this file with
     the same ``rules``, ``flush_every`` and ``traced_roots``. ``traced_roots``: functions
-    of the file (``"f"``, ``"Class.method"``) that traced code of other modules calls."""
+    of the file (``"f"``, ``"Class.method"``) that traced code of other modules calls.
+    ``follow_calls``: find the functions of other modules that the file's traced code
+    calls (``traced_elsewhere``); False leaves it None (a run of one file, where no
+    other file of the run could be analysed again for them)."""
     with shortcuts.collection_paused():
         return _process(path, text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every, analyses=analyses,
-                        traced_roots=traced_roots)
+                        traced_roots=traced_roots, follow_calls=follow_calls)
 
 
 def _external(path: Path, analyses: Analyses | None) -> External | None:
@@ -405,6 +410,7 @@ def _process(
     flush_every: int | None,
     analyses: Analyses | None,
     traced_roots: tuple[str, ...] = (),
+    follow_calls: bool = True,
 ) -> FileResult:
     outcome = FileResult(path)
     if not worth_parsing(text):
@@ -421,7 +427,7 @@ def _process(
             return outcome
         ctx, reports = analysed
         if first:  # the functions of other modules the file's own traced code calls
-            outcome.traced_elsewhere = _calls_elsewhere(ctx)
+            outcome.traced_elsewhere = _calls_elsewhere(ctx) if follow_calls else None
             outcome.traced_here = traced_root_names(ctx.module, ctx.parents, ctx.traced)
             if external is not None:  # a module of the project other files may ask about
                 project.current().remember(path, ctx.module, text)
