@@ -16,11 +16,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+
+if TYPE_CHECKING:
+    import rich.console
 
 from fixitem import api, formats, output
 from fixitem.codemods.driver.registry import RULE_CLASSES, UnknownRule, rule_class
@@ -150,7 +151,39 @@ def _main(
                                  help="Print fixitem's version and exit."),
 ) -> None:
     """Find and rewrite the PyTorch code that makes torch.compile slow: host syncs and graph breaks."""
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _console(**options):
+    """A rich console; rich is imported only by runs that print through it (a scan that
+    finds nothing to note prints with ``typer.echo``, and starts faster without it)."""
+    from rich.console import Console as RichConsole
+
+    return RichConsole(**options)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+class _Stderr:
+    """The console for notes, warnings and errors on stderr, made when first used."""
+
+    def __init__(self) -> None:
+        self._console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            self._console = _console(stderr=True, highlight=False, soft_wrap=True)
+        return self._console
+
+    def print(self, *args, **kwargs) -> None:
+        self.console.print(*args, **kwargs)
+
+
+err = _Stderr()
 
 
 APPLY_FORMATS = ("text", "json")
@@ -226,7 +259,7 @@ class _Bar:
 
         self.progress = Progress(
             TextColumn("fixitem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err, transient=True,
+            console=err.console, transient=True,
         )
         self.progress.start()
         self.task = self.progress.add_task("files", total=total)
@@ -418,7 +451,7 @@ def apply(
     if format == "json":
         typer.echo(output.apply_json(result))
     elif not quiet and result.files:
-        report = err if diff else Console(highlight=False, soft_wrap=True)
+        report = err if diff else _console(highlight=False, soft_wrap=True)
         # With --diff nothing is written: the fixes are what would be made.
         done, left = ("would fix:", "left:     ") if diff else ("fixed:", "left: ")
         for finding in result.applied:
@@ -452,7 +485,7 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, de
                                     default_masks=default_masks, log=log, **options)
     except api.UsageError as exc:
         raise _usage_error(str(exc))
-    out = Console(highlight=False, soft_wrap=True)
+    out = _console(highlight=False, soft_wrap=True)
     for path, finding in result.kept:
         out.print(f"fixed: {output.finding_line(finding)}", markup=False)
     for reverted in result.reverted:
@@ -502,7 +535,7 @@ def demo(
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:
         shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp.py")
         shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp_orig.py")
-        console = Console(highlight=False, soft_wrap=True)
+        console = _console(highlight=False, soft_wrap=True)
         console.print(f"Demo folder: {Path(tmp).resolve()} (a copy of fixitem/examples/gated_mlp.py, "
                       "removed at the end); paths below are relative to it.", markup=False)
         here = os.getcwd()
@@ -513,7 +546,7 @@ def demo(
             os.chdir(here)
 
 
-def _demo(console: Console, model: Path, original: Path, verify: bool) -> None:
+def _demo(console: rich.console.Console, model: Path, original: Path, verify: bool) -> None:
     console.rule(f"fixitem scan {model}")
     found = api.scan([model], isolated=True, cache=False)
     for finding in found.findings:

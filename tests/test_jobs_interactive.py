@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import pickle
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -27,7 +28,8 @@ def pools(monkeypatch):
             started.append(kwargs.get("max_workers"))
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(api, "ProcessPoolExecutor", Counting)
+    # fixitem imports the pool where it makes one (a run of a few files starts without it)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Counting)
     return started
 
 
