@@ -150,3 +150,48 @@ def test_traced_root_names_count_a_name_only_when_every_function_of_it_is_traced
     # One ``g`` of two traced: a root ``g`` would trace the other one too.
     ctx = FileContext.build(None, source.replace("    return g(x)", "    return x"))
     assert "g" not in traced_root_names(ctx.module, ctx.parents, ctx.traced)
+
+
+def test_possible_wrappers_are_read_from_the_text_of_short_functions():
+    text = (
+        "import logging\n\n\n"
+        "def log0(*args):\n    _emit(*args)\n\n\n"  # a wrapper of a wrapper
+        "def _emit(*args):\n    print(*args)\n\n\n"
+        "\f\n"  # a form feed: a line break for ``str.splitlines``, not for Python's line numbers
+        "def warn(msg):\n    logging.getLogger(__name__).warning(msg)\n\n\n"
+        "def add(a, b):\n    return a + b  # print(a) in a comment only costs an analysis\n\n\n"
+        "def compute(x):\n    return x.exp()\n\n\n"
+        "def long(x):\n" + "    x = x + 1\n" * 21 + "    print(x)\n"
+    )
+    module = ast.parse(text)
+    functions = {f.name: f for f in module.body if type(f) is ast.FunctionDef}
+    writes = project._writing_functions(functions, text)
+    assert writes == {"log0": True, "_emit": True, "warn": True, "add": True, "compute": False, "long": False}
+
+
+def test_only_a_call_made_for_its_effect_is_asked_whether_it_is_another_modules_wrapper(tree):
+    from fixitem.codemods.model.output_calls import output_call
+
+    path = tree / "train.py"
+    text = path.read_text().replace('        print0(f"step', '        shown = print0(loss)\n        print0(f"step')
+    ctx = FileContext.build(path, text, external=project.current().for_file(path))
+    calls = {ctx.code(n): n for n in ctx.nodes(ast.Call)}
+    assert output_call(ctx, calls['print0(f"step {step}: loss {loss.item():.4f}")']) is not None
+    assert output_call(ctx, calls["print0(loss)"]) is None  # its value is used: not a wrapper's call
+
+
+def test_a_run_of_one_file_does_not_follow_its_traced_calls_and_its_kept_result_says_so(tmp_path):
+    (tmp_path / "layers.py").write_text("import torch\n\n\ndef other(x):\n    print(x)\n    return x\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom layers import other\n\n\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return other(x)\n")
+    cache = tmp_path / "cache"
+    project.forget()
+    alone = api.scan([tmp_path / "model.py"], isolated=True, jobs=1, cache=cache)
+    assert alone.files[0].traced_elsewhere is None  # not looked for: no other file of the run to mark
+    # A run of both files must not take that kept result as "calls nothing elsewhere":
+    # layers.py is analysed again with ``other`` traced, and its print is a graph break.
+    both = api.scan([tmp_path], isolated=True, jobs=1, cache=cache)
+    assert [(Path(f.path).name, f.line, "graph-break" in f.costs) for f in both.findings] == [("layers.py", 5, True)]
+    assert [r.traced_elsewhere for r in both.files if r.path.name == "model.py"] == [
+        [(str((tmp_path / "layers.py").resolve()), "other")]]
