@@ -195,3 +195,30 @@ def test_a_run_of_one_file_does_not_follow_its_traced_calls_and_its_kept_result_
     assert [(Path(f.path).name, f.line, "graph-break" in f.costs) for f in both.findings] == [("layers.py", 5, True)]
     assert [r.traced_elsewhere for r in both.files if r.path.name == "model.py"] == [
         [(str((tmp_path / "layers.py").resolve()), "other")]]
+
+
+def test_a_class_built_on_another_modules_class_is_looked_up_only_when_asked_about(tmp_path, monkeypatch):
+    (tmp_path / "configs.py").write_text("class BaseConfig:\n    size = 4\n")
+    (tmp_path / "layers.py").write_text("import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom configs import BaseConfig\nfrom layers import Base\n\n\n"
+        "class Config(BaseConfig):\n    pass\n\n\nclass Net(Base):\n    pass\n\n\nclass Big(Net):\n    pass\n\n\n"
+        "net = Big()\n")
+    read: list[str] = []
+    summary = project.Project.summary
+
+    def counting(self, path):
+        if path not in self._summaries:
+            read.append(path.name)
+        return summary(self, path)
+
+    monkeypatch.setattr(project.Project, "summary", counting)
+    project.forget()
+    path = tmp_path / "model.py"
+    ctx = FileContext.build(path, path.read_text(), external=project.current().for_file(path))
+    assert read == []  # nothing asked yet
+    big = next(n for n in ctx.nodes(ast.Call) if ctx.code(n) == "Big()")
+    assert ctx.kind(big) is Kind.MODULE  # Big -> Net (this file) -> Base, an nn.Module of layers.py
+    assert read == ["layers.py"]  # configs.py is never read: nobody asked about Config
+    assert "Config" not in ctx.provenance.module_classes
+    assert read == ["layers.py", "configs.py"]

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .. import shortcuts
 from . import devices, torch_stubs
@@ -493,6 +494,42 @@ def tensor_method_kind(call: ast.Call) -> Kind | None:
     return stub_kind(torch_stubs.table().method_kind(call.func.attr, positional, keywords))
 
 
+class ModuleClasses(set):
+    """The names of a file's classes that are ``nn.Module`` subclasses.
+
+    Those whose bases are ``nn.Module`` or such classes of the file are added as the
+    file is read. A class with a base imported from another module of the project
+    (``class GPT2Model(GPT2PreTrainedModel)``, ``PreTrainedModel`` elsewhere) is looked
+    up only when its name is first asked about: the question reads (parses) that module,
+    and most such classes (a configuration built on another) are never asked about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: dict[str, list[ast.ClassDef]] = {}
+        self._elsewhere: Callable[[ast.expr], bool] | None = None
+
+    def ask_elsewhere(self, classes: list[ast.ClassDef], elsewhere: Callable[[ast.expr], bool]) -> None:
+        """``classes`` are looked up when asked about; ``elsewhere(base)``: is ``base`` an
+        ``nn.Module`` class of another module?"""
+        for cls in classes:
+            self._pending.setdefault(cls.name, []).append(cls)
+        self._elsewhere = elsewhere
+
+    def __contains__(self, name: object) -> bool:
+        if set.__contains__(self, name):
+            return True
+        classes = self._pending.pop(name, None)  # type: ignore[arg-type]
+        if classes is None:  # not a class of the file, decided already, or being decided (a cycle)
+            return False
+        for cls in classes:  # (a name the file defines a class under twice: either one)
+            for base in cls.bases:
+                local = type(base) is ast.Name and base.id in self  # type: ignore[attr-defined]
+                if local or self._elsewhere(base):  # type: ignore[misc]
+                    self.add(name)  # type: ignore[arg-type]
+                    return True
+        return False
+
+
 def is_module_class(qualified: str | None, local_modules: set[str]) -> bool:
     if not qualified:
         return False
@@ -585,7 +622,9 @@ class Provenance:
         self.external = external
         self.imports = Imports(import_statements(module))
         self.scopes: dict[ast.AST, Scope] = {}
-        self.module_classes: set[str] = set()  # nn.Module subclasses defined here
+        # nn.Module subclasses defined here (those built on a class of another module of the
+        # project are looked up when first asked about: see ModuleClasses)
+        self.module_classes: ModuleClasses = ModuleClasses()
         self.autograd_classes: set[str] = set()  # torch.autograd.Function subclasses defined here
         self.class_attrs: dict[ast.ClassDef, dict[str, list[ast.expr]]] = {}
         self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
@@ -629,26 +668,14 @@ class Provenance:
         self._collect_classes()
         self._collect_scopes()
         if external is not None:
-            self._collect_external_module_classes()
+            # (a weak reference: a cycle would keep the file's tree until the cyclic collector runs)
+            owner = weakref.ref(self)
+            self.module_classes.ask_elsewhere(
+                [c for c in nodes_within(self.module, ast.ClassDef) if c.name not in self.module_classes],  # type: ignore[attr-defined]
+                lambda base: external.module_class(owner(), base),  # type: ignore[attr-defined]
+            )
 
     # -- collection -------------------------------------------------------------------------
-
-    def _collect_external_module_classes(self) -> None:
-        """Classes of this file whose base is an ``nn.Module`` class of another module of the
-        project (``class GPT2Model(GPT2PreTrainedModel)``, ``PreTrainedModel`` elsewhere),
-        and the classes of this file built on those."""
-        classes = [c for c in nodes_within(self.module, ast.ClassDef) if c.name not in self.module_classes]  # type: ignore[attr-defined]
-        changed = True
-        while changed and classes:
-            changed = False
-            for cls in list(classes):
-                for base in cls.bases:  # type: ignore[attr-defined]
-                    local = type(base) is ast.Name and base.id in self.module_classes  # type: ignore[attr-defined]
-                    if local or self.external.module_class(self, base):  # type: ignore[attr-defined]
-                        self.module_classes.add(cls.name)  # type: ignore[attr-defined]
-                        classes.remove(cls)
-                        changed = True
-                        break
 
     def return_kind(self, func: ast.AST) -> Kind:
         """What the function ``func`` of this file returns (asked by other modules)."""
