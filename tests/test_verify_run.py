@@ -146,3 +146,17 @@ def test_command_line_json_and_exit_status(repo):
     assert result.exit_code == 2 and "KEY=VALUE" in result.stderr
     result = runner.invoke(app, ["verify", "--run", COMMAND, "--cwd", str(repo)])
     assert result.exit_code == 0 and "Lines that read tensor values" in result.stdout
+
+
+def test_a_check_run_never_runs_the_bytecode_of_a_file_as_it_was(tmp_path):
+    from fixitem.verify.run import run_command
+
+    # Two versions of a module of the same size, written within the same second: Python's
+    # bytecode cache (source mtime in seconds, and size) cannot tell them apart.
+    (tmp_path / "m.py").write_text("X = 'before'\n")
+    command = f'"{sys.executable}" -c "import m; print(m.X)"'
+    first = run_command(command, tmp_path, "first")
+    (tmp_path / "m.py").write_text("X = 'after!'\n")
+    second = run_command(command, tmp_path, "second")
+    assert (first.stdout.strip(), second.stdout.strip()) == ("before", "after!")
+    assert not (tmp_path / "__pycache__").exists()

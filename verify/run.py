@@ -197,6 +197,10 @@ def run_command(command: str, cwd: Path, label: str, env: Mapping[str, str] | No
         child_env.update(env or {})
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(probe), child_env.get("PYTHONPATH", "")) if p)
         child_env[PROBE_ENV] = str(out_prefix)
+        # The files change between runs, within a second and sometimes to the same size (a
+        # fix, reverted, another fix): a ``.pyc`` written by one run would pass Python's
+        # check (source mtime in seconds, and size) in the next and run the old code.
+        child_env["PYTHONDONTWRITEBYTECODE"] = "1"
         start = time.perf_counter()
         timed_out = False
         try:
