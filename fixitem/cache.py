@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ class ResultCache:
 
     def put(self, key: str, findings: list[Finding], error: str | None,
             rewrites: dict[bool, FileResult] | None = None, depends: dict[str, str] | None = None,
-            traced_elsewhere: list[tuple[str, str]] | None = (), traced_here: frozenset[str] = frozenset()) -> None:
+            traced_elsewhere: Sequence[tuple[str, str]] | None = (), traced_here: frozenset[str] = frozenset()) -> None:
         """Keep a file's findings (and, from ``scan``, its in-memory rewrites by mode:
         ``False`` for safe fixes, ``True`` for unsafe ones too), with the other modules of
         the project the analysis read (``depends``: path -> sha1 of the text), the
