@@ -148,8 +148,9 @@ class Analyser:
         if not settings.codes:
             return self._remember(self._analyses, key, Analysis(text, (), None))
         self.runs += 1
+        # (one file at a time: the functions of other modules its traced code calls are not looked for)
         outcome = process(settings.path, text, rules_for(settings.codes, settings.runtime), fix=False,
-                          flush_every=settings.flush_every)
+                          flush_every=settings.flush_every, follow_calls=False)
         return self._remember(self._analyses, key, Analysis(text, tuple(outcome.findings), outcome.error))
 
     def fixed(self, settings: Settings, text: str, finding: Finding | None) -> str | None:
@@ -162,7 +163,8 @@ class Analyser:
         rules = rules_for(settings.codes, settings.runtime)
         self.runs += 1
         if finding is None:
-            outcome = process(settings.path, text, rules, fix=True, unsafe=False, flush_every=settings.flush_every)
+            outcome = process(settings.path, text, rules, fix=True, unsafe=False, flush_every=settings.flush_every,
+                              follow_calls=False)
         else:
             unsafe = finding.fix == "unsafe"
             outcome = fix_one(settings.path, text, rules, finding, unsafe=unsafe, flush_every=settings.flush_every)
