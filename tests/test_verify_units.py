@@ -176,3 +176,27 @@ def test_factory_inputs_are_normalised(tmp_path):
     assert len(load_version(path, "after", "many").inputs) == 2
     with pytest.raises(UsageError, match="tuple of positional arguments"):
         load_version(path, "after", "bad")
+
+
+def test_a_version_is_loaded_from_its_source_never_from_stale_bytecode(tmp_path):
+    # Two versions of the file and of a module it imports, each of the same size, written
+    # within the same second: Python's bytecode check (mtime in seconds, size) cannot tell
+    # them apart, so a .pyc written by the first load would run in the second.
+    model = _write(tmp_path, "model.py", """
+        import torch
+        import helper
+
+        SCALE = 1.0
+
+        def make():
+            return (lambda x: x * SCALE), (torch.ones(1),)
+        """)
+    _write(tmp_path, "helper.py", "TAG = 'a'\n")
+    (tmp_path / "__pycache__").mkdir()  # where Python would write the bytecode of both
+    first = load_version(model, "before", "make")
+    model.write_text(model.read_text().replace("SCALE = 1.0", "SCALE = 2.0"))
+    (tmp_path / "helper.py").write_text("TAG = 'b'\n")
+    second = load_version(model, "after", "make")
+    assert (first.module.SCALE, first.module.helper.TAG) == (1.0, "a")
+    assert (second.module.SCALE, second.module.helper.TAG) == (2.0, "b")
+    assert list((tmp_path / "__pycache__").iterdir()) == []

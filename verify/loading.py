@@ -85,9 +85,15 @@ def _isolated_imports(folders: Sequence[Path], hide: Sequence[Path] = ()) -> Ite
     saved_path = list(sys.path)
     sys.path[:0] = [str(f) for f in folders]
     importlib.invalidate_caches()
+    # The files change between loads, within a second and sometimes to the same size (a fix,
+    # reverted, another fix): bytecode written by one load would pass Python's check (source
+    # mtime in seconds, and size) in the next and run the old code.
+    saved_dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     try:
         yield
     finally:
+        sys.dont_write_bytecode = saved_dont_write
         sys.path[:] = saved_path
         for name in set(sys.modules) - before:
             mod = sys.modules.get(name)
@@ -124,7 +130,8 @@ def _exec_module(path: Path, label: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look themselves up here
     try:
-        spec.loader.exec_module(module)
+        # Compiled from the source, never from ``__pycache__`` (see ``_isolated_imports``).
+        exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)  # noqa: S102
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything
         sys.modules.pop(name, None)
         if isinstance(exc, KeyboardInterrupt):
