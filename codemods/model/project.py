@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-import itertools
 import re
 import sys
 import time
@@ -48,7 +47,7 @@ from typing import TypeVar
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
 from .provenance import Imports, Kind, Provenance, is_module_class
-from .tree import activated, keeping_active, walk
+from .tree import Text, activated, keeping_active, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
 # ``__init__``), and how many base classes up, before a name is taken as unknown.
@@ -589,11 +588,10 @@ def _writing_functions(functions: dict[str, ast.FunctionDef], text: str) -> dict
     writes = dict.fromkeys(functions, False)
     calls: dict[str, set[str]] = {name: set() for name in functions}
     if short:
-        # Where each line starts (``ast`` counts "\n" only, not every line break ``splitlines`` does).
-        starts = [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))]
+        starts = Text(text).line_starts  # the lines as ``ast`` counts them
         for name, func in short.items():
             first = starts[func.lineno - 1]
-            last = starts[min(func.end_lineno, len(starts) - 1)]  # type: ignore[arg-type]
+            last = starts[func.end_lineno] if func.end_lineno < len(starts) else len(text)  # type: ignore[operator]
             callees = calls[name]
             for match in _CALL_TEXT.finditer(text, first, last):
                 called, method = match.groups()
