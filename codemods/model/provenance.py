@@ -756,13 +756,17 @@ class Provenance:
                 self.methods[(parent, node.name)] = node  # type: ignore[index,attr-defined,assignment]
             elif type(parent) is ast.Module:
                 self.functions[node.name] = node  # type: ignore[attr-defined,assignment]
-            inner = self.scopes.get(node)
-            body = node.body  # type: ignore[attr-defined]
-            self._returns[node] = [  # type: ignore[index]
-                r.value for stmt in body for r in nodes_within(stmt, ast.Return) if self.scope_of(r) is inner  # type: ignore[attr-defined]
-            ]
-            if any(self.scope_of(n) is inner for stmt in body for n in nodes_within(stmt, ast.Yield, ast.YieldFrom, ast.Await)):
-                self._generators.add(node)  # type: ignore[arg-type]
+            self._returns[node] = []  # type: ignore[index]
+        # A function's own ``return``s and ``yield``s (not those of a function, lambda or
+        # comprehension inside it), in source order: each belongs to the scope it is in.
+        for node in nodes_within(self.module, ast.Return):
+            values = self._returns.get(self.scope_of(node).node)  # type: ignore[call-overload]
+            if values is not None:
+                values.append(node.value)  # type: ignore[attr-defined]
+        for node in nodes_within(self.module, ast.Yield, ast.YieldFrom, ast.Await):
+            owner = self.scope_of(node).node
+            if owner in self._returns:
+                self._generators.add(owner)  # type: ignore[arg-type]
 
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _scope_nodes(body):
