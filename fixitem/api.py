@@ -147,6 +147,9 @@ class _Job:
     # find the functions of other modules the file's traced code calls (not in a run of one
     # file: only other files of the run are analysed again for them)
     follow_calls: bool = True
+    # which analysis of the run this is: 0 the first, then 1, 2... for the files analysed
+    # again for what traced code elsewhere calls (see ``_run_project``)
+    round: int = 0
 
 
 @dataclass
@@ -355,8 +358,16 @@ def _run_notebook(job: _Job) -> FileResult:
     return result
 
 
+# The round of the last job this process ran (see ``_Job.round``).
+_last_round = [0]
+
+
 def _run_job(job: _Job) -> FileResult:
     """Process one file (in a worker or in-process); never raises for the user's file."""
+    if job.round != _last_round[0]:
+        _last_round[0] = job.round
+        if job.write:  # files of the run were written since this process read them
+            new_run()
     with shortcuts.collection_paused(), devices.project(job.default_device):
         try:
             return _run_file_job(job)
@@ -517,16 +528,22 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
     class defined elsewhere): those functions are traced too, and their file is analysed
     again with them as traced roots. A file ``apply`` wrote already is analysed as written."""
     new_run()
+    _last_round[0] = 0
     if len(jobs) == 1:  # no other file of the run to analyse again for what its traced code calls
         jobs = [replace(jobs[0], follow_calls=False)]
-    results = _run_all(jobs, workers, progress)
+    with _Workers(workers) as pool:
+        return _run_rounds(jobs, pool, progress)
+
+
+def _run_rounds(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None) -> list[FileResult]:
+    results = _run_all(jobs, pool, progress)
     place = {}
     for index, job in enumerate(jobs):
         try:
             place[str(job.path.resolve())] = index
         except OSError:
             continue
-    for _ in range(TRACED_ROUNDS):
+    for round in range(1, TRACED_ROUNDS + 1):
         wanted: dict[int, set[str]] = {}
         for result in results:
             for path, name in result.traced_elsewhere or ():
@@ -541,8 +558,8 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
             break
         redo = [replace(jobs[i], traced_roots=tuple(sorted(set(jobs[i].traced_roots) | wanted[i])),
                         previous=(results[i].found_digest, tuple(results[i].findings))
-                        if not jobs[i].fix and results[i].found_digest else None) for i in again]
-        for i, job, result in zip(again, redo, _run_all(redo, workers, None)):
+                        if not jobs[i].fix and results[i].found_digest else None, round=round) for i in again]
+        for i, job, result in zip(again, redo, _run_all(redo, pool, None)):
             jobs[i] = job
             results[i] = _after(results[i], result) if job.write else result
     return results
@@ -559,20 +576,47 @@ def _after(first: FileResult, second: FileResult) -> FileResult:
                    diff=first.diff + second.diff, notes=[*first.notes, *second.notes])
 
 
-def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | None) -> list[FileResult]:
-    if workers is None or workers == 0:
-        workers = os.cpu_count() or 1
-    if workers < 0:
-        raise UsageError(f"jobs must be 0 (one per CPU) or more, not {workers}")
-    workers = min(workers, len(jobs))
-    start = getattr(progress, "start", None)
-    if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
-        return _run_here(jobs, progress, start)
-    # Imported here: a run of a few files (a pre-commit hook's) starts without them.
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+class _Workers:
+    """The worker processes of a run, started when a round of it first needs them and
+    kept for its later rounds: a worker keeps what it read of the project (the modules
+    that files import), which the files analysed again ask about too."""
 
-    from fixitem.workers import pool_options as worker_options
+    def __init__(self, workers: int | None) -> None:
+        if workers is None or workers == 0:
+            workers = os.cpu_count() or 1
+        if workers < 0:
+            raise UsageError(f"jobs must be 0 (one per CPU) or more, not {workers}")
+        self.count = workers
+        self.pool: Any = None
+        self.broken = False  # a worker died: the rest of the run is done in-process
+
+    def start(self, files: int) -> Any:
+        """The pool, started for a first round of ``files`` files if it is not yet."""
+        if self.pool is None:
+            # Imported here: a run of a few files (a pre-commit hook's) starts without them.
+            from concurrent.futures import ProcessPoolExecutor
+
+            from fixitem.workers import pool_options as worker_options
+
+            self.pool = ProcessPoolExecutor(max_workers=min(self.count, files), **worker_options())
+        return self.pool
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, kind: type | None, *rest: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=kind is not None)  # interrupted: no file more
+            self.pool = None
+
+
+def _run_all(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None) -> list[FileResult]:
+    start = getattr(progress, "start", None)
+    # A few files are processed in-process (starting workers costs more), unless the run's
+    # workers are started already: they have read the modules those files ask about.
+    if pool.count <= 1 or pool.broken or (pool.pool is None and len(jobs) < PARALLEL_MIN_FILES):
+        return _run_here(jobs, progress, start)
+    from concurrent.futures.process import BrokenProcessPool
 
     # The largest files first: the workers then end together, not one of them on a big file
     # left for last. Results come back in the order of ``jobs``, as in-process.
@@ -580,17 +624,17 @@ def _run_all(jobs: list[_Job], workers: int | None, progress: ProgressHook | Non
     results: list[FileResult | None] = [None] * len(jobs)
     done = 0
     try:
-        with ProcessPoolExecutor(max_workers=workers, **worker_options()) as pool:
-            # Submitting first starts the workers before a progress display starts its thread.
-            ordered = pool.map(_run_job, [jobs[i] for i in first], chunksize=CHUNK_SIZE)
-            if start:
-                start(len(jobs))
-            for result in ordered:
-                results[first[done]] = result
-                done += 1
-                if progress:
-                    progress(result.path)
+        # Submitting first starts the workers before a progress display starts its thread.
+        ordered = pool.start(len(jobs)).map(_run_job, [jobs[i] for i in first], chunksize=CHUNK_SIZE)
+        if start:
+            start(len(jobs))
+        for result in ordered:
+            results[first[done]] = result
+            done += 1
+            if progress:
+                progress(result.path)
     except BrokenProcessPool:  # a worker died (killed, out of memory): do the rest here
+        pool.broken = True
         left = sorted(first[done:])
         for i, result in zip(left, _run_here([jobs[i] for i in left], progress, None)):
             results[i] = result

@@ -6,6 +6,7 @@ import concurrent.futures
 import pickle
 import shutil
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 
 import pytest
 from conftest import FIXTURES
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 import fixitem
 from fixitem import api
+from fixitem.codemods.model import project
 from fixitem.cli import app
 
 runner = CliRunner()
@@ -55,6 +57,50 @@ def test_apply_jobs_2_equals_jobs_1(tmp_path, monkeypatch, pools):
     assert pools == [2]
     assert results[0].files == results[1].files
     assert results[0].applied and contents[0] == contents[1]
+
+
+def _traced_elsewhere_project(root, modules: int) -> None:
+    """``modules`` modules, each with a function that only ``model.py``'s ``forward`` calls:
+    each is analysed a second time, with that function traced."""
+    for i in range(modules):
+        (root / f"layers{i}.py").write_text(f"import torch\n\n\ndef other{i}(x):\n    print(x)\n    return x\n")
+    imports = "".join(f"from layers{i} import other{i}\n" for i in range(modules))
+    body = "".join(f"        x = other{i}(x)\n" for i in range(modules))
+    (root / "model.py").write_text(f"import torch\n{imports}\n\nclass Net(torch.nn.Module):\n"
+                                   f"    def forward(self, x):\n{body}        return x\n")
+
+
+def test_files_analysed_again_go_to_the_same_workers(pools, tmp_path, monkeypatch):
+    # The second round (8 files, enough for workers) runs in the workers of the first: they
+    # have read the modules its files ask about. Results as in-process.
+    _traced_elsewhere_project(tmp_path, api.PARALLEL_MIN_FILES)
+    rounds = []
+    run_all = api._run_all
+
+    def counting(jobs, pool, progress):
+        rounds.append(len(jobs))
+        return run_all(jobs, pool, progress)
+
+    monkeypatch.setattr(api, "_run_all", counting)
+    sequential = fixitem.scan([tmp_path], jobs=1, isolated=True, cache=False)
+    parallel = fixitem.scan([tmp_path], jobs=2, isolated=True, cache=False)
+    assert rounds == [9, 8, 9, 8]  # each layers module analysed again, with its function traced
+    assert pools == [2]  # one pool for both rounds
+    assert parallel.files == sequential.files
+    assert [(f.path.rsplit("/", 1)[-1], f.line, "graph-break" in f.costs) for f in parallel.findings] == [
+        (f"layers{i}.py", 5, True) for i in range(api.PARALLEL_MIN_FILES)]
+
+
+def test_a_new_round_of_a_run_that_writes_reads_the_project_afresh(tmp_path):
+    # Files written by the first round may have been read before: a writing run's later
+    # round starts from a fresh project; a run that writes nothing keeps what it read.
+    (tmp_path / "m.py").write_text("import torch\nprint(torch.ones(1).item())\n")
+    job = api._Job(tmp_path / "m.py", api._codes(None, None), fix=True, unsafe=False, write=False)
+    for write, kept in ((False, True), (True, False)):
+        api._last_round[0] = 0
+        before = project.current()
+        api._run_job(replace(job, write=write, round=1))
+        assert (project.current() is before) is kept
 
 
 def test_few_files_run_in_process(pools, copy_fixture):
