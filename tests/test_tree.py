@@ -13,6 +13,7 @@ from fixitem.codemods.model.suppression import Suppressions
 from fixitem.codemods.model.tree import (
     children_of,
     index,
+    nodes_in_body,
     nodes_within,
     parse_module,
     walk,
@@ -95,6 +96,22 @@ def test_source_order_and_subtrees(name, text, module):
         expected = [n for n in ast.walk(node) if not isinstance(n, SHARED)]
         assert set(map(id, below)) == set(map(id, expected))
         assert [n for n in below if isinstance(n, ast.Call)] == nodes_within(node, ast.Call)
+
+
+def test_the_nodes_of_a_block_are_those_of_its_statements_only():
+    # Calls in a decorator, a default value or an annotation are the function's, not its body's.
+    text = ("@deco(a())\ndef f(x=b(), *, y: c() = d()) -> e():\n    g()\n    def h(z=i()):\n        j()\n"
+            "    return [k() for _ in l()]\n")
+    module = parse_module(text)
+    index(module, text)
+    func = module.body[0]
+    found = nodes_in_body(func.body, ast.Call, ast.Return)
+    assert [n.func.id if isinstance(n, ast.Call) else "return" for n in found] == ["g", "i", "j", "return", "k", "l"]
+    assert found == sorted((n for stmt in func.body for n in nodes_within(stmt, ast.Call, ast.Return)),
+                           key=lambda n: (n.lineno, n.col_offset))
+    assert nodes_in_body([], ast.Call) == []
+    fresh = ast.parse("m()\nn()\n").body  # statements of a tree that was not indexed
+    assert [n.func.id for n in nodes_in_body(fresh, ast.Call)] == ["m", "n"]
 
 
 def test_a_tree_that_was_not_indexed_is_walked_in_source_order():

@@ -20,15 +20,20 @@ import ast
 from collections.abc import Mapping
 
 from .provenance import Imports
-from .tree import nodes_within
+from .tree import nodes_in_body, nodes_within
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+_COMPILERS = ("torch.compile", "torch.jit.script", "torch.compiler.compile")
 
 
 def _is_compile(node: ast.expr, imports: Imports) -> bool:
     if type(node) is ast.Call:
         node = node.func
-    return imports.qualify(node) in ("torch.compile", "torch.jit.script", "torch.compiler.compile")
+    if type(node) is ast.Attribute and node.attr not in ("compile", "script"):
+        return False  # ``x.to(...)``: an import names only the first part, not the last
+    return imports.qualify(node) in _COMPILERS
 
 
 def _first_argument(call: ast.Call) -> ast.expr | None:
@@ -79,7 +84,7 @@ def traced_functions(
     while work:
         func = work.pop()
         cls = parents.get(func)
-        for node in (n for stmt in func.body for n in nodes_within(stmt, ast.Call)):
+        for node in nodes_in_body(func.body, ast.Call):  # type: ignore[attr-defined]
             callees: list[ast.FunctionDef] = []
             f = node.func  # type: ignore[attr-defined]
             if type(f) is ast.Name:

@@ -540,6 +540,24 @@ def nodes_within(root: ast.AST, *types: type) -> list[ast.AST]:
     return [_order[i] for i in found]
 
 
+def nodes_in_body(body: list[ast.stmt], *types: type) -> list[ast.AST]:
+    """The nodes of exactly these types in the statements ``body`` (a block: consecutive
+    statements of one parent, such as a function's body), in source order."""
+    if not body:
+        return []
+    first, last = _number.get(id(body[0])), _number.get(id(body[-1]))
+    if first is None or last is None:
+        return [n for stmt in body for n in nodes_within(stmt, *types)]
+    stop = _stop[last]
+    found: list[int] = []
+    for t in types:
+        numbers = _by_type.get(t, ())
+        found.extend(numbers[bisect.bisect_left(numbers, first):bisect.bisect_left(numbers, stop)])
+    if len(types) > 1:
+        found.sort()
+    return [_order[i] for i in found]
+
+
 def walk_subtree(root: ast.AST) -> Iterator[ast.AST]:
     """``root`` and everything below it, whatever the active index."""
     return _walk_unindexed(root)
