@@ -26,7 +26,6 @@ when the process that started them does, even one killed with ``kill -9``
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 from collections import deque
@@ -47,6 +46,7 @@ from fixitem.codemods.driver.engine import (
     process,
     release,
 )
+from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
 from fixitem.codemods.driver.notebooks import is_notebook, process_notebook
 from fixitem.codemods.driver.one_fix import fix_one
 from fixitem.codemods.driver.registry import UnknownRule, select_rules
@@ -117,7 +117,7 @@ ProgressHook = Callable[[Path], None]
 that is called first with the number of files."""
 
 Answer = Literal["yes", "no", "all", "quit"]
-ConfirmHook = Callable[[Finding, str], Union[Answer, bool]]
+ConfirmHook = Callable[[Finding, str], Answer | bool]
 """Interactive apply: given a fixable finding and the unified diff of its fix
 alone, answer ``"yes"`` (apply it), ``"no"``, ``"all"`` (this and every
 remaining fix, without asking again) or ``"quit"`` (apply no more; what was
@@ -312,7 +312,7 @@ def _display(path: Path) -> str:
 def unified_diff(path: Path, before: str, after: str) -> str:
     name = _display(path)
     old, new = (name, name) if name.startswith("/") else (f"a/{name}", f"b/{name}")
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
+    lines = line_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), old, new)
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
@@ -604,7 +604,7 @@ class _Workers:
     def __enter__(self) -> _Workers:
         return self
 
-    def __exit__(self, kind: type | None, *rest: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=kind is not None)  # interrupted: no file more
             self.pool = None

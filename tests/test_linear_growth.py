@@ -148,13 +148,13 @@ def test_the_binding_before_a_read_is_the_one_a_walk_back_finds():
 
 
 def test_findings_moved_to_the_original_text_land_where_a_scan_of_the_blocks_puts_them():
-    import difflib
     import random
 
     from fixitem.codemods.driver.engine import Finding, in_original
+    from fixitem.codemods.driver.line_blocks import line_blocks
 
     def scanned(finding, before, after):  # every block in order, the first that holds the row
-        blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+        blocks = line_blocks(before.splitlines(), after.splitlines())
         row = finding.line - 1
         for _, i1, i2, j1, j2 in blocks:
             if j1 <= row < j2 or (j1 == j2 == row):
@@ -172,3 +172,118 @@ def test_findings_moved_to_the_original_text_land_where_a_scan_of_the_blocks_put
         findings = [Finding("f.py", line, 1, "FX101", "n", "m", "none", ()) for line in range(len(lines) + 3)]
         moved = in_original(findings, before, after)
         assert [f.line for f in moved] == [scanned(f, before, after) for f in findings]
+
+
+def _check_tiling(blocks, a, b):
+    """``blocks`` tile both line lists in order, and an equal block holds equal lines."""
+    i = j = 0
+    for tag, i1, i2, j1, j2 in blocks:
+        assert (i1, j1) == (i, j) and i1 <= i2 and j1 <= j2 and (i1 < i2 or j1 < j2)
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        else:
+            assert tag == ("replace" if i1 < i2 and j1 < j2 else "delete" if i1 < i2 else "insert")
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b))
+
+
+def test_line_blocks_tile_both_texts_and_keep_every_line_a_rewrite_leaves():
+    import random
+
+    from fixitem.codemods.driver.line_blocks import line_blocks
+
+    rng = random.Random(1)
+    for _ in range(500):
+        # Lines that repeat (blank lines, ``return x``) among lines of their own (``def f3``).
+        a = [rng.choice(["", "return x", "pass"]) if rng.random() < 0.4 else f"line {k}"
+             for k in range(rng.randrange(0, 40))]
+        b = list(a)
+        for _ in range(rng.randrange(0, 4)):  # a few rewrites: lines replaced, dropped, added
+            at = rng.randrange(0, len(b) + 1)
+            gone = rng.randrange(0, 3)
+            b[at:at + gone] = [f"new {rng.random()}" for _ in range(rng.randrange(0, 3))]
+        blocks = line_blocks(a, b)
+        _check_tiling(blocks, a, b)
+        unique_kept = [line for line in a if line.startswith("line ") and line in b]
+        matched = {line for tag, i1, i2, _, _ in blocks if tag == "equal" for line in a[i1:i2]}
+        assert set(unique_kept) <= matched  # every own line the rewrite left is found again
+
+
+def test_findings_of_a_big_file_of_alike_functions_are_moved_back_in_linear_time(monkeypatch):
+    # 1,000 alike functions, each rewritten: difflib alone matched the two texts in time that
+    # grows with the square of the file (82 s at 5,000 lines); here it only ever sees a few
+    # lines at a time, and each line lands on its own function's line.
+    import difflib
+
+    from fixitem.codemods.driver.engine import Finding, in_original
+
+    seen = []
+    matcher = difflib.SequenceMatcher
+
+    def recording(junk, a, b, autojunk=True):
+        seen.append(len(a) + len(b))
+        return matcher(junk, a, b, autojunk=autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    before = "import torch\n\n" + "".join(
+        f"def f{i}(x, y):\n    if y.sum().item() > 0:\n        y = y * 2\n    return x + y\n\n" for i in range(1000))
+    after = "import torch\n\n" + "".join(
+        f"def f{i}(x, y):\n    y = torch.where(y.sum() > 0, y * 2, y)\n    return x + y\n\n" for i in range(1000))
+    findings = [Finding("f.py", 3 + 4 * i + row, 1, "FX101", "n", "m", "none", ()) for i in range(1000) for row in range(3)]
+    moved = [f.line for f in in_original(findings, before, after)]
+    # ``def`` to ``def``, the new line to the ``if`` it replaced, ``return`` to ``return``
+    assert moved == [3 + 5 * i + row for i in range(1000) for row in (0, 1, 3)]
+    assert max(seen, default=0) <= 10
+
+
+def test_taken_spans_answer_as_comparing_with_every_one():
+    import random
+
+    from fixitem.codemods.driver.engine import _Taken
+
+    def brute(spans, taken):
+        return any(a0 < b1 and b0 < a1 or (a0 == a1 == b0 == b1) for a0, a1 in spans for b0, b1 in taken)
+
+    rng = random.Random(2)
+    for _ in range(300):
+        taken, chosen = _Taken(), []
+        for _ in range(rng.randrange(1, 30)):
+            spans = []
+            for _ in range(rng.randrange(1, 3)):  # a fix edits one place or a few
+                start = rng.randrange(0, 200)
+                spans.append((start, start + rng.choice([0, 0, 1, 3, 10, 60])))
+            assert taken.overlaps(spans) == brute(spans, chosen)
+            if not brute(spans, chosen):
+                taken.add(spans)
+                chosen.extend(spans)
+
+
+def test_unified_diff_is_difflibs_on_a_rewrite_and_linear_on_alike_lines(monkeypatch):
+    import difflib
+
+    from fixitem.codemods.driver.line_blocks import unified_diff
+
+    a = [f"line {i}\n" if i % 3 else "\n" for i in range(60)]
+    b = list(a)
+    b[10:12] = ["new\n"]
+    b[40:40] = ["added\n", "\n"]
+    del b[55]
+    assert unified_diff(a, b, "a/f.py", "b/f.py") == list(difflib.unified_diff(a, b, "a/f.py", "b/f.py"))
+    assert unified_diff(a, a, "a/f.py", "b/f.py") == [] == list(difflib.unified_diff(a, a, "a", "b"))
+    assert unified_diff([], ["x\n"], "a", "b") == list(difflib.unified_diff([], ["x\n"], "a", "b"))
+    # Many alike functions, each rewritten: difflib's matcher is given only short stretches.
+    seen = []
+    matcher = difflib.SequenceMatcher
+
+    def recording(junk, x, y, autojunk=True):
+        seen.append(len(x) + len(y))
+        return matcher(junk, x, y, autojunk=autojunk)
+
+    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    before = [line for i in range(2000) for line in (f"def f{i}(x):\n", "    if x.item():\n", "        x = x * 2\n",
+                                                     "    return x\n", "\n")]
+    after = [line for i in range(2000) for line in (f"def f{i}(x):\n", "    x = torch.where(x, x * 2, x)\n",
+                                                    "    return x\n", "\n")]
+    diff = unified_diff(before, after, "a/f.py", "b/f.py")
+    assert diff.count("+    x = torch.where(x, x * 2, x)\n") == 2000
+    assert max(seen) <= 10

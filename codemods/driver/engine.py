@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from ..model.syncs import SyncSite, find_sync_sites, kept_reads
 from ..model.traced import traced_root_names
 from ..model.tree import parse_module
 from ..rule import Fix, Report, Rule, Safety
+from .line_blocks import line_blocks
 
 MAX_PASSES = 8
 _BARE_NEWLINE = re.compile(r"(?<!\r)\n")
@@ -104,7 +104,9 @@ def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Fi
     """Findings placed in the rewritten text ``after`` moved to the same code in ``before``
     (within a rewritten block, to the line at the same offset, or its last line): where
     what is left stands in a file that is not written."""
-    blocks = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    if not findings:
+        return []
+    blocks = line_blocks(before.splitlines(), after.splitlines())
     starts = [j1 for _, _, _, j1, _ in blocks]  # the blocks tile ``after`` in order
     moved = []
     for finding in findings:
@@ -195,10 +197,31 @@ def _span(ctx: FileContext, fix: Fix) -> list[tuple[int, int]]:
     return [_edit(ctx, node, replacement)[:2] for node, replacement in fix.replacements.items()]
 
 
-def _overlaps(spans: list[tuple[int, int]], taken: list[tuple[int, int]]) -> bool:
-    """Does a span of ``spans`` overlap one of ``taken`` (character offsets; two empty
-    insertions at the same place overlap too)?"""
-    return any(a0 < b1 and b0 < a1 or (a0 == a1 == b0 == b1) for a0, a1 in spans for b0, b1 in taken)
+class _Taken:
+    """The spans (character offsets) the fixes chosen in a pass edit, sorted: whether a
+    span overlaps one of them is found among the few that start near it, not by comparing
+    with every one (a file with thousands of fixes took time growing with their square)."""
+
+    def __init__(self) -> None:
+        self._spans: list[tuple[int, int]] = []
+        self._longest = 0
+
+    def overlaps(self, spans: list[tuple[int, int]]) -> bool:
+        """Does a span of ``spans`` overlap one taken (two empty insertions at the same
+        place overlap too)?"""
+        taken = self._spans
+        for a0, a1 in spans:
+            # A span that overlaps starts at most ``_longest`` before ``a0``, and not after ``a1``.
+            low = bisect.bisect_left(taken, (a0 - self._longest, a0 - self._longest))
+            high = bisect.bisect_right(taken, (a1, a1 + self._longest))
+            if any(a0 < b1 and b0 < a1 or (a0 == a1 == b0 == b1) for b0, b1 in taken[low:high]):
+                return True
+        return False
+
+    def add(self, spans: list[tuple[int, int]]) -> None:
+        for span in spans:
+            bisect.insort(self._spans, span)
+            self._longest = max(self._longest, span[1] - span[0])
 
 
 def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tuple[int, int, str]:
@@ -433,7 +456,7 @@ def _process(
                 project.current().remember(path, ctx.module, text)
             first = False
         chosen: list[tuple[Rule, Report]] = []
-        taken: list[tuple[int, int]] = []
+        taken = _Taken()
         if fix:
             if not outcome.offered_unsafe:
                 outcome.offered_unsafe = any(r.fix is not None and r.fix.safety is Safety.UNSAFE for _, r in reports)
@@ -442,9 +465,9 @@ def _process(
                 if f is None or (f.safety is Safety.UNSAFE and not unsafe):
                     continue
                 span = _span(ctx, f)
-                if _overlaps(span, taken):
+                if taken.overlaps(span):
                     continue
-                taken.extend(span)
+                taken.add(span)
                 chosen.append((rule, report))
         if not chosen:
             outcome.findings = [_finding(ctx, rule, report, path) for rule, report in reports]
