@@ -31,8 +31,10 @@ how the time grows with the size of the code base. ``--one-file-lines`` (by
 default 5000,10000,20000,40000; empty to skip) times ``fixitem scan --no-cache``
 of one generated file of each size (``import torch``, then ``def f{i}(x, y):``
 with ``if y.sum().item() > 0:`` repeated) and prints the time per line and the
-peak RSS of each, beside a scan of one such function (the interpreter's start):
-the time per line should not grow with the file.
+peak RSS of each, beside a scan of one such function (the interpreter's start),
+and ``fixitem apply --diff --no-cache`` of the same file with its parameters
+annotated ``torch.Tensor`` (so that every function is rewritten): the time per
+line should not grow with the file.
 
 A fixitem command that crashes (a traceback, or an exit status of 2 or more)
 or times out makes the script exit with status 1.
@@ -233,10 +235,15 @@ def make_copies(tree: Path, n: int, dest: Path) -> Path:
 ONE_FILE_FUNCTION = "def f{i}(x, y):\n    if y.sum().item() > 0:\n        y = y * 2\n    return x + y\n"
 
 
-def generated_file(lines: int, dest: Path) -> Path:
-    """``dest``: ``import torch`` and a 4-line function repeated ``lines // 4`` times."""
+def generated_file(lines: int, dest: Path, annotated: bool = False) -> Path:
+    """``dest``: ``import torch`` and a 4-line function repeated ``lines // 4`` times;
+    ``annotated``: its parameters annotated ``torch.Tensor``, so that ``apply`` rewrites
+    every function."""
     functions = max(1, lines // 4)
-    dest.write_text("import torch\n" + "".join(ONE_FILE_FUNCTION.format(i=i) for i in range(functions)))
+    function = ONE_FILE_FUNCTION
+    if annotated:
+        function = function.replace("(x, y)", "(x: torch.Tensor, y: torch.Tensor)")
+    dest.write_text("import torch\n" + "".join(function.format(i=i) for i in range(functions)))
     return dest
 
 
@@ -368,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes: dict[str, tuple[int, int]] = {}
     growth: list[tuple[int, int, int, Run]] = []
     one_growth: list[tuple[int, Run]] = []  # (lines, run); lines 5 is the start-up
+    one_apply: dict[int, Run] = {}  # lines -> ``apply --diff`` of the annotated file (every function rewritten)
     with tempfile.TemporaryDirectory(prefix="fixitem-throughput-") as tmp_name:
         tmp = Path(tmp_name)
         trees: list[tuple[str, Path]] = []
@@ -406,6 +414,13 @@ def main(argv: list[str] | None = None) -> int:
                             fixitem_command("scan", "--quiet", "--isolated", "--no-cache", path.name),
                             tmp, args.timeout)
             one_growth.append((n, run))
+            if n > 5:
+                path = generated_file(n, tmp / f"one_file_{n}_annotated.py", annotated=True)
+                print(f"running fixitem apply --diff on one generated file of {n} lines, every function "
+                      "rewritten ...", file=sys.stderr, flush=True)
+                one_apply[n] = run_timed(f"fixitem apply --diff 1 generated file, {n} lines",
+                                         fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache",
+                                                         path.name), tmp, args.timeout)
 
     load = ""
     try:
@@ -498,18 +513,32 @@ def main(argv: list[str] | None = None) -> int:
                 "-" if r is start or not (cpu_per_k(lines, r) and cpu_per_k(base_lines, base)) else
                 fmt(cpu_per_k(lines, r) / cpu_per_k(base_lines, base)),  # type: ignore[operator]
                 fmt(r.maxrss_mib, ".0f"), "-" if r.findings is None else str(r.findings),
+                *_apply_cells(one_apply, lines, base_lines),
             ])
         print_table(["file", "lines", "wall s", "s per 1k lines", "less start-up", "x per line",
                      "x less start-up", "CPU s", "CPU s per 1k less start-up", "x CPU per line",
-                     "peak RSS MiB", "findings"], rows)
+                     "peak RSS MiB", "findings", "apply --diff s (all rewritten)", "x apply per line"], rows)
     print()
     print("wall s: wall clock of the subprocess, interpreter start included; peak RSS: largest process of the "
           "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in this run; "
           "x per size: growth divided by size growth (1.00 = linear); x per line: time per line divided by the "
           "smallest generated file's (1.00 = linear; less start-up: without the start-up row's time); CPU s: "
           "user + system time (wait4), which other work on the machine changes less than the wall clock")
-    failed = [r for r in runs + [g[3] for g in growth] + [g[1] for g in one_growth] if r.failed]
+    failed = [r for r in runs + [g[3] for g in growth] + [g[1] for g in one_growth] + list(one_apply.values())
+              if r.failed]
     return 1 if failed else 0
+
+
+def _apply_cells(one_apply: dict[int, Run], lines: int, base_lines: int) -> list[str]:
+    """The one-file growth table's ``apply --diff`` columns for the file of ``lines`` lines:
+    its wall clock, and its time per line over the smallest generated file's."""
+    run, base = one_apply.get(lines), one_apply.get(base_lines)
+    if run is None or run.wall_s is None:
+        return ["-", "-"]
+    ratio = "-"
+    if base is not None and base.wall_s:
+        ratio = fmt((run.wall_s / lines) / (base.wall_s / base_lines))
+    return [fmt(run.wall_s) + (" (timeout)" if run.timed_out else ""), ratio]
 
 
 def ruff_version(ruff: str | None) -> str:

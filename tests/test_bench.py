@@ -169,3 +169,6 @@ def test_one_file_growth_files_have_the_lines_asked(tmp_path):
         assert len(text.splitlines()) == lines // 4 * 4 + 1
         assert text.startswith("import torch\ndef f0(x, y):\n    if y.sum().item() > 0:\n")
         assert text.count("def f") == lines // 4
+        annotated = bench.generated_file(lines, tmp_path / f"a{lines}.py", annotated=True).read_text()
+        assert annotated.count("def f") == lines // 4 and len(annotated.splitlines()) == len(text.splitlines())
+        assert annotated.startswith("import torch\ndef f0(x: torch.Tensor, y: torch.Tensor):\n")
