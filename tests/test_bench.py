@@ -50,7 +50,10 @@ def test_throughput_on_local_tree():
     assert "Growth" in out and re.search(rf"^1x\s+{files}\s", out, re.M)
     assert "One-file growth" in out
     for lines, findings in ((5, 1), (41, 10), (81, 20)):  # the start-up, then one finding per function
-        assert re.search(rf"^(start-up|generated)\s+{lines}\s+[\d.]+\s.*\s{findings}$", out, re.M), out
+        # ... then apply --diff of the annotated file (every function rewritten): timed, beside the smallest
+        row = re.search(rf"^(start-up|generated)\s+{lines}\s+[\d.]+\s.*\s{findings}\s+(\S+)\s+(\S+)$", out, re.M)
+        assert row, out
+        assert row.groups()[1:] == ("-", "-") if lines == 5 else re.fullmatch(r"[\d.]+", row.group(2)), out
     assert "downloading" not in proc.stderr
     assert "ast.parse alone" in rows and rows["ast.parse alone"][-1] != "-", out  # timed, with its x-ruff ratio
     assert "python -c pass" in rows and re.search(r"fixitem scan 1 file \(median.*x a bare interpreter's start", out), out
