@@ -124,7 +124,12 @@ def branch_assignments(ctx: FileContext, block: Sequence[ast.stmt]) -> list[Assi
 def _statement_of(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     """The statement ``node`` is part of, as a block holds it: a small statement written on
     its compound statement's header line (``if c: x = 1``) is part of that compound
-    statement (the one-line block is no statement of its own)."""
+    statement (the one-line block is no statement of its own). Kept per node: each fix
+    asks it of the bindings of its names, the same ones for many fixes."""
+    return ctx.memo(("statement of", id(node)), lambda: _find_statement_of(ctx, node))
+
+
+def _find_statement_of(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     statement = ctx.enclosing_statement(node)
     if statement is None or isinstance(statement, COMPOUND):
         return statement
@@ -315,23 +320,30 @@ def _none_before(ctx: FileContext, anchor: ast.AST, name: str) -> str:
     if scope.lookup(name) is not scope:
         return ""
     start = ctx.positions.offset(anchor)
-    earlier: list[tuple[int, bool, bool]] = []  # (offset, is None, dominates anchor)
+    # The bindings before the anchor by place (a parameter first); whether each is ``None`` and
+    # dominates the anchor is worked out only for those the walk back reaches.
+    earlier: dict[int, list[tuple[str, ast.AST]]] = {}
     for how, binding in scope.bindings.get(name, []):
         if how == "param" and type(binding) is ast.arg:
-            earlier.append((-1, _is_none(_param_default(ctx, binding)), True))
+            earlier.setdefault(-1, []).append((how, binding))
             continue
         if binding is None or binding not in ctx.positions or ctx.positions.offset(binding) >= start:
             continue
-        statement = _statement_of(ctx, binding)
-        dominates = statement is not None and _block_holds(ctx, statement, anchor)
-        earlier.append((ctx.positions.offset(binding), how == "value" and _is_none(binding), dominates))
-    earlier.sort()
+        earlier.setdefault(ctx.positions.offset(binding), []).append((how, binding))  # type: ignore[arg-type]
     # Walk back from the anchor: a None reached before a dominating assignment may be what is kept.
-    for _, is_none, dominates in reversed(earlier):
-        if is_none:
-            return f"`{name}` may still be `None` here, and `torch.where` cannot select `None`"
-        if dominates:
-            return ""
+    for offset in sorted(earlier, reverse=True):
+        found: list[tuple[bool, bool]] = []  # (is None, dominates anchor)
+        for how, binding in earlier[offset]:
+            if how == "param":
+                found.append((_is_none(_param_default(ctx, binding)), True))  # type: ignore[arg-type]
+                continue
+            statement = _statement_of(ctx, binding)
+            found.append((how == "value" and _is_none(binding), statement is not None and _block_holds(ctx, statement, anchor)))
+        for is_none, dominates in sorted(found, reverse=True):
+            if is_none:
+                return f"`{name}` may still be `None` here, and `torch.where` cannot select `None`"
+            if dominates:
+                return ""
     return ""
 
 
@@ -414,7 +426,7 @@ def _file_parts(expr: gen.Expr_) -> Iterator[ast.AST | str]:
             stack.extend(reversed(item.children()))
 
 
-def _collect_sources(ctx: FileContext, anchor: ast.AST, expr: gen.Expr_, found: set[str],
+def _collect_sources(ctx: FileContext, anchor: ast.AST | None, expr: gen.Expr_, found: set[str],
                      seen: set[tuple[int, str]]) -> None:
     """(Names the fix writes, such as the kept ``x`` of ``torch.where(c, x * 2, x)``,
     are not in the file: they are looked up from ``anchor``.) What only gives a
@@ -441,7 +453,7 @@ def _collect_sources(ctx: FileContext, anchor: ast.AST, expr: gen.Expr_, found: 
         _collect_name(ctx, anchor, node, node.id, found, seen)  # type: ignore[attr-defined]
 
 
-def _collect_name(ctx: FileContext, anchor: ast.AST, node: ast.Name | None, name: str, found: set[str],
+def _collect_name(ctx: FileContext, anchor: ast.AST | None, node: ast.Name | None, name: str, found: set[str],
                   seen: set[tuple[int, str]]) -> None:
     """A read of ``name`` (``node``, or None for a name the fix writes)."""
     where = node if node is not None and node in ctx.parents else anchor
@@ -453,12 +465,32 @@ def _collect_name(ctx: FileContext, anchor: ast.AST, node: ast.Name | None, name
     scope = ctx.provenance.scope_of(where).lookup(name)
     if scope is None or (id(scope), name) in seen or not isinstance(scope.node, (*FUNCTIONS, ast.Module)):
         return
+    if anchor is not None and not _all_sources(ctx, scope, name):
+        return  # no binding of it takes a gradient from anything: neither do those the anchor sees
     seen.add((id(scope), name))
     for how, value in _bindings_seen_by(ctx, anchor, node, scope.bindings.get(name, [])):
         if how in ("value", "unpack", "iter") and isinstance(value, ast.expr):
             _collect_sources(ctx, anchor, value, found, seen)
         elif how == "aug" and type(value) is ast.AugAssign:
             _collect_sources(ctx, anchor, value.value, found, seen)  # type: ignore[attr-defined]
+
+
+def _all_sources(ctx: FileContext, scope, name: str) -> frozenset[str]:
+    """What the values of every binding of ``name`` in ``scope`` take a gradient from, read
+    from anywhere: a superset of what one read sees (it sees some of those bindings). Made
+    once per name, so that the fixes of a function that rebinds ``x`` a thousand times do
+    not each follow all of its bindings."""
+    def build() -> frozenset[str]:
+        found: set[str] = set()
+        seen = {(id(scope), name)}
+        for how, value in scope.bindings.get(name, []):
+            if how in ("value", "unpack", "iter") and isinstance(value, ast.expr):
+                _collect_sources(ctx, None, value, found, seen)
+            elif how == "aug" and type(value) is ast.AugAssign:
+                _collect_sources(ctx, None, value.value, found, seen)  # type: ignore[attr-defined]
+        return frozenset(found)
+
+    return ctx.memo(("gradient sources", id(scope), name), build)
 
 
 # What gives a value that no gradient flows through, whatever its tensor inputs.
@@ -498,11 +530,16 @@ def _gradient_cut(ctx: FileContext, expr: ast.AST) -> set[int]:
     return cut
 
 
-def _bindings_seen_by(ctx: FileContext, anchor: ast.AST, read: ast.AST | None, bindings):
+def _bindings_seen_by(ctx: FileContext, anchor: ast.AST | None, read: ast.AST | None, bindings):
     """The bindings a read may see: those outside ``anchor`` (the ``if`` being
     rewritten), and for a read inside one of its branches, the earlier ones of
     that branch (``y = y + x`` after ``x = x * self.scale``). (``read`` None: a name
-    the fix writes, outside the file.)"""
+    the fix writes, outside the file; ``anchor`` None: every binding, as read from
+    anywhere.)"""
+    if anchor is None:
+        yield from bindings
+        return
+
     def block_in_anchor(node: ast.AST | None) -> str | None:
         """The field of ``anchor`` (``"body"``, ``"orelse"``, ``"test"``) ``node`` lies below."""
         if node is None or node not in ctx.parents:

@@ -40,6 +40,10 @@ T = TypeVar("T")
 _COMMENT_LINE = re.compile(r"^[ \t\f]*(#.*)$")
 
 
+# A list field this long (a block of statements) is searched through a set made once.
+_SHORT_LIST = 16
+
+
 @dataclass
 class FileContext:
     path: Path
@@ -106,8 +110,14 @@ class FileContext:
             return None
         for name in parent._fields:
             value = getattr(parent, name, None)
-            if value is node or (type(value) is list and any(item is node for item in value)):
+            if value is node:
                 return name
+            if type(value) is list:
+                if len(value) <= _SHORT_LIST:
+                    if any(item is node for item in value):
+                        return name
+                elif id(node) in self.memo(("field", id(parent), name), lambda value=value: {id(v) for v in value}):
+                    return name  # a long block: looked up, not searched (a function of a thousand statements)
         return None
 
     def memo(self, key: object, build: Callable[[], T]) -> T:
