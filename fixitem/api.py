@@ -543,7 +543,7 @@ def _run_rounds(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None)
             place[str(job.path.resolve())] = index
         except OSError:
             continue
-    for round in range(1, TRACED_ROUNDS + 1):
+    for later in range(1, TRACED_ROUNDS + 1):
         wanted: dict[int, set[str]] = {}
         for result in results:
             for path, name in result.traced_elsewhere or ():
@@ -558,7 +558,7 @@ def _run_rounds(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None)
             break
         redo = [replace(jobs[i], traced_roots=tuple(sorted(set(jobs[i].traced_roots) | wanted[i])),
                         previous=(results[i].found_digest, tuple(results[i].findings))
-                        if not jobs[i].fix and results[i].found_digest else None, round=round) for i in again]
+                        if not jobs[i].fix and results[i].found_digest else None, round=later) for i in again]
         for i, job, result in zip(again, redo, _run_all(redo, pool, None)):
             jobs[i] = job
             results[i] = _after(results[i], result) if job.write else result

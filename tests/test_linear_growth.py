@@ -209,15 +209,11 @@ def test_line_blocks_tile_both_texts_and_keep_every_line_a_rewrite_leaves():
         assert set(unique_kept) <= matched  # every own line the rewrite left is found again
 
 
-def test_findings_of_a_big_file_of_alike_functions_are_moved_back_in_linear_time(monkeypatch):
-    # 1,000 alike functions, each rewritten: difflib alone matched the two texts in time that
-    # grows with the square of the file (82 s at 5,000 lines); here it only ever sees a few
-    # lines at a time, and each line lands on its own function's line.
+def _matched_sizes(monkeypatch) -> list[int]:
+    """The sizes (lines of both sides) of the sequences difflib's matcher is given from now on."""
     import difflib
 
-    from fixitem.codemods.driver.engine import Finding, in_original
-
-    seen = []
+    seen: list[int] = []
     matcher = difflib.SequenceMatcher
 
     def recording(junk, a, b, autojunk=True):
@@ -225,6 +221,16 @@ def test_findings_of_a_big_file_of_alike_functions_are_moved_back_in_linear_time
         return matcher(junk, a, b, autojunk=autojunk)
 
     monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    return seen
+
+
+def test_findings_of_a_big_file_of_alike_functions_are_moved_back_in_linear_time(monkeypatch):
+    # 1,000 alike functions, each rewritten: difflib alone matched the two texts in time that
+    # grows with the square of the file (82 s at 5,000 lines); here it only ever sees a few
+    # lines at a time, and each line lands on its own function's line.
+    from fixitem.codemods.driver.engine import Finding, in_original
+
+    seen = _matched_sizes(monkeypatch)
     before = "import torch\n\n" + "".join(
         f"def f{i}(x, y):\n    if y.sum().item() > 0:\n        y = y * 2\n    return x + y\n\n" for i in range(1000))
     after = "import torch\n\n" + "".join(
@@ -272,14 +278,7 @@ def test_unified_diff_is_difflibs_on_a_rewrite_and_linear_on_alike_lines(monkeyp
     assert unified_diff(a, a, "a/f.py", "b/f.py") == [] == list(difflib.unified_diff(a, a, "a", "b"))
     assert unified_diff([], ["x\n"], "a", "b") == list(difflib.unified_diff([], ["x\n"], "a", "b"))
     # Many alike functions, each rewritten: difflib's matcher is given only short stretches.
-    seen = []
-    matcher = difflib.SequenceMatcher
-
-    def recording(junk, x, y, autojunk=True):
-        seen.append(len(x) + len(y))
-        return matcher(junk, x, y, autojunk=autojunk)
-
-    monkeypatch.setattr(difflib, "SequenceMatcher", recording)
+    seen = _matched_sizes(monkeypatch)
     before = [line for i in range(2000) for line in (f"def f{i}(x):\n", "    if x.item():\n", "        x = x * 2\n",
                                                      "    return x\n", "\n")]
     after = [line for i in range(2000) for line in (f"def f{i}(x):\n", "    x = torch.where(x, x * 2, x)\n",

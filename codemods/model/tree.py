@@ -530,14 +530,7 @@ def nodes_within(root: ast.AST, *types: type) -> list[ast.AST]:
     number = _number.get(id(root))
     if number is None:
         return [n for n in _walk_unindexed(root) if type(n) in types]
-    stop = _stop[number]
-    found: list[int] = []
-    for t in types:
-        numbers = _by_type.get(t, ())
-        found.extend(numbers[bisect.bisect_left(numbers, number):bisect.bisect_left(numbers, stop)])
-    if len(types) > 1:
-        found.sort()
-    return [_order[i] for i in found]
+    return _nodes_numbered(number, _stop[number], types)
 
 
 def nodes_in_body(body: list[ast.stmt], *types: type) -> list[ast.AST]:
@@ -548,11 +541,16 @@ def nodes_in_body(body: list[ast.stmt], *types: type) -> list[ast.AST]:
     first, last = _number.get(id(body[0])), _number.get(id(body[-1]))
     if first is None or last is None:
         return [n for stmt in body for n in nodes_within(stmt, *types)]
-    stop = _stop[last]
+    return _nodes_numbered(first, _stop[last], types)
+
+
+def _nodes_numbered(start: int, stop: int, types: tuple[type, ...]) -> list[ast.AST]:
+    """The nodes of exactly these types numbered from ``start`` up to ``stop`` in the active
+    index (a subtree, or a block of statements), in source order."""
     found: list[int] = []
     for t in types:
         numbers = _by_type.get(t, ())
-        found.extend(numbers[bisect.bisect_left(numbers, first):bisect.bisect_left(numbers, stop)])
+        found.extend(numbers[bisect.bisect_left(numbers, start):bisect.bisect_left(numbers, stop)])
     if len(types) > 1:
         found.sort()
     return [_order[i] for i in found]
