@@ -834,9 +834,19 @@ class _Timer:
         else:
             self.wakeup.set()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Stop looking; with ``wait_s``, wait that long for the thread to end.
+
+        At exit the thread must be gone before the interpreter finalizes: a daemon
+        thread that has called into torch (a record's ``f"{loss:.4f}"``) and is still
+        alive then can abort the process ("terminate called without an active
+        exception", pytorch/pytorch#38228), and the original program exited cleanly.
+        """
         self.stopped = True
         self.wakeup.set()
+        thread = self.thread
+        if wait_s > 0 and thread is not None and thread is not threading.current_thread():
+            thread.join(wait_s)
 
     def _run(self) -> None:
         while not self.stopped:
@@ -897,7 +907,7 @@ _timer = _Timer()
 
 
 def _at_exit() -> None:
-    _timer.stop()
+    _timer.stop(wait_s=_WRITE_WAIT_S)
     _flush_reporting_errors()
 
 

@@ -115,6 +115,36 @@ def test_the_thread_writes_a_due_record_when_woken_and_keeps_the_recording_threa
     assert not timer.thread.is_alive()
 
 
+def test_exit_waits_for_the_timer_thread_to_end(monkeypatch):
+    """At exit the thread must be gone before the interpreter finalizes: a daemon thread
+    that has called into torch and is still alive then can abort the process
+    ("terminate called without an active exception"), where the original exited with 0.
+    Here the exit comes while the thread is busy in a look (a replay writing to a slow
+    pipe); the look ends when the test lets it, and the exit handler returns only after
+    the thread has ended."""
+    timer = runtime._Timer()
+    monkeypatch.setattr(runtime, "_timer", timer)
+    looking, release = threading.Event(), threading.Event()
+
+    def slow_look():
+        looking.set()
+        release.wait(timeout=60)
+        return None
+
+    monkeypatch.setattr(timer, "check", slow_look)
+    timer.poke()
+    assert looking.wait(timeout=60), "the timer thread did not start"
+    letting_go = threading.Timer(0.2, release.set)
+    letting_go.start()
+    try:
+        runtime._at_exit()
+        assert not timer.thread.is_alive()
+    finally:
+        release.set()
+        letting_go.join()
+        timer.thread.join(timeout=60)
+
+
 def test_a_write_waits_for_the_timers_replay(monkeypatch):
     """Output order: a write of the program that comes while the timer replays goes after it."""
     out, _ = _streams(monkeypatch)
