@@ -19,6 +19,12 @@ FIXTURES = ROOT / "fixtures"
 _counter = itertools.count()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core, at most 8 (each imports torch; more only adds memory)."""
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
+
+
 def run_side_by_side(*paths: Path) -> list[str]:
     """The output of each script, run side by side (independent processes), stderr merged into stdout."""
     env = {k: v for k, v in os.environ.items() if k != "FIXITEM_FLUSH_EVERY"}
