@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .. import gen
 from ..model.context import COMPOUND, FUNCTIONS, FileContext
-from ..model.provenance import Kind
+from ..model.provenance import Kind, Scope
 from ..model.tree import nodes_within, walk
 
 
@@ -295,6 +296,13 @@ def _is_none(node: ast.AST | None) -> bool:
     return type(node) is ast.Constant and node.value is None  # type: ignore[attr-defined]
 
 
+def _binding_is_none(ctx: FileContext, how: str, binding: ast.AST) -> bool:
+    """Is the value a binding gives ``None`` (a parameter's: its default)?"""
+    if how == "param":
+        return _is_none(_param_default(ctx, binding))  # type: ignore[arg-type]
+    return how == "value" and _is_none(binding)
+
+
 def _param_default(ctx: FileContext, param: ast.arg) -> ast.expr | None:
     """The default value of a parameter (``ast`` keeps defaults on the ``arguments``)."""
     arguments = ctx.parents.get(param)
@@ -320,31 +328,49 @@ def _none_before(ctx: FileContext, anchor: ast.AST, name: str) -> str:
     if scope.lookup(name) is not scope:
         return ""
     start = ctx.positions.offset(anchor)
-    # The bindings before the anchor by place (a parameter first); whether each is ``None`` and
-    # dominates the anchor is worked out only for those the walk back reaches.
-    earlier: dict[int, list[tuple[str, ast.AST]]] = {}
-    for how, binding in scope.bindings.get(name, []):
-        if how == "param" and type(binding) is ast.arg:
-            earlier.setdefault(-1, []).append((how, binding))
-            continue
-        if binding is None or binding not in ctx.positions or ctx.positions.offset(binding) >= start:
-            continue
-        earlier.setdefault(ctx.positions.offset(binding), []).append((how, binding))  # type: ignore[arg-type]
-    # Walk back from the anchor: a None reached before a dominating assignment may be what is kept.
-    for offset in sorted(earlier, reverse=True):
+    # Walk back from the anchor through the bindings before it, by place (a parameter first);
+    # whether each is ``None`` and dominates the anchor is worked out only for those it reaches.
+    offsets, groups, some_none = ctx.memo(("bindings-by-place", id(scope), name),
+                                          lambda: _bindings_by_place(ctx, scope, name))
+    if not some_none:
+        return ""
+    for index in range(bisect.bisect_left(offsets, start) - 1, -1, -1):
         found: list[tuple[bool, bool]] = []  # (is None, dominates anchor)
-        for how, binding in earlier[offset]:
+        for how, binding in groups[index]:
             if how == "param":
-                found.append((_is_none(_param_default(ctx, binding)), True))  # type: ignore[arg-type]
+                found.append((_binding_is_none(ctx, how, binding), True))
                 continue
             statement = _statement_of(ctx, binding)
-            found.append((how == "value" and _is_none(binding), statement is not None and _block_holds(ctx, statement, anchor)))
+            found.append((_binding_is_none(ctx, how, binding),
+                          statement is not None and _block_holds(ctx, statement, anchor)))
         for is_none, dominates in sorted(found, reverse=True):
             if is_none:
                 return f"`{name}` may still be `None` here, and `torch.where` cannot select `None`"
             if dominates:
                 return ""
     return ""
+
+
+def _bindings_by_place(
+    ctx: FileContext, scope: Scope, name: str,
+) -> tuple[list[int], list[list[tuple[str, ast.AST]]], bool]:
+    """The bindings of ``name`` in ``scope`` grouped by where they start, the groups in
+    source order (parameters first, at -1), each group in the order of the bindings, and
+    whether one of them is ``None``: made once per name, so that each ``if`` that keeps it
+    finds the ones before it by bisection, or none at all (a long function that rebinds
+    ``x`` in every ``if`` took time growing with the square of its length)."""
+    by_place: dict[int, list[tuple[str, ast.AST]]] = {}
+    some_none = False
+    for how, binding in scope.bindings.get(name, []):
+        if how == "param" and type(binding) is ast.arg:
+            by_place.setdefault(-1, []).append((how, binding))
+        elif binding is not None and binding in ctx.positions:
+            by_place.setdefault(ctx.positions.offset(binding), []).append((how, binding))  # type: ignore[arg-type]
+        else:
+            continue
+        some_none = some_none or _binding_is_none(ctx, how, binding)
+    offsets = sorted(by_place)
+    return offsets, [by_place[offset] for offset in offsets], some_none
 
 
 def kept_value_problem(ctx: FileContext, anchor: ast.AST, assignment: Assignment | None, name: str) -> str:

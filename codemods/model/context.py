@@ -130,6 +130,14 @@ class FileContext:
             found = self._memo[key] = build()
             return found
 
+    def kept(self, key: object) -> object | None:
+        """What :meth:`keep` (or :meth:`memo`) kept under ``key``, None if nothing: for an
+        answer whose making asks for itself (a name's bindings that read the name)."""
+        return self._memo.get(key)
+
+    def keep(self, key: object, value: object) -> None:
+        self._memo[key] = value
+
     def sites_below(self, sites: Sequence, root: ast.AST) -> list:
         """The sync sites of ``sites`` whose node is ``root`` or lies below it, in the order of
         ``sites``. A subtree is a run of source-order numbers: this is a search in the sites

@@ -642,6 +642,8 @@ class Provenance:
         self._bindings: Bindings | None = None  # where each name is bound, for reaching()
         self._global_names: frozenset[str] | None = None
         self._certain_cache: dict[ast.AST, bool] = {}
+        # What the bindings of a name say (see ``_bindings_certain``), by (scope id, name).
+        self._bindings_certain_cache: dict[tuple[int, str], bool] = {}
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
         self._cpu_cache: dict[ast.AST, bool] = {}
         self._default_device: bool | None = None  # does the file change the default device?
@@ -1876,27 +1878,7 @@ class Provenance:
             key = (id(scope), name)
             if key in seen or name in scope.evidence:
                 return True
-            bindings = scope.bindings.get(name, [])
-            if any(how == "aug" for how, _ in bindings) and any(
-                    how == "value" and isinstance(node, ast.expr) and self.kind(node) is Kind.NUMBER
-                    for how, node in bindings):
-                return False  # ``total = 0`` then ``total += loss``: a number until the first ``+=``
-            for how, node in bindings:
-                if how == "param" and type(node) is ast.arg:
-                    if not self._param_certain(scope, node):
-                        return False
-                elif how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
-                    if not self._certain_tensor_part(node, seen | {key}):
-                        return False
-                    if how != "value" and not self._elements_certain(node, "iter", seen | {key}):
-                        return False  # ``for t in xs`` over a list of possible tensors
-                elif how == "iter_item" and isinstance(node, _Item):
-                    if not self._elements_certain(node.iterable, "iter", seen | {key}):
-                        return False
-                elif how == "aug" and type(node) is ast.AugAssign:
-                    if not self._certain_tensor_part(node.value, seen | {key}):
-                        return False
-            return True
+            return self._bindings_certain(scope, name, seen | {key})
         if t is ast.Call:
             func = expr.func  # type: ignore[attr-defined]
             if type(func) is ast.Attribute and self.kind(func.value) is Kind.TENSOR:
@@ -1941,6 +1923,47 @@ class Provenance:
             return self._certain_tensor_part(expr.body, seen) and self._certain_tensor_part(expr.orelse, seen)  # type: ignore[attr-defined]
         if t is ast.NamedExpr:
             return self._certain_tensor_part(expr.value, seen)  # type: ignore[attr-defined]
+        return True
+
+    def _bindings_certain(self, scope: Scope, name: str, seen: frozenset[tuple[int, str]]) -> bool:
+        """Does every binding of ``name`` in ``scope`` that gives a tensor give one for certain?
+
+        Kept per name when no binding takes elements of a container: what decides it
+        then is kept per expression already (:meth:`_certain`), so a second look gives the
+        same answer, and each read of a name rebound in every ``if`` of a long function
+        no longer goes through all its bindings again."""
+        key = (id(scope), name)
+        cached = self._bindings_certain_cache.get(key)
+        if cached is not None:
+            return cached
+        bindings = scope.bindings.get(name, [])
+        found = self._bindings_certain_uncached(scope, bindings, seen)
+        if not any(how in ("iter", "unpack", "iter_item") for how, _ in bindings):
+            self._bindings_certain_cache[key] = found
+        return found
+
+    def _bindings_certain_uncached(
+        self, scope: Scope, bindings: list[tuple[str, ast.AST]], seen: frozenset[tuple[int, str]],
+    ) -> bool:
+        if any(how == "aug" for how, _ in bindings) and any(
+                how == "value" and isinstance(node, ast.expr) and self.kind(node) is Kind.NUMBER
+                for how, node in bindings):
+            return False  # ``total = 0`` then ``total += loss``: a number until the first ``+=``
+        for how, node in bindings:
+            if how == "param" and type(node) is ast.arg:
+                if not self._param_certain(scope, node):
+                    return False
+            elif how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
+                if not self._certain_tensor_part(node, seen):
+                    return False
+                if how != "value" and not self._elements_certain(node, "iter", seen):
+                    return False  # ``for t in xs`` over a list of possible tensors
+            elif how == "iter_item" and isinstance(node, _Item):
+                if not self._elements_certain(node.iterable, "iter", seen):
+                    return False
+            elif how == "aug" and type(node) is ast.AugAssign:
+                if not self._certain_tensor_part(node.value, seen):
+                    return False
         return True
 
     def _elements_certain(self, container: ast.expr, of: str, seen: frozenset[tuple[int, str]]) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .context import COMPOUND, FUNCTIONS, FileContext
 from .name_reads import reads_of
-from .provenance import Kind
+from .provenance import Kind, Scope
 from .scalar_shapes import (
     arg_keyword,
     arg_star,
@@ -606,12 +606,44 @@ def _uncertain(ctx: FileContext, expr: ast.expr, seen: set[tuple[int, str]], pro
         scope = ctx.provenance.scope_of(expr).lookup(name)
         if scope is None or (id(scope), name) in seen:
             return ""
-        for how, value in scope.bindings.get(name, []):
-            if how == "value" and isinstance(value, ast.expr) and ctx.kind(value) is not Kind.NUMBER:
-                reason = _uncertain(ctx, value, seen | {(id(scope), name)}, proven)
-                if reason:
-                    return reason
+        return _bindings_uncertain(ctx, scope, name, seen, proven)
     return ""
+
+
+# The answers of :func:`_bindings_uncertain` with nothing seen before, and the ones being made.
+_FRESH = "uncertain-bindings"
+_MAKING = object()
+
+
+def _bindings_uncertain(ctx: FileContext, scope: Scope, name: str, seen: set[tuple[int, str]], proven: bool) -> str:
+    """Why a value bound to ``name`` in ``scope`` may not be a tensor: the first reason a
+    binding gives, following the names it reads except those in ``seen``.
+
+    A name seen before answers "" (certain), so a larger ``seen`` only turns reasons into
+    "", never the reverse (a `BinOp` needs a reason for each tensor operand; a name, one
+    binding with a reason). The answer with nothing seen is kept per name: when it is "",
+    every answer is. Without it, each read of a name rebound in every ``if`` of a long
+    function followed all its bindings again, and the time grew with the square."""
+    key = (_FRESH, id(scope), name, proven)
+    fresh = ctx.kept(key)
+    if seen:
+        if fresh is None:
+            fresh = _bindings_uncertain(ctx, scope, name, set(), proven)
+        if fresh == "":
+            return ""
+    elif fresh is not None and fresh is not _MAKING:
+        return fresh  # type: ignore[return-value]
+    else:
+        ctx.keep(key, _MAKING)
+    reason = ""
+    for how, value in scope.bindings.get(name, []):
+        if how == "value" and isinstance(value, ast.expr) and ctx.kind(value) is not Kind.NUMBER:
+            reason = _uncertain(ctx, value, seen | {(id(scope), name)}, proven)
+            if reason:
+                break
+    if not seen:
+        ctx.keep(key, reason)
+    return reason
 
 
 def _function_name(ctx: FileContext, node: ast.AST) -> str:
