@@ -16,7 +16,9 @@ record(fn, /, *args, **kwargs)
     an in-place update after ``record`` (``step.add_(1)``, ``total += x``, an
     optimizer step) does not change what is replayed. A recorded tensor must
     hold exactly one element (what ``.item()`` accepts); others raise
-    ``TypeError`` at once, since only scalars are deferred values (pass
+    ``NotOneElementError`` at once (a ``TypeError``, ``ValueError`` and
+    ``RuntimeError``: what the original's read raised is caught where it was),
+    since only scalars are deferred values (pass
     ``len(x)`` or ``x.shape[0]``, computed at record time, instead, or
     ``by_reference(x)`` for ``fn`` to get ``x`` itself at replay). Lists,
     tuples and dicts among the arguments are copied (nested ones too, not
@@ -220,6 +222,7 @@ import torch
 __all__ = [
     "Accumulator",
     "DEFAULT_FLUSH_EVERY",
+    "NotOneElementError",
     "Recorder",
     "by_reference",
     "configure",
@@ -272,6 +275,13 @@ def by_reference(value: Any) -> Any:
     return _ByReference(value)
 
 
+class NotOneElementError(TypeError, ValueError, RuntimeError):
+    """A deferred value that is not a one-element tensor. Raised where the original line
+    read it, and caught by the handlers that caught the original's error: ``.item()``
+    raises ``RuntimeError``, ``float(t)`` / ``int(t)`` ``ValueError``, and a tensor
+    formatted with ``:.3f`` ``TypeError``."""
+
+
 def _snapshot_tree(value: Any) -> Any:
     """Copy the containers of ``value`` with every tensor snapshotted.
 
@@ -285,7 +295,7 @@ def _snapshot_tree(value: Any) -> Any:
         return value
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise TypeError(
+            raise NotOneElementError(
                 "fixitem.runtime.record: only one-element tensors can be deferred values "
                 f"(what .item() accepts); got a tensor of shape {tuple(value.shape)}. "
                 "Pass what the call needs from it instead (len(x), x.shape[0], ...), "

@@ -583,3 +583,16 @@ def test_by_reference_inside_a_compiled_region_breaks_no_graph():
     compiled(torch.ones(3))
     runtime.flush()
     assert got == [([2.0, 2.0, 2.0], 6.0)]
+
+
+def test_a_tensor_of_more_than_one_element_raises_what_the_original_read_raised():
+    """``.item()`` of such a tensor raises ``RuntimeError``, ``float()`` ``ValueError``, a
+    format spec ``TypeError``: a handler of the caller that caught the original's error
+    catches the runtime's, raised where the original line read the value."""
+    for original in (lambda t: t.item(), lambda t: float(t), lambda t: f"{t:.3f}"):
+        try:
+            original(torch.ones(2))
+        except Exception as exc:  # noqa: BLE001 - what the original raised
+            raised = type(exc)
+        with pytest.raises(raised, match="one-element"):
+            runtime.record(lambda v: print(v), torch.ones(2))
