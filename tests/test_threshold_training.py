@@ -149,6 +149,14 @@ def _half_layer():
     return layer
 
 
+def _unit_layer():
+    """A layer that passes its input on unchanged (at first: it trains)."""
+    layer = torch.nn.Linear(4, 4, bias=False)
+    with torch.no_grad():
+        layer.weight.copy_(torch.eye(4))
+    return layer
+
+
 def _overflowing_row():
     """float16 rows whose first row overflows to inf in the layer (and is clamped),
     the others small: gradients stay in float16's range."""
@@ -161,9 +169,10 @@ def _overflowing_row():
 # chosen so that each condition is seen both ways, keyed by the rule and a piece
 # of the example's code; a new safe example must be given its inputs here.
 EXAMPLE_INPUTS = {
-    ("FX101", "x = x * 0.5\n"): lambda: [(_randn(3, 4, scale=0.1),), (_randn(3, 4, scale=5),)],
-    ("FX101", "energy = float("): lambda: [(_randn(3, 4, scale=0.1, shift=-1),), (_randn(3, 4, scale=5),)],
-    ("FX101", "h = h / y.sum()"): lambda: [(_randn(3, 4, shift=3), _randn(3, 4, shift=2)), (_randn(3, 4, shift=-3), torch.zeros(3, 4))],
+    ("FX101", "if y.abs().max().item() > 1.0"): lambda: [(_unit_layer(), _randn(3, 4, scale=0.1)), (_unit_layer(), _randn(3, 4, scale=5))],
+    ("FX101", "energy = float("): lambda: [(_unit_layer(), _randn(3, 4, scale=0.1, shift=-1)),
+                                           (_unit_layer(), _randn(3, 4, scale=5))],
+    ("FX101", "h = h / h.norm()"): lambda: [(_randn(3, 4, shift=3),), (_randn(3, 4, shift=-3),)],
     ("FX101", "h += 1.0"): lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
     ("FX101", "y = x * 3"): lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],
     ("FX101", "mask.sum().item()"): lambda: [(_randn(3, 4), _mask()), (_randn(3, 4), _mask((0, 1), (2, 3))), (_randn(3, 4), None)],

@@ -1,4 +1,4 @@
-"""Gated MLP: rescales its input when the largest value is too large."""
+"""Gated MLP: rescales its input when the largest norm of a row is too large."""
 
 import torch
 from torch import nn
@@ -13,7 +13,7 @@ class GatedMLP(nn.Module):
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, x):
-        x = torch.where(x.abs().max() > 3.0, x * 0.5, x)
+        x = torch.where(x.norm(dim=-1).max() > 20.0, x * 0.5, x)
         h = self.act(self.up(self.norm(x)))
         return x + self.down(h)
 

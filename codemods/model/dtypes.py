@@ -18,6 +18,7 @@ float only when ``loss`` is floating.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Sequence
 
 from .context import COMPOUND, FileContext
@@ -408,6 +409,7 @@ DTYPE_KEEPING_ALWAYS = frozenset(
         "ravel", "t", "transpose", "permute", "expand", "expand_as", "repeat", "flip", "roll", "abs", "neg",
         "negative", "max", "min", "amax", "amin", "median", "narrow", "select", "diagonal", "triu", "tril",
         "masked_fill", "index_select", "gather", "movedim", "swapaxes", "tile",
+        "zeros_like", "ones_like", "empty_like", "full_like",
     }
 )
 # Steps that keep a floating dtype, and give an integer (or fail) for an integer tensor:
@@ -706,3 +708,294 @@ def _call_partners(ctx: FileContext, call: ast.Call, arg: ast.AST) -> list[ast.e
     if type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR and func.attr in methods:
         return [func.value] + [o for o in others if func.attr != "where"]  # not `.where`'s condition
     return []
+
+
+# -- two tensors selected by ``torch.where`` -------------------------------------------------------
+
+_PROMOTING_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+
+
+def selected_dtype_problem(
+    ctx: FileContext, anchor: ast.AST, taken: ast.expr, other: ast.expr | None, kept: str = "",
+) -> str:
+    """Why ``torch.where(c, taken, other)`` may have another dtype than the value the
+    original picked ("" when it cannot): ``torch.where`` promotes its two tensors to one
+    dtype, so ``x + 1`` and ``x * 2.5`` both become float where the original kept an integer
+    ``x + 1``. ``other`` None: the value is ``kept``, a name as it is before the statement
+    (an ``if`` without ``else``).
+
+    Each value's dtype is followed to the tensors it comes from (through dtype-keeping
+    steps and arithmetic with Python numbers); the two have one dtype when they come
+    from the same tensors, each changed the same way or floating point already (a Python
+    float or a true division makes an integer tensor float, not a floating one)."""
+    first = _dtype_terms(ctx, taken, anchor)
+    if other is None:
+        second = None if first is None else _kept_terms(ctx, anchor, first, kept)
+    else:
+        second = _dtype_terms(ctx, other, anchor)
+    if (first is not None and second is not None and _same_terms(ctx, anchor, first, second)
+            and _same_terms(ctx, anchor, second, first)):
+        return ""
+    shown = f"`{ctx.code(other)}`" if other is not None else f"`{kept}` as it was"
+    return (f"`torch.where` gives `{ctx.code(taken)}` and {shown} one dtype: fixitem cannot show they "
+            "have one already (an integer tensor selected with a float one becomes float)")
+
+
+# Methods whose result has the receiver's dtype whatever their other arguments (a mask, an
+# index, a fill value cast to the receiver's dtype).
+_RECEIVER_DTYPE = frozenset(
+    {"masked_fill", "index_fill", "index_select", "gather", "masked_select", "relu", "view_as", "expand_as",
+     "reshape_as", "unflatten"}
+)
+
+
+# Elementwise functions whose result has a floating input's dtype (an integer one gives float).
+_FLOAT_OF_INPUT = frozenset(
+    {"log", "log1p", "log2", "log10", "exp", "expm1", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "sin",
+     "cos", "tan", "erf", "erfc", "softmax", "log_softmax", "gelu", "silu", "mish", "softplus", "elu", "selu",
+     "celu", "logsigmoid"}
+)
+
+
+def _dtype_terms(
+    ctx: FileContext, expr: ast.expr, anchor: ast.AST, changed: bool = False, depth: int = 0,
+) -> list[tuple[ast.expr, bool]] | None:
+    """The tensors ``expr``'s dtype comes from, each with whether a step may change an
+    integer dtype (a Python float, a true division, a sum); None when it cannot be followed.
+    A name bound earlier in the same branch of ``anchor`` is followed to that value."""
+    if depth > MAX_DEPTH:
+        return None
+    root, always = _dtype_root(ctx, expr)
+    changed = changed or not always
+    t = type(root)
+    if t is ast.UnaryOp and type(root.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+        return _dtype_terms(ctx, root.operand, anchor, changed, depth + 1)  # type: ignore[attr-defined]
+    if t is ast.BinOp and type(root.op) in _PROMOTING_OPS:  # type: ignore[attr-defined]
+        op = type(root.op)  # type: ignore[attr-defined]
+        return _operand_terms(ctx, [root.left, root.right], anchor, changed, op is ast.Div, depth)  # type: ignore[attr-defined]
+    if t is ast.Call:
+        func = root.func  # type: ignore[attr-defined]
+        args = call_arguments(root)  # type: ignore[arg-type]
+        if any(arg_star(a) or arg_keyword(a) == "dtype" for a in args):
+            return None
+        method = func.attr if type(func) is ast.Attribute and ctx.kind(func.value) is Kind.TENSOR else None
+        short = (ctx.provenance.imports.qualify(func) or "").rsplit(".", 1)[-1] if method is None else method
+        if method in _RECEIVER_DTYPE:
+            return _dtype_terms(ctx, func.value, anchor, changed, depth + 1)
+        if short in _FLOAT_OF_INPUT:
+            operand = func.value if method is not None else (arg_value(args[0]) if args else None)
+            if operand is not None and ctx.kind(operand) is Kind.TENSOR:
+                return _dtype_terms(ctx, operand, anchor, True, depth + 1)
+        if method is None and short == "where" and len(args) == 3 and not any(arg_keyword(a) for a in args):
+            # ``torch.where(c, a, b)``: ``a`` and ``b`` promoted to one dtype (a fix made earlier).
+            return _operand_terms(ctx, [arg_value(args[1]), arg_value(args[2])], anchor, changed, False, depth)
+        if short in CLAMPS:
+            # ``x.clamp(min=0)`` keeps an integer ``x`` integer, ``x.clamp(min=0.5)`` makes it float.
+            operands = [func.value] if method is not None else []
+            operands += [arg_value(a) for a in args if not (type(arg_value(a)) is ast.Constant
+                                                             and arg_value(a).value is None)]  # type: ignore[attr-defined]
+            return _operand_terms(ctx, operands, anchor, changed, False, depth)
+    if t is ast.Name:
+        value = _bound_in_branch(ctx, anchor, root)  # type: ignore[arg-type]
+        if value is not None:
+            return _dtype_terms(ctx, value, anchor, changed, depth + 1)
+    if ctx.kind(root) is not Kind.TENSOR:
+        return None
+    return [(root, changed)]
+
+
+def _operand_terms(
+    ctx: FileContext, operands: list[ast.expr], anchor: ast.AST, changed: bool, divides: bool, depth: int,
+) -> list[tuple[ast.expr, bool]] | None:
+    """The terms of an operation on ``operands``: its tensors, changed when a Python number
+    other than an int literal takes part (or ``divides``: a true division)."""
+    numbers = [o for o in operands if ctx.kind(o) is Kind.NUMBER]
+    promotes = divides or any(not _integer_literal(n) for n in numbers)
+    terms: list[tuple[ast.expr, bool]] = []
+    for operand in operands:
+        if ctx.kind(operand) is Kind.NUMBER:
+            continue
+        if ctx.kind(operand) is not Kind.TENSOR:
+            return None
+        found = _dtype_terms(ctx, operand, anchor, changed or promotes, depth + 1)
+        if found is None:
+            return None
+        terms.extend(found)
+    return terms or None
+
+
+def _bound_in_branch(ctx: FileContext, anchor: ast.AST, read: ast.Name) -> ast.expr | None:
+    """The value ``read``'s name was last given before it in its own branch of ``anchor``."""
+    branch = _branch_of(ctx, anchor, read)
+    if branch is None:
+        return None
+    for how, binding in reversed(_bindings_inside(ctx, anchor, read)):
+        if binding is None or _branch_of(ctx, anchor, binding) != branch or ctx.below(read, binding):
+            continue
+        return binding if how == "value" and isinstance(binding, ast.expr) else None
+    return None
+
+
+def _kept_terms(
+    ctx: FileContext, anchor: ast.AST, terms: list[tuple[ast.expr, bool]], kept: str,
+) -> list[tuple[ast.expr, bool]] | None:
+    """The terms of the name ``kept`` as it was: a read of it in the selected value that
+    sees the value it had before ``anchor``."""
+    for root, _ in terms:
+        if type(root) is ast.Name and root.id == kept and _read_before(ctx, anchor, root):  # type: ignore[attr-defined]
+            return [(root, False)]
+    return None
+
+
+def _read_before(ctx: FileContext, anchor: ast.AST, read: ast.Name) -> bool:
+    """Does ``read``, in a branch of the statement ``anchor``, see the value its name had
+    before ``anchor`` (no binding of it before the read in the same branch)?"""
+    branch = _branch_of(ctx, anchor, read)
+    if branch is None:
+        return False
+    return not any(binding is None or (_branch_of(ctx, anchor, binding) == branch and not ctx.below(read, binding))
+                   for _, binding in _bindings_inside(ctx, anchor, read))
+
+
+def _bindings_inside(ctx: FileContext, anchor: ast.AST, read: ast.Name) -> list[tuple[str, ast.AST]]:
+    """The bindings of ``read``'s name that start inside ``anchor`` before ``read``, by place
+    (found by bisection in the name's bindings, sorted once: a long function rebinds a name
+    in every ``if``). A binding of no known place counts as one."""
+    scope = ctx.provenance.scope_of(read).lookup(read.id)
+    if scope is None:
+        return []
+    places, bindings, unplaced = ctx.memo(("bindings-by-offset", id(scope), read.id),
+                                          lambda: _bindings_sorted(ctx, scope, read.id))
+    low = bisect.bisect_left(places, ctx.positions.offset(anchor))
+    high = bisect.bisect_left(places, ctx.positions.offset(read))
+    return unplaced + bindings[low:high]
+
+
+def _bindings_sorted(ctx: FileContext, scope: Scope, name: str):
+    placed = []
+    unplaced = []
+    for how, binding in scope.bindings.get(name, []):
+        if binding is None or binding not in ctx.positions:
+            unplaced.append((how, binding))
+        else:
+            placed.append((ctx.positions.offset(binding), how, binding))
+    placed.sort(key=lambda p: p[0])
+    return [p[0] for p in placed], [(how, binding) for _, how, binding in placed], unplaced
+
+
+def _branch_of(ctx: FileContext, anchor: ast.AST, node: ast.AST) -> str | None:
+    """The field of ``anchor`` (``body``, ``orelse``, ``test``) that holds ``node``, if any."""
+    child, parent = node, ctx.parents.get(node)
+    while parent is not None and parent is not anchor:
+        child, parent = parent, ctx.parents.get(parent)
+    return ctx.field_of(child) if parent is anchor else None
+
+
+def _same_terms(
+    ctx: FileContext, anchor: ast.AST, a: list[tuple[ast.expr, bool]], b: list[tuple[ast.expr, bool]],
+) -> bool:
+    """Does every tensor of ``a`` come in ``b`` too, changed the same way or floating already?"""
+    for root, changed in a:
+        partners = [c for r, c in b if _same_tensor(ctx, root, r) or _same_call(ctx, root, r)
+                    or _same_before(ctx, anchor, root, r)]
+        if not partners:
+            return False
+        if any(c != changed for c in partners) and not _floating_here(ctx, anchor, root):
+            return False
+    return True
+
+
+_FLOATING_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "half", "float", "double"})
+
+
+def _floating_here(ctx: FileContext, anchor: ast.AST, root: ast.expr) -> bool:
+    """Is the tensor ``root`` floating point where ``anchor`` runs: visibly so, by the value
+    the name certainly holds there (``h = layer(h)``), or under a test of its dtype
+    (``if h.dtype == torch.float16``, ``if h.is_floating_point()``)?"""
+    if visibly_floating(ctx, root):
+        return True
+    if type(root) is not ast.Name:
+        return False
+    value = ctx.provenance.reaching(root)  # type: ignore[arg-type]
+    if isinstance(value, ast.expr) and visibly_floating(ctx, value):
+        return True
+    scope = ctx.provenance.scope_of(root).lookup(root.id)  # type: ignore[attr-defined]
+    bound = [ctx.positions.offset(b) for _, b in (scope.bindings.get(root.id, []) if scope else [])  # type: ignore[attr-defined]
+             if b is not None and b in ctx.positions]
+    read = ctx.positions.offset(root)
+    for test in _tests_around(ctx, anchor):
+        tested = ctx.positions.offset(test)
+        if any(tested < at < read for at in bound):
+            continue  # the name was given another value since
+        for node in walk(test):
+            if _tests_floating(ctx, node, root.id):  # type: ignore[attr-defined]
+                return True
+            # ``norm = x.norm(dim=-1)`` then ``if norm.max().item() > 1``: ``x.norm`` has run.
+            value = _only_value(ctx, node) if type(node) is ast.Name and node is not root else None
+            if value is not None and not any(ctx.positions.offset(value) < at < read for at in bound) and any(
+                    _tests_floating(ctx, inner, root.id) for inner in walk(value)):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def _only_value(ctx: FileContext, name: ast.Name) -> ast.expr | None:
+    """The value of the one assignment that binds ``name`` in its scope, placed before it."""
+    scope = ctx.provenance.scope_of(name).lookup(name.id)
+    bindings = scope.bindings.get(name.id, []) if scope is not None else []
+    if len(bindings) != 1 or bindings[0][0] != "value" or not isinstance(bindings[0][1], ast.expr):
+        return None
+    value = bindings[0][1]
+    if value not in ctx.positions or ctx.positions.offset(value) >= ctx.positions.offset(name):
+        return None
+    return value
+
+
+def _tests_around(ctx: FileContext, anchor: ast.AST) -> list[ast.expr]:
+    """The tests of the ``if`` statements whose body holds ``anchor`` (``anchor``'s own too)."""
+    tests = []
+    child: ast.AST = anchor
+    for parent in [anchor, *ctx.ancestors(anchor)]:
+        if type(parent) in (ast.If, ast.IfExp) and (parent is anchor or ctx.field_of(child) == "body"):
+            tests.append(parent.test)  # type: ignore[attr-defined]
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            break
+        child = parent
+    return tests
+
+
+# Reductions that raise for an integer tensor ("mean(): could not infer output dtype"):
+# a test that computes one of ``x`` has run only if ``x`` is floating.
+_FLOATING_ONLY = frozenset({"mean", "nanmean", "norm", "std", "var", "softmax", "log_softmax"})
+
+
+def _tests_floating(ctx: FileContext, node: ast.AST, name: str) -> bool:
+    """``name.dtype == torch.float16`` / ``name.dtype in (torch.float16, ...)`` /
+    ``name.is_floating_point()``: true only for a floating ``name``; ``name.norm()``,
+    ``name.mean()``: computed only for a floating ``name``."""
+    if type(node) is ast.Call and type(node.func) is ast.Attribute:  # type: ignore[attr-defined]
+        method, value = node.func.attr, node.func.value  # type: ignore[attr-defined]
+        if method == "is_floating_point" or (method in _FLOATING_ONLY and ctx.kind(value) is Kind.TENSOR):
+            return type(value) is ast.Name and value.id == name
+    if type(node) is not ast.Compare or len(node.ops) != 1:  # type: ignore[attr-defined]
+        return False
+    left, op, right = node.left, node.ops[0], node.comparators[0]  # type: ignore[attr-defined]
+    if not (type(left) is ast.Attribute and left.attr == "dtype" and type(left.value) is ast.Name
+            and left.value.id == name):
+        return False
+    dtypes = right.elts if type(op) is ast.In and type(right) in (ast.Tuple, ast.List, ast.Set) else (
+        [right] if type(op) in (ast.Eq, ast.Is) else [])  # type: ignore[attr-defined]
+    names = [(ctx.provenance.imports.qualify(d) or "") for d in dtypes]
+    return bool(names) and all(n.startswith("torch.") and n.rsplit(".", 1)[-1] in _FLOATING_DTYPE_NAMES for n in names)
+
+
+def _same_call(ctx: FileContext, a: ast.expr, b: ast.expr) -> bool:
+    """Two calls of one module written alike (``self.down(h)`` in both branches of an ``if``):
+    the same module on inputs of the same dtype gives the same dtype."""
+    return (type(a) is ast.Call and type(b) is ast.Call and ctx.kind(a.func) is Kind.MODULE  # type: ignore[attr-defined]
+            and ctx.code(a) == ctx.code(b))
+
+
+def _same_before(ctx: FileContext, anchor: ast.AST, a: ast.expr, b: ast.expr) -> bool:
+    """Reads of one name in the branches of ``anchor`` that both see its value from before it."""
+    return (type(a) is ast.Name and type(b) is ast.Name and a.id == b.id  # type: ignore[attr-defined]
+            and _read_before(ctx, anchor, a) and _read_before(ctx, anchor, b))  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ from ..fixes.tensor_code import (
     zero_dim_condition,
 )
 from ..model.context import FileContext
-from ..model.dtypes import tensors_met, zero_dim_dtype_problem
+from ..model.dtypes import selected_dtype_problem, tensors_met, zero_dim_dtype_problem
 from ..model.grad_mode import passed_on_problem
 from ..model.provenance import Kind
 from ..model.scalar_shapes import detached_scalar
@@ -67,13 +67,13 @@ class WhereIf(Rule):
 
     ## Example
     ```python
-    if x.abs().max().item() > 1.0:
+    if x.norm().item() > 1.0:
         x = x / 2
     ```
 
     ## Use instead
     ```python
-    x = torch.where(x.abs().max() > 1.0, x / 2, x)
+    x = torch.where(x.norm() > 1.0, x / 2, x)
     ```
     `if`/`else` that assign the same names in the same order become one
     `torch.where` per name; with more than one statement the condition is
@@ -116,7 +116,15 @@ class WhereIf(Rule):
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
     number rounded to its dtype, so a value equal to that rounding decides
-    the other way (for float32, exactly one value per threshold). Under
+    the other way (for float32, exactly one value per threshold); or when
+    fixitem cannot show that the two values have one dtype: `torch.where`
+    promotes them to a common dtype, so an integer `x` scaled by `0.5` on one
+    path becomes float on both, and `x.float()` selected against `x` makes the
+    kept `x` float too. Values that come from the same tensors, changed the
+    same way (`x + 1` / `x - 1`) or changed only as a floating tensor is not
+    (`h * 0.5` / `h` for a module's output `h`, a tensor under `if
+    h.dtype == torch.float16`, one whose `.norm()` / `.mean()` the condition
+    computes, which fails for an integer tensor), have one dtype. Under
     `torch.no_grad()` / `torch.inference_mode()` no gradient is computed:
     the gradient reasons do not apply there, except for a value the original
     passes on as it is (an input that may require grad; `torch.where` gives a
@@ -149,10 +157,10 @@ class WhereIf(Rule):
                 """
                 import torch
                 @torch.no_grad()
-                def f(x: torch.Tensor, y: torch.Tensor):
-                    h = x * 2
+                def f(x: torch.Tensor):
+                    h = x * 2.0
                     if h.sum().item() > 0:
-                        h = h / y.sum()
+                        h = h / h.norm()
                     return h
                 """
             ),
@@ -160,12 +168,12 @@ class WhereIf(Rule):
                 """
                 import torch
                 @torch.no_grad()
-                def f(x: torch.Tensor, y: torch.Tensor):
-                    h = x * 2
-                    h = torch.where(h.sum() > 0, h / y.sum(), h)
+                def f(x: torch.Tensor):
+                    h = x * 2.0
+                    h = torch.where(h.sum() > 0, h / h.norm(), h)
                     return h
                 """
-            ),  # no gradient: a zero `y.sum()` in the untaken branch changes nothing
+            ),  # no gradient: a zero `h.norm()` in the untaken branch changes nothing
         ),
         Invalid(
             dedent(
@@ -193,6 +201,29 @@ class WhereIf(Rule):
             dedent(
                 """
                 import torch
+                from torch import nn
+                def f(layer: nn.Module, x: torch.Tensor):
+                    y = layer(x)
+                    if y.abs().max().item() > 1.0:
+                        y = y * 0.5
+                    return y
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                def f(layer: nn.Module, x: torch.Tensor):
+                    y = layer(x)
+                    y = torch.where(y.abs().max() > 1.0, y * 0.5, y)
+                    return y
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
                 def f(x: torch.Tensor):
                     if x.abs().max().item() > 1.0:
                         x = x * 0.5
@@ -207,6 +238,7 @@ class WhereIf(Rule):
                     return x
                 """
             ),
+            unsafe=True,  # `torch.where` makes an integer `x` float on both paths, not only where it is scaled
         ),
         Invalid(
             dedent(
@@ -245,7 +277,9 @@ class WhereIf(Rule):
             dedent(
                 """
                 import torch
-                def f(y: torch.Tensor):
+                from torch import nn
+                def f(layer: nn.Module, x: torch.Tensor):
+                    y = layer(x)
                     energy = float(y.pow(2).mean())
                     if energy > 4.0:
                         y = y * 0.5
@@ -256,7 +290,9 @@ class WhereIf(Rule):
             fixed=dedent(
                 """
                 import torch
-                def f(y: torch.Tensor):
+                from torch import nn
+                def f(layer: nn.Module, x: torch.Tensor):
+                    y = layer(x)
                     energy = y.pow(2).mean().detach()
                     y = torch.where(energy > 4.0, y * 0.5, y)
                     scale = 2.0 if y.max().item() < 0.5 else 1.0
@@ -650,6 +686,11 @@ class WhereIf(Rule):
             else:
                 for assignment in (taken, other if orelse is not None else None):
                     problem = kept_value_problem(ctx, node, assignment, taken.name)
+                    if problem:
+                        reasons.append(problem)
+                if not reasons and taken.augmented is None and (other is None or other.augmented is None):
+                    problem = selected_dtype_problem(ctx, node, taken.value,
+                                                     other.value if other is not None else None, taken.name)
                     if problem:
                         reasons.append(problem)
             params = branch_only_parameters(ctx, node, true_value, false_value)

@@ -18,7 +18,7 @@ from ..fixes.tensor_code import (
     zero_dim_condition,
 )
 from ..model.context import FileContext
-from ..model.dtypes import tensors_met, zero_dim_dtype_problem
+from ..model.dtypes import selected_dtype_problem, tensors_met, zero_dim_dtype_problem
 from ..model.grad_mode import passed_on_problem
 from ..model.provenance import Kind
 from ..model.syncs import SyncSite
@@ -59,7 +59,10 @@ class WhereIfExp(Rule):
     (both values are now computed), when only one value uses a module or
     parameter (zero gradients instead of `None`: AdamW and momentum then
     move it), when the result is returned or passed on where a Python number
-    was, or when the threshold is not exact in the tensor's dtype. **No fix**
+    was, when the threshold is not exact in the tensor's dtype, or when
+    fixitem cannot show that the two tensors have one dtype (`torch.where`
+    promotes them: `x.float() if c else x`, `x / 2 if c else x // 2`; see
+    FX101). **No fix**
     when a value is `None`, a flag, a string, a tuple or an `Enum` member,
     when the condition is not certainly a tensor, or when the result is
     later needed as a Python number (a size, `range`, an index, a `-> float`
@@ -73,6 +76,23 @@ class WhereIfExp(Rule):
     summary = "conditional expression on a tensor value: select with `torch.where` instead"
     graph_breaks = ("GB0124", "GB0170")
     examples = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, t: torch.Tensor):
+                    return x / 2 if t.item() > 0 else x // 2
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor, t: torch.Tensor):
+                    return torch.where(t > 0, x / 2, x // 2)
+                """
+            ),
+            unsafe=True,  # an integer `x // 2` becomes float: `torch.where` promotes it to `x / 2`'s dtype
+        ),
         Invalid(
             dedent(
                 """
@@ -236,6 +256,10 @@ class WhereIfExp(Rule):
                 unknown = [v for v in numbers if ctx.kind(v) is not Kind.NUMBER]
                 if unknown:
                     reasons.append(f"`{ctx.code(unknown[0])}` is not known to be a tensor: the result becomes one")
+            else:
+                problem = selected_dtype_problem(ctx, node, node.body, node.orelse)
+                if problem:
+                    reasons.append(problem)
             for value in (node.body, node.orelse):
                 verdict = purity(ctx, value)
                 if not verdict.safe:
