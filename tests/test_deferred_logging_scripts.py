@@ -120,3 +120,18 @@ def test_warning_once_in_forward_no_longer_breaks_the_graph(copy_fixture):
     assert before.count("use_cache=True") == 1
     assert before.index("use_cache=True") < before.index("step 0 out")
     assert after == before
+
+
+# -- a learning rate given as a tensor ---------------------------------------------------------
+
+
+def test_a_tensor_learning_rate_is_not_replayed_as_a_number(copy_fixture):
+    """An optimizer given ``lr=torch.tensor(0.1)`` keeps that tensor in ``param_groups``:
+    printed as it is, replayed as a number it would print ``0.10000000149011612``."""
+    original, rewritten, deferred = _rewrite(copy_fixture, "tensor_lr")
+    assert [f.line for f in deferred] == [18, 19]  # the number's line, and the formatted one
+    before, after = run_side_by_side(original, rewritten)
+    assert before == after and "lr tensor(0.1000) loss" in before
+    scanned = fixitem.scan([original], cache=False)
+    (tensor_line,) = [f for f in scanned.findings if f.line == 17]
+    assert tensor_line.fix == "unsafe" and "may be a tensor" in tensor_line.note

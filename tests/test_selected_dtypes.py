@@ -14,7 +14,7 @@ from fixitem.codemods.driver.registry import all_rules
 
 SELECTIONS = Path(__file__).resolve().parent.parent / "fixtures" / "dtypes" / "selections.py"
 DIFFER = {"float_or_int", "converted", "divided", "scaled_input", "rebound_after_the_test"}
-SAME = {"shifted", "scaled_output", "scaled_by_norm", "clamped_half"}
+SAME = {"shifted", "scaled_output", "scaled_by_norm", "clamped_half", "clamped_when_not_finite"}
 
 
 def _selections() -> dict[str, str]:
@@ -66,7 +66,8 @@ def test_the_safe_rewrites_keep_every_dtype():
     for x in (torch.arange(4), torch.arange(4.0) * 10, torch.arange(4.0).half()):
         for t in (torch.tensor(1), torch.tensor(-1)):
             cases = [("shifted", (x, t)), ("scaled_by_norm", (x.float() if not x.is_floating_point() else x,)),
-                     ("scaled_output", (layer, x.float(), t)), ("clamped_half", (x.half(), layer))]
+                     ("scaled_output", (layer, x.float(), t)), ("clamped_half", (x.half(), layer)),
+                     ("clamped_when_not_finite", (torch.cat([x.half(), torch.tensor([float("inf")]).half()]),))]
             for name, args in cases:
                 original, rewritten = getattr(before, name)(*args), after[name](*args)
                 assert original.dtype == rewritten.dtype and torch.equal(original, rewritten), name

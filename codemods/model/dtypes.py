@@ -921,8 +921,14 @@ def _floating_here(ctx: FileContext, anchor: ast.AST, root: ast.expr) -> bool:
         return True
     scope = ctx.provenance.scope_of(root).lookup(root.id)  # type: ignore[attr-defined]
     bound = [ctx.positions.offset(b) for _, b in (scope.bindings.get(root.id, []) if scope else [])  # type: ignore[attr-defined]
-             if b is not None and b in ctx.positions]
+             if b is not None and b in ctx.positions and not ctx.below(root, b)]
     read = ctx.positions.offset(root)
+    # ``clamp_value = torch.finfo(h.dtype).max - 1000`` earlier in the branch: ``finfo`` has run.
+    for statement in _statements_before(ctx, anchor, root):
+        start = ctx.positions.offset(statement)
+        if not any(start < at < read for at in bound) and any(
+                _tests_floating(ctx, node, root.id) for node in walk(statement)):  # type: ignore[attr-defined]
+            return True
     for test in _tests_around(ctx, anchor):
         tested = ctx.positions.offset(test)
         if any(tested < at < read for at in bound):
@@ -950,6 +956,16 @@ def _only_value(ctx: FileContext, name: ast.Name) -> ast.expr | None:
     return value
 
 
+def _statements_before(ctx: FileContext, anchor: ast.AST, node: ast.AST) -> list[ast.stmt]:
+    """The statements of ``anchor``'s branch that holds ``node`` which run before it."""
+    branch = _branch_of(ctx, anchor, node)
+    block = getattr(anchor, branch, None) if branch in ("body", "orelse") else None
+    if not isinstance(block, list):
+        return []
+    place = ctx.positions.offset(node)
+    return [s for s in block if ctx.positions.offset(s) < place and not ctx.below(node, s)]
+
+
 def _tests_around(ctx: FileContext, anchor: ast.AST) -> list[ast.expr]:
     """The tests of the ``if`` statements whose body holds ``anchor`` (``anchor``'s own too)."""
     tests = []
@@ -972,6 +988,11 @@ def _tests_floating(ctx: FileContext, node: ast.AST, name: str) -> bool:
     """``name.dtype == torch.float16`` / ``name.dtype in (torch.float16, ...)`` /
     ``name.is_floating_point()``: true only for a floating ``name``; ``name.norm()``,
     ``name.mean()``: computed only for a floating ``name``."""
+    if type(node) is ast.Call and (ctx.provenance.imports.qualify(node.func) or "") == "torch.finfo":  # type: ignore[attr-defined]
+        # ``torch.finfo(h.dtype)`` raises for an integer dtype.
+        args = node.args  # type: ignore[attr-defined]
+        return (len(args) == 1 and type(args[0]) is ast.Attribute and args[0].attr == "dtype"
+                and type(args[0].value) is ast.Name and args[0].value.id == name)
     if type(node) is ast.Call and type(node.func) is ast.Attribute:  # type: ignore[attr-defined]
         method, value = node.func.attr, node.func.value  # type: ignore[attr-defined]
         if method == "is_floating_point" or (method in _FLOATING_ONLY and ctx.kind(value) is Kind.TENSOR):

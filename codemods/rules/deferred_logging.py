@@ -29,6 +29,7 @@ from ..model.output_calls import (
     own_file,
     stable_receiver,
 )
+from ..model.optimizers import setting_is_number
 from ..model.provenance import Certainty, Kind, dotted_name, is_text
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
@@ -363,7 +364,8 @@ def _lambda_params(args: ast.arguments) -> list[ast.arg]:
     return found
 
 
-def _prints_as_number(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]]) -> bool:
+def _prints_as_number(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]],
+                      text: bool = True) -> bool:
     """Would ``expr``, passed to ``record``, be written differently at replay?
 
     The runtime replays every one-element tensor it is given as a Python number:
@@ -376,8 +378,10 @@ def _prints_as_number(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     if type(expr) is ast.Attribute and type(expr.value) is ast.Attribute and \
             ctx.kind(expr.value) not in (Kind.TENSOR, Kind.MODULE):
         return False  # ``self.config.hidden_size``: a setting of an object that is not a module
-    if _hyperparameter(ctx, expr):
-        return False  # a learning rate: a number (as a one-element tensor, copied and replayed as one)
+    if _hyperparameter(ctx, expr) and (not text or setting_is_number(ctx, expr)):
+        # A learning rate given as a number; a metric writer (``text`` False) logs a tensor one as
+        # its number too, where text would show the tensor.
+        return False
     style_code = formats.get(expr)
     return style_code is None or style_code[1] not in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT)
 
@@ -871,6 +875,10 @@ class DeferredLogging(Rule):
     tensor's metadata (`x.shape`), a torch optimizer's hyper-parameter
     (`opt.param_groups[0]["lr"]`, `sched.get_last_lr()[0]`), or formatted as
     a number (`:.4f`, `%d`; an array of more than one element cannot be).
+    A hyper-parameter printed as it is (not formatted as a number) is safe only
+    when the optimizer is made in the file with a number for it: torch's
+    optimizers accept a tensor learning rate, which prints as a tensor, and
+    the replay would print its number (unsafe, with that reason).
     Loggers are those the code
     shows are `logging` loggers (`logging.getLogger(...)`, a library's
     `logging.get_logger(...)`, a `logging.Logger` annotation, `self.logger`
@@ -1446,7 +1454,8 @@ class DeferredLogging(Rule):
                     by_reference.add(params.index(name))
                     plan.unsafe.append(f"`{name}` may be a tensor: it is passed by reference and read at replay, "
                                        "not now")
-                elif any(_prints_as_number(ctx, use_node, formats) for use_node, use in uses if use != "read"):
+                elif any(_prints_as_number(ctx, use_node, formats, found.kind.formats_text)
+                         for use_node, use in uses if use != "read"):
                     plan.unsafe.append(f"`{name}` may be a tensor: replayed, it would print as a number")
                 elif not _is_plain(ctx, node):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
@@ -1469,7 +1478,7 @@ class DeferredLogging(Rule):
                 elif may_hold:
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: it is passed by reference and read at "
                                        "replay, not now")
-                elif _prints_as_number(ctx, expr, formats):
+                elif _prints_as_number(ctx, expr, formats, found.kind.formats_text):
                     plan.unsafe.append(f"`{ctx.code(expr)}` may be a tensor: replayed, it would print as a number")
                 if isinstance(expr, (ast.Attribute, ast.Subscript)) and not _immutable(ctx, expr, formats):
                     plan.unsafe.append(
