@@ -905,9 +905,6 @@ def _same_terms(
     return True
 
 
-_FLOATING_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64", "half", "float", "double"})
-
-
 def _floating_here(ctx: FileContext, anchor: ast.AST, root: ast.expr) -> bool:
     """Is the tensor ``root`` floating point where ``anchor`` runs: visibly so, by the value
     the name certainly holds there (``h = layer(h)``), or under a test of its dtype
@@ -1006,7 +1003,7 @@ def _tests_floating(ctx: FileContext, node: ast.AST, name: str) -> bool:
     dtypes = right.elts if type(op) is ast.In and type(right) in (ast.Tuple, ast.List, ast.Set) else (
         [right] if type(op) in (ast.Eq, ast.Is) else [])  # type: ignore[attr-defined]
     names = [(ctx.provenance.imports.qualify(d) or "") for d in dtypes]
-    return bool(names) and all(n.startswith("torch.") and n.rsplit(".", 1)[-1] in _FLOATING_DTYPE_NAMES for n in names)
+    return bool(names) and all(n.startswith("torch.") and n.rsplit(".", 1)[-1] in FLOATING_DTYPES for n in names)
 
 
 def _same_call(ctx: FileContext, a: ast.expr, b: ast.expr) -> bool:
