@@ -354,23 +354,19 @@ def _none_before(ctx: FileContext, anchor: ast.AST, name: str) -> str:
 def _bindings_by_place(
     ctx: FileContext, scope: Scope, name: str,
 ) -> tuple[list[int], list[list[tuple[str, ast.AST]]], bool]:
-    """The bindings of ``name`` in ``scope`` grouped by where they start, the groups in
-    source order (parameters first, at -1), each group in the order of the bindings, and
-    whether one of them is ``None``: made once per name, so that each ``if`` that keeps it
-    finds the ones before it by bisection, or none at all (a long function that rebinds
-    ``x`` in every ``if`` took time growing with the square of its length)."""
-    by_place: dict[int, list[tuple[str, ast.AST]]] = {}
-    some_none = False
-    for how, binding in scope.bindings.get(name, []):
-        if how == "param" and type(binding) is ast.arg:
-            by_place.setdefault(-1, []).append((how, binding))
-        elif binding is not None and binding in ctx.positions:
-            by_place.setdefault(ctx.positions.offset(binding), []).append((how, binding))  # type: ignore[arg-type]
-        else:
-            continue
-        some_none = some_none or _binding_is_none(ctx, how, binding)
-    offsets = sorted(by_place)
-    return offsets, [by_place[offset] for offset in offsets], some_none
+    """The bindings of ``name`` in ``scope`` grouped by where they start (from
+    :meth:`FileContext.bindings_by_place`), and whether one of them is ``None``: each
+    ``if`` that keeps the name finds the ones before it by bisection, or none at all."""
+    places, bindings, _ = ctx.bindings_by_place(scope, name)
+    offsets: list[int] = []
+    groups: list[list[tuple[str, ast.AST]]] = []
+    for place, binding in zip(places, bindings):
+        if not offsets or offsets[-1] != place:
+            offsets.append(place)
+            groups.append([])
+        groups[-1].append(binding)  # type: ignore[arg-type]
+    some_none = any(_binding_is_none(ctx, how, binding) for how, binding in bindings)  # type: ignore[arg-type]
+    return offsets, groups, some_none
 
 
 def kept_value_problem(ctx: FileContext, anchor: ast.AST, assignment: Assignment | None, name: str) -> str:

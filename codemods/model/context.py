@@ -130,6 +130,28 @@ class FileContext:
             found = self._memo[key] = build()
             return found
 
+    def bindings_by_place(self, scope, name: str) -> tuple[list[int], list[tuple[str, object]], list[tuple[str, object]]]:
+        """The bindings of ``name`` in ``scope`` (a :class:`~.provenance.Scope`) in source
+        order: their places (character offsets; a parameter at -1, before every statement of
+        its function), the bindings in that order (those of one place as ``scope.bindings``
+        lists them), and the bindings of no known place. Made once per name, so that the
+        bindings before or between statements are found by bisection, not by a pass over
+        all of them for each question (a long function rebinds a name in every ``if``)."""
+        def build() -> tuple[list[int], list[tuple[str, object]], list[tuple[str, object]]]:
+            placed: list[tuple[int, tuple[str, object]]] = []
+            unplaced: list[tuple[str, object]] = []
+            for how, binding in scope.bindings.get(name, []):
+                if how == "param" and type(binding) is ast.arg:
+                    placed.append((-1, (how, binding)))
+                elif binding is not None and binding in self.positions:
+                    placed.append((self.positions.offset(binding), (how, binding)))  # type: ignore[arg-type]
+                else:
+                    unplaced.append((how, binding))
+            placed.sort(key=lambda p: p[0])
+            return [place for place, _ in placed], [binding for _, binding in placed], unplaced
+
+        return self.memo(("bindings by place", id(scope), name), build)
+
     def kept(self, key: object) -> object | None:
         """What :meth:`keep` (or :meth:`memo`) kept under ``key``, None if nothing: for an
         answer whose making asks for itself (a name's bindings that read the name)."""

@@ -858,29 +858,26 @@ def _read_before(ctx: FileContext, anchor: ast.AST, read: ast.Name) -> bool:
 
 
 def _bindings_inside(ctx: FileContext, anchor: ast.AST, read: ast.Name) -> list[tuple[str, ast.AST]]:
-    """The bindings of ``read``'s name that start inside ``anchor`` before ``read``, by place
-    (found by bisection in the name's bindings, sorted once: a long function rebinds a name
-    in every ``if``). A binding of no known place counts as one."""
+    """The bindings of ``read``'s name that start inside ``anchor`` before ``read``, by place.
+    A binding of no known place counts as one."""
     scope = ctx.provenance.scope_of(read).lookup(read.id)
     if scope is None:
         return []
-    places, bindings, unplaced = ctx.memo(("bindings-by-offset", id(scope), read.id),
-                                          lambda: _bindings_sorted(ctx, scope, read.id))
+    places, bindings, unplaced = ctx.bindings_by_place(scope, read.id)
     low = bisect.bisect_left(places, ctx.positions.offset(anchor))
     high = bisect.bisect_left(places, ctx.positions.offset(read))
-    return unplaced + bindings[low:high]
+    return unplaced + bindings[low:high]  # type: ignore[return-value]
 
 
-def _bindings_sorted(ctx: FileContext, scope: Scope, name: str):
-    placed = []
-    unplaced = []
-    for how, binding in scope.bindings.get(name, []):
-        if binding is None or binding not in ctx.positions:
-            unplaced.append((how, binding))
-        else:
-            placed.append((ctx.positions.offset(binding), how, binding))
-    placed.sort(key=lambda p: p[0])
-    return [p[0] for p in placed], [(how, binding) for _, how, binding in placed], unplaced
+def _rebound_between(ctx: FileContext, read: ast.Name, start: int, end: int) -> bool:
+    """Is ``read``'s name bound somewhere strictly between the offsets ``start`` and
+    ``end`` (not by the assignment ``read`` is part of)?"""
+    scope = ctx.provenance.scope_of(read).lookup(read.id)
+    if scope is None:
+        return False
+    places, bindings, _ = ctx.bindings_by_place(scope, read.id)
+    between = bindings[bisect.bisect_right(places, start):bisect.bisect_left(places, end)]
+    return any(not ctx.below(read, binding) for _, binding in between)  # type: ignore[arg-type]
 
 
 def _branch_of(ctx: FileContext, anchor: ast.AST, node: ast.AST) -> str | None:
@@ -916,26 +913,21 @@ def _floating_here(ctx: FileContext, anchor: ast.AST, root: ast.expr) -> bool:
     value = ctx.provenance.reaching(root)  # type: ignore[arg-type]
     if isinstance(value, ast.expr) and visibly_floating(ctx, value):
         return True
-    scope = ctx.provenance.scope_of(root).lookup(root.id)  # type: ignore[attr-defined]
-    bound = [ctx.positions.offset(b) for _, b in (scope.bindings.get(root.id, []) if scope else [])  # type: ignore[attr-defined]
-             if b is not None and b in ctx.positions and not ctx.below(root, b)]
     read = ctx.positions.offset(root)
     # ``clamp_value = torch.finfo(h.dtype).max - 1000`` earlier in the branch: ``finfo`` has run.
     for statement in _statements_before(ctx, anchor, root):
-        start = ctx.positions.offset(statement)
-        if not any(start < at < read for at in bound) and any(
+        if not _rebound_between(ctx, root, ctx.positions.offset(statement), read) and any(  # type: ignore[arg-type]
                 _tests_floating(ctx, node, root.id) for node in walk(statement)):  # type: ignore[attr-defined]
             return True
     for test in _tests_around(ctx, anchor):
-        tested = ctx.positions.offset(test)
-        if any(tested < at < read for at in bound):
+        if _rebound_between(ctx, root, ctx.positions.offset(test), read):  # type: ignore[arg-type]
             continue  # the name was given another value since
         for node in walk(test):
             if _tests_floating(ctx, node, root.id):  # type: ignore[attr-defined]
                 return True
             # ``norm = x.norm(dim=-1)`` then ``if norm.max().item() > 1``: ``x.norm`` has run.
             value = _only_value(ctx, node) if type(node) is ast.Name and node is not root else None
-            if value is not None and not any(ctx.positions.offset(value) < at < read for at in bound) and any(
+            if value is not None and not _rebound_between(ctx, root, ctx.positions.offset(value), read) and any(  # type: ignore[arg-type]
                     _tests_floating(ctx, inner, root.id) for inner in walk(value)):  # type: ignore[attr-defined]
                 return True
     return False
