@@ -658,6 +658,29 @@ def unaliased_fresh_local(ctx: FileContext, anchor: ast.AST, name: str) -> bool:
     return True
 
 
+def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: Sequence[ast.expr | None]) -> str:
+    """Why binding ``name`` to the new tensor ``torch.where`` makes changes a later write:
+    ``name`` is written in place after ``anchor`` (``y[0] = 0``, ``y.add_(1)``), and a value
+    the original bound it to may be a tensor other code holds too (the caller's input, a
+    parameter, ``x.float()`` of a float32 ``x``, which is ``x``): the write reached that
+    tensor, and now reaches only the new one. ``values``: what the original bound ``name``
+    to on each path, None where it kept (or updated in place) the tensor it held."""
+    from ..model.aliasing import written_in_place_after
+
+    write = written_in_place_after(ctx, anchor, name)
+    if write is None:
+        return ""
+    for value in values:
+        fresh = (unaliased_fresh_local(ctx, anchor, name) if value is None
+                 else _creates_new_tensor(ctx, value))
+        if not fresh:
+            held = (f"the tensor `{name}` held before, which other code may hold too" if value is None
+                    else f"`{ctx.code(value)}`, which may be a tensor other code holds too")
+            return (f"`{name}` is written in place later (`{ctx.code(write).splitlines()[0]}`): where the "
+                    f"original left it {held}, that write reached it; `torch.where` makes a new tensor")
+    return ""
+
+
 def _reads(ctx: FileContext, scope, name: str):
     from ..model.name_reads import reads_of
 

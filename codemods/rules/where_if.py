@@ -18,6 +18,7 @@ from ..fixes.branches import (
     in_one_line_suite,
     kept_value_problem,
     not_selectable,
+    shared_tensor_problem,
     unaliased_fresh_local,
 )
 from ..fixes.tensor_code import (
@@ -112,7 +113,13 @@ class WhereIf(Rule):
     fixitem cannot see into; divides by or takes `log`/`sqrt`/... of a value
     that may be zero (the branch that was not taken then sends NaN into the
     gradient); assigns a Python number whose later uses fixitem cannot
-    follow (returned, passed to a function); or when the condition compares
+    follow (returned, passed to a function); when the name is written in
+    place afterwards (`y[0] = 0.0`, `y.add_(1)`, through a view or a second
+    name) and a value it may hold is a tensor other code holds too (an input,
+    `x.float()`, which is `x` itself for a float32 `x`): the write reached
+    that tensor, and after the fix reaches only the new one `torch.where`
+    made (a tensor made in the function that nothing else refers to is no
+    reason); or when the condition compares
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
     number rounded to its dtype, so a value equal to that rounding decides
@@ -239,6 +246,30 @@ class WhereIf(Rule):
                 """
             ),
             unsafe=True,  # `torch.where` makes an integer `x` float on both paths, not only where it is scaled
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    y = x.float()
+                    if y.norm().item() > 1.0:
+                        y = y * 0.5
+                    y[0] = 0.0
+                    return y
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    y = x.float()
+                    y = torch.where(y.norm() > 1.0, y * 0.5, y)
+                    y[0] = 0.0
+                    return y
+                """
+            ),
+            unsafe=True,  # for a float32 `x`, `x.float()` is `x`: the original's `y[0] = 0.0` wrote the caller's tensor
         ),
         Invalid(
             dedent(
@@ -699,6 +730,11 @@ class WhereIf(Rule):
             passed_on = passed_on_problem(ctx, node, [true_value, false_value])
             if passed_on:
                 reasons.append(passed_on)
+            shared = shared_tensor_problem(ctx, node, taken.name, [
+                a.value if a is not None and a.augmented is None else None
+                for a in (taken, other)])
+            if shared:
+                reasons.append(shared)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.branches import branch_only_parameters
+from ..fixes.branches import branch_only_parameters, shared_tensor_problem
 from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
@@ -62,6 +62,8 @@ class WhereIfExp(Rule):
     was, when the threshold is not exact in the tensor's dtype, or when
     fixitem cannot show that the two tensors have one dtype (`torch.where`
     promotes them: `x.float() if c else x`, `x / 2 if c else x // 2`; see
+    FX101), or when the name assigned is written in place afterwards
+    (`y[0] = 0.0`) and a value may be a tensor other code holds too (see
     FX101). **No fix**
     when a value is `None`, a flag, a string, a tuple or an `Enum` member,
     when the condition is not certainly a tensor, or when the result is
@@ -270,6 +272,12 @@ class WhereIfExp(Rule):
             passed_on = passed_on_problem(ctx, node, [node.body, node.orelse])
             if passed_on:
                 reasons.append(passed_on)
+            statement = ctx.parents.get(node)
+            if type(statement) is ast.Assign and statement.value is node and len(statement.targets) == 1 and type(
+                    statement.targets[0]) is ast.Name:  # ``y = a if ... else b``, then ``y`` written in place
+                shared = shared_tensor_problem(ctx, statement, statement.targets[0].id, [node.body, node.orelse])
+                if shared:
+                    reasons.append(shared)
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)
