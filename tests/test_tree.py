@@ -163,6 +163,16 @@ def test_f_string_parts_span_their_braces():
     assert ctx.position(read) == (1, 12)  # characters: the UTF-8 bytes of "é" would make it 13
 
 
+def test_a_constant_written_as_an_f_string_field_spans_itself():
+    """``f"{'time (ms)':>10s}"``: the field's expression is a constant with a place of its
+    own (the literal parts of an f-string are spanned by the f-string)."""
+    code = "LOGGER.info(f\"{'time (ms)':>10s}  module {'-'}\")\n"
+    ctx = _context(code, parse_module(code))
+    assert [ctx.code(n) for n in ctx.nodes(ast.FormattedValue)] == ["{'time (ms)':>10s}", "{'-'}"]
+    fields = [n.value for n in ctx.nodes(ast.FormattedValue)]
+    assert [ctx.code(n) for n in fields] == ["'time (ms)'", "'-'"]
+
+
 def test_comments_that_ast_drops_are_read_from_the_text():
     code = (
         "def f(x):  # header\n"

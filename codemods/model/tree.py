@@ -403,8 +403,9 @@ class Positions(Mapping):
         return False
 
     def _in_fstring(self, node: ast.AST) -> bool:
-        up = self._parents.get(node)
-        return type(up) is ast.JoinedStr or type(up) is ast.FormattedValue
+        """Is ``node`` a literal part of an f-string (``ast`` gives it the whole f-string's
+        span)? A constant written as a field's expression (``f"{'-':>10s}"``) has its own."""
+        return type(self._parents.get(node)) is ast.JoinedStr
 
     def __getitem__(self, node: ast.AST) -> Range:
         if id(node) not in self._number:
