@@ -1364,11 +1364,8 @@ class Accumulator:
         if isinstance(x, Accumulator):
             x = x.value()
         if isinstance(x, torch.Tensor):
-            if x.numel() != 1:
-                raise TypeError(
-                    "Accumulator: only one-element tensors can be added "
-                    f"(what .item() accepts); got shape {tuple(x.shape)}"
-                )
+            if x.numel() != 1:  # what ``total += x.item()`` raised, caught by the same handlers
+                raise NotOneElementError(f"a Tensor with {x.numel()} elements cannot be converted to Scalar")
             if x.dtype.is_complex:
                 raise TypeError("Accumulator: complex tensors are not supported")
             x = x.detach().reshape(())
@@ -1389,10 +1386,9 @@ class Accumulator:
             elif floating and self._buf.dtype != torch.float64:
                 self._buf = self._buf.to(torch.float64)
             x = x.to(device=self._buf.device, dtype=self._buf.dtype)
-            if sign > 0:
-                self._buf.add_(x)
-            else:
-                self._buf.sub_(x)
+            # A new sum, not an update in place: a sum made under ``torch.inference_mode()``
+            # cannot be updated in place outside it.
+            self._buf = self._buf + x if sign > 0 else self._buf - x
         elif isinstance(x, bool) or _is_number(x):
             if self._buf is not None and isinstance(x, float) and self._buf.device.type in NO_FLOAT64_DEVICES:
                 self._py, self._buf = self._buf.item(), None  # no float64 there: go on on the host
@@ -1401,10 +1397,7 @@ class Accumulator:
             else:
                 if isinstance(x, float) and self._buf.dtype != torch.float64:
                     self._buf = self._buf.to(torch.float64)
-                if sign > 0:
-                    self._buf.add_(x)
-                else:
-                    self._buf.sub_(x)
+                self._buf = self._buf + x if sign > 0 else self._buf - x
         else:
             return NotImplemented  # type: ignore[return-value]
         return None

@@ -496,10 +496,35 @@ def test_accumulator_rejects_bad_input():
     with pytest.raises(TypeError):
         Accumulator("0")
     acc = Accumulator(0.0)
-    with pytest.raises(TypeError, match="one-element"):
-        acc += torch.ones(2)
     with pytest.raises(TypeError):
         acc += "x"
+
+
+def test_accumulator_raises_what_item_raised_for_more_than_one_element():
+    """``total += loss.item()`` raised ``RuntimeError`` with torch's message; a handler
+    for it catches the accumulator's error too."""
+    with pytest.raises(RuntimeError) as original:
+        total = 0.0
+        total += torch.ones(2).item()
+    acc = Accumulator(0.0)
+    with pytest.raises(RuntimeError) as deferred:
+        acc += torch.ones(2)
+    assert str(deferred.value) == str(original.value)
+
+
+def test_accumulator_started_in_inference_mode_goes_on_outside_it():
+    """Validation under ``torch.inference_mode()`` first, then a training loss: the sum
+    made in inference mode is not updated in place outside it (torch forbids that)."""
+    acc, total = Accumulator(0.0), 0.0
+    with torch.inference_mode():
+        acc += torch.tensor(0.25)
+        total += torch.tensor(0.25).item()
+    loss = torch.tensor(0.5, requires_grad=True) * 2
+    acc += loss.detach()
+    total += loss.item()
+    acc -= torch.tensor(0.125)
+    total -= torch.tensor(0.125).item()
+    assert acc.value() == total == 1.125
 
 
 def test_accumulator_detaches():
