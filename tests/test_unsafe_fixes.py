@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 from conftest import load_module
 from fixitem.codemods.driver.engine import process
 from fixitem.codemods.driver.registry import all_rules
@@ -152,3 +153,22 @@ def test_a_value_no_gradient_flows_through_takes_no_part_in_a_branch():
     found = _findings_by_function(FIXTURES / "notes.py")
     (where,) = [f for f in found["reset"] if f.rule == "FX101"]
     assert where.fix == "unsafe" and "`model` takes part in only one branch" in where.note
+
+
+def test_a_guard_against_overflow_is_unsafe_to_select_with_where():
+    """``exp`` past its range is inf, and so is its gradient: selected away by
+    ``torch.where``, 0 * inf still sends NaN into the gradient."""
+    source = FIXTURES / "overflow_guard.py"
+    found = process(source, source.read_text(), all_rules()).findings
+    tags = [(f.rule, f.fix, f.note) for f in found if f.rule in ("FX101", "FX102")]
+    assert len(tags) == 2 and all(fix == "unsafe" and "infinite gradient" in note for _, fix, note in tags), tags
+    after: dict = {}
+    exec(compile(_apply(source).new_text, "after", "exec"), after)
+    before = load_module(source)
+    for name in ("temperature", "growth"):
+        grads = []
+        for module in (before.__dict__, after):
+            x = torch.tensor([1000.0], requires_grad=True)
+            module[name](x).sum().backward()
+            grads.append(x.grad)
+        assert torch.equal(grads[0], torch.ones(1)) and grads[1].isnan().all(), (name, grads)

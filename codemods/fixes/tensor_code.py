@@ -40,15 +40,15 @@ from ..model.scalar_shapes import (
 )
 from ..model.tree import walk
 
-# Functions whose gradient is infinite or NaN somewhere in their domain: in the
-# branch that was not taken, 0 * inf = NaN reaches the gradient.
-
-
+# Functions whose gradient is infinite or NaN somewhere in their domain, or infinite where
+# the value overflows (``exp`` of a large input, the very case an ``if`` guards against):
+# in the branch that was not taken, 0 * inf = NaN reaches the gradient.
 NAN_GRADIENT_FUNCTIONS = frozenset(
     {
         "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "div", "true_divide",
         "floor_divide", "pow", "float_power", "acos", "asin", "atanh", "acosh", "logit", "xlogy",
         "digamma", "polygamma", "lgamma", "erfinv", "cdist", "norm", "pdist", "atan2",
+        "exp", "expm1", "exp2", "cosh", "sinh", "tan", "ldexp",
     }
 )
 

@@ -111,7 +111,8 @@ class WhereIf(Rule):
     (dropout); updates state (BatchNorm in training, in-place operations, an
     augmented assignment of a tensor that may be shared); calls a function
     fixitem cannot see into; divides by or takes `log`/`sqrt`/... of a value
-    that may be zero (the branch that was not taken then sends NaN into the
+    that may be zero, or takes `exp`/`expm1`/`cosh`/... of one that may
+    overflow (the branch that was not taken then sends NaN into the
     gradient); assigns a Python number whose later uses fixitem cannot
     follow (returned, passed to a function); when the name is written in
     place afterwards (`y[0] = 0.0`, `y.add_(1)`, through a view or a second
