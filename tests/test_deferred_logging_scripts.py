@@ -135,3 +135,18 @@ def test_a_tensor_learning_rate_is_not_replayed_as_a_number(copy_fixture):
     scanned = fixitem.scan([original], cache=False)
     (tensor_line,) = [f for f in scanned.findings if f.line == 17]
     assert tensor_line.fix == "unsafe" and "may be a tensor" in tensor_line.note
+
+
+def test_an_array_changed_in_place_is_not_replayed_as_it_is_later(copy_fixture):
+    """``window[i] = step`` changes the array each step: deferred, it would be passed by
+    reference and every line would print the last window."""
+    original, rewritten, deferred = _rewrite(copy_fixture, "array_window")
+    assert [f.line for f in deferred] == [20]  # the array's own line is left as it is
+    before, after = run_side_by_side(original, rewritten)
+    assert before == after and "window [0. 1.]" in before
+    scanned = fixitem.scan([original], cache=False)
+    (window_line,) = [f for f in scanned.findings if f.line == 19]
+    assert window_line.fix == "unsafe" and "`window` is passed by reference" in window_line.note
+    unsafe_original, unsafe_rewritten, _ = _rewrite(copy_fixture, "array_window", unsafe=True)
+    before, after = run_side_by_side(unsafe_original, unsafe_rewritten)
+    assert before != after  # what the note says: the later window is printed

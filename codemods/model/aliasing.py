@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from .context import FUNCTIONS, FileContext
-from .effects import WRITING_KEYWORDS, writes_in_place
+from .effects import CONTAINER_WRITES, WRITING_KEYWORDS, writes_in_place
 from .name_reads import reads_of
 
 # Tensor methods whose result may share memory with the tensor (a view, or the tensor
@@ -43,6 +43,28 @@ def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.
     tensor the local ``name`` holds when ``anchor`` ends, or None. A read that certainly
     sees a later binding of ``name`` holds another object and is skipped."""
     return _written_after(ctx, anchor, anchor, name, 0)
+
+
+def changed_in_place(ctx: FileContext, name: ast.Name) -> ast.AST | None:
+    """A place in its scope that changes the object ``name`` holds in place, or None: a
+    tensor's or an array's write (``a[i] = v``, ``a += v``, ``a.add_(v)``, ``a.fill(0)``)
+    or a container's (``a.append(v)``), at any read of the name (a loop may run it after
+    any other statement)."""
+    scope = ctx.provenance.scope_of(name).lookup(name.id)
+    if scope is None:
+        return None
+    for read in reads_of(ctx, scope, name.id):
+        if read is None:
+            continue
+        found = _write_through(ctx, read, read, MAX_ALIASES)
+        if found is not None:
+            return found
+        parent = ctx.parents.get(read)
+        if type(parent) is ast.Attribute and parent.attr in (*CONTAINER_WRITES, "fill", "resize"):  # type: ignore[attr-defined]
+            call = ctx.parents.get(parent)
+            if type(call) is ast.Call and call.func is parent:  # type: ignore[attr-defined]
+                return call
+    return None
 
 
 def _written_after(ctx: FileContext, anchor: ast.AST, after: ast.AST, name: str, depth: int) -> ast.AST | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .. import gen
 from ..fixes.tensor_code import LINE_LENGTH, sites_within
+from ..model.aliasing import changed_in_place
 from ..model.context import FileContext
 from ..model.dtypes import certainly_integer
 from ..model.effects import PURE_BUILTINS
@@ -395,7 +396,8 @@ def _is_plain(ctx: FileContext, name: ast.Name) -> bool:
     if scope is None:
         return False
     bindings = scope.bindings.get(name.id, [])
-    return bool(bindings) and all(_fresh_binding(ctx, how, value) for how, value in bindings)
+    return (bool(bindings) and all(_fresh_binding(ctx, how, value) for how, value in bindings)
+            and changed_in_place(ctx, name) is None)  # ``window[i] = v`` shows at replay
 
 
 def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
@@ -412,7 +414,9 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
             and isinstance(value.value, (str, bytes, int, float))):  # type: ignore[attr-defined]
         return True
     if isinstance(value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare)):
-        return ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER) or _is_text(value) or how == "unpack"
+        # Not an array: the code may change it in place, or pass it to a function that does.
+        return (ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER, Kind.NUMPY) or _is_text(value)
+                or how == "unpack")
     return False
 
 
@@ -1457,7 +1461,8 @@ class DeferredLogging(Rule):
                 elif any(_prints_as_number(ctx, use_node, formats, found.kind.formats_text)
                          for use_node, use in uses if use != "read"):
                     plan.unsafe.append(f"`{name}` may be a tensor: replayed, it would print as a number")
-                elif not _is_plain(ctx, node):
+                elif not _is_plain(ctx, node) and not all(
+                        _immutable(ctx, use_node, formats) for use_node, use in uses if use != "read"):
                     plan.unsafe.append(f"`{name}` is passed by reference and read at replay, not now")
             elif what == "expr":
                 expr = item
