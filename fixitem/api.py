@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -50,6 +51,7 @@ from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
 from fixitem.codemods.driver.notebooks import is_notebook, process_notebook
 from fixitem.codemods.driver.one_fix import fix_one
 from fixitem.codemods.driver.registry import UnknownRule, select_rules
+from fixitem.codemods.driver.run_facts import RunFacts, run_facts
 from fixitem.codemods.driver.source import (
     SourceError,
     SourceFile,
@@ -57,7 +59,7 @@ from fixitem.codemods.driver.source import (
     write_atomically,
 )
 from fixitem.codemods.driver.without_runtime import WithoutRuntime
-from fixitem.codemods.model import devices
+from fixitem.codemods.model import devices, streams
 from fixitem.codemods.rule import Rule
 from fixitem.config import (
     Config,
@@ -139,6 +141,7 @@ class _Job:
     flush_every: int | None = None  # for the deferred-logging rewrite
     cache_dir: str | None = None  # where results are kept between runs; None: not kept
     default_device: bool = False  # a file of the run sets torch's default device
+    replaced_streams: bool = False  # a file of the run assigns sys.stdout / sys.stderr
     runtime: bool = True  # False: fixes that import fixitem.runtime are report-only (``no-runtime``)
     traced_roots: tuple[str, ...] = ()  # functions of the file that traced code of other modules calls
     # scan, analysing a file again with more traced roots: the first run's findings as found
@@ -161,12 +164,13 @@ class _Plan:
     flush_every: int | None
     config: Config
     cache_dir: str | None = None
-    default_device: bool = False  # a file of the run sets torch's default device
+    facts: RunFacts = field(default_factory=RunFacts)  # what a file of the run changes for all of them
     without_runtime: set[Path] = field(default_factory=set)  # files that ``no-runtime`` keeps the runtime out of
 
     def jobs(self, fix: bool, unsafe: bool, write: bool) -> list[_Job]:
         return [_Job(f, self.codes[f], fix, unsafe, write, self.flush_every, self.cache_dir,
-                     default_device=self.default_device, runtime=f not in self.without_runtime)
+                     default_device=self.facts.default_device, replaced_streams=self.facts.replaced_streams,
+                     runtime=f not in self.without_runtime)
                 for f in self.files]
 
 
@@ -272,7 +276,7 @@ def _plan(
     else:
         without = {f for f in files if cfg.runtime_kept_out(f)} if cfg.no_runtime else set()
     return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg),
-                 devices.any_sets_default_device(files), without)
+                 run_facts(files), without)
 
 
 # --------------------------------------------------------------------------- one file
@@ -358,6 +362,13 @@ def _run_notebook(job: _Job) -> FileResult:
     return result
 
 
+@contextmanager
+def _facts_of(job: _Job) -> Iterator[None]:
+    """Analyse ``job``'s file with what the other files of its run change for it."""
+    with devices.project(job.default_device), streams.program(job.replaced_streams):
+        yield
+
+
 # The round of the last job this process ran (see ``_Job.round``).
 _last_round = [0]
 
@@ -368,7 +379,7 @@ def _run_job(job: _Job) -> FileResult:
         _last_round[0] = job.round
         if job.write:  # files of the run were written since this process read them
             new_run()
-    with shortcuts.collection_paused(), devices.project(job.default_device):
+    with shortcuts.collection_paused(), _facts_of(job):
         try:
             return _run_file_job(job)
         finally:
@@ -384,7 +395,7 @@ def _run_file_job(job: _Job) -> FileResult:
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,
-                   job.traced_roots) if kept else ""
+                   job.traced_roots, job.replaced_streams) if kept else ""
     outcome: FileResult | None = None
     analyses: Analyses | None = None
     marks: list[tuple[str, str]] = []
@@ -817,7 +828,7 @@ def apply(
     state = {"all": False, "quit": False}
     results = []
     for job in work:
-        with devices.project(job.default_device):
+        with _facts_of(job):
             results.append(_interactive_file(job, confirm, state))
         if progress:
             progress(job.path)

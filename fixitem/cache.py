@@ -73,14 +73,17 @@ class ResultCache:
         self.folder = Path(folder)
 
     def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
-            default_device: bool = False, runtime: bool = True, traced_roots: tuple[str, ...] = ()) -> str:
+            default_device: bool = False, runtime: bool = True, traced_roots: tuple[str, ...] = (),
+            replaced_streams: bool = False) -> str:
         """``default_device``: another file of the run sets torch's default device (then
         no tensor made without ``device=`` is taken for a CPU tensor). ``runtime=False``:
         fixes that import ``fixitem.runtime`` are report-only (``no-runtime``).
-        ``traced_roots``: the file's functions that traced code of other modules calls."""
+        ``traced_roots``: the file's functions that traced code of other modules calls.
+        ``replaced_streams``: a file of the run assigns ``sys.stdout`` or ``sys.stderr``."""
         digest = hashlib.sha256(code_fingerprint().encode())
         for part in (display_path, ",".join(codes), str(flush_every),
                      *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",)),
+                     *(("replaced-streams",) if replaced_streams else ()),
                      *(("traced:" + ",".join(traced_roots),) if traced_roots else ())):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))

@@ -8,6 +8,7 @@ wrote it.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import io
 from pathlib import Path
 
@@ -150,3 +151,21 @@ def test_an_array_changed_in_place_is_not_replayed_as_it_is_later(copy_fixture):
     unsafe_original, unsafe_rewritten, _ = _rewrite(copy_fixture, "array_window", unsafe=True)
     before, after = run_side_by_side(unsafe_original, unsafe_rewritten)
     assert before != after  # what the note says: the later window is printed
+
+
+def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
+    """``sys.stdout = Tee(path)`` in the entry script: the tee writes the program's other
+    prints to its file at once, so a replayed line would land after them in the file."""
+    folder = copy_fixture("logging/tee")
+    scanned = fixitem.scan([folder], cache=False)
+    (line,) = [f for f in scanned.findings if f.rule == "FX201"]
+    assert line.fix == "unsafe" and "in place of `sys.stdout`" in line.note
+    alone = fixitem.scan([folder / "train.py"], cache=False)  # the run no longer holds the tee
+    assert [f.fix for f in alone.findings if f.rule == "FX201"] == ["safe"]
+    assert not fixitem.apply([folder], write=False).applied
+    # What the note says: deferred anyway (--unsafe), the log file gets the lines out of order.
+    deferred = folder.with_name("tee_deferred")
+    shutil.copytree(folder, deferred)
+    assert fixitem.apply([deferred / "train.py"], unsafe=True).applied
+    before, after = run_side_by_side(folder / "main.py", deferred / "main.py")
+    assert before != after and "log: ['step 0 loss" in before

@@ -17,9 +17,8 @@ too; a run on one file sees only that file (and what the file itself does).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 # ``torch.set_default_device("cuda")``, ``set_default_tensor_type(torch.cuda.FloatTensor)``,
 # ``with torch.device("cuda"):`` (not ``with torch.cuda.device(0):``, which picks the current
@@ -52,16 +51,6 @@ def sets_default_device(text: str) -> bool:
     return False
 
 
-def any_sets_default_device(paths: Iterable[Path]) -> bool:
-    """Does one of ``paths`` set the default device? Files that cannot be read do not."""
-    for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if sets_default_device(text):
-            return True
-    return False
 
 
 def project_sets_default_device() -> bool:

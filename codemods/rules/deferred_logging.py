@@ -19,6 +19,7 @@ from ..model.context import FileContext
 from ..model.dtypes import certainly_integer
 from ..model.effects import PURE_BUILTINS
 from ..model.exceptions import catching_handler, read_exceptions
+from ..model.optimizers import setting_is_number
 from ..model.output_calls import (
     OutputCall,
     OutputKind,
@@ -30,8 +31,8 @@ from ..model.output_calls import (
     own_file,
     stable_receiver,
 )
-from ..model.optimizers import setting_is_number
 from ..model.provenance import Certainty, Kind, dotted_name, is_text
+from ..model.streams import program_replaces_streams, replaces_streams
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -898,8 +899,11 @@ class DeferredLogging(Rule):
     **Unsafe** when a name passed may be a mutable object (a dict, a list,
     `self`, a parameter of unknown type), or an attribute or item passed may
     be one (`stats["r"]`, `run.returns`: a numpy array reset in place after
-    the call): it is passed by reference and formatted at replay, not now,
-    so a later mutation shows; when the logger is not known to be a
+    the call), or a numpy array the code changes in place (`window[i] = v`):
+    it is passed by reference and formatted at replay, not now, so a later
+    mutation shows; when a file of the run puts its own object in place of
+    `sys.stdout` / `sys.stderr` (`sys.stdout = Tee(path)`: the tee writes
+    the program's later lines to its file before the replayed one); when the logger is not known to be a
     `logging` one (an object only named `logger`: a module of the project,
     an untyped parameter; it may buffer lines or write to its own files,
     which are not kept in order); when a format rejects a float
@@ -1343,6 +1347,11 @@ class DeferredLogging(Rule):
             plan.blocker = (f"it is inside `with {redirect}(...)`: replayed after the block, the text would go to "
                             "the stream put back, not the one it redirects to")
             return plan
+        if found.kind is not OutputKind.METRICS and not redirect and (
+                program_replaces_streams() or ctx.memo("replaces streams", lambda: replaces_streams(ctx.source))):
+            plan.unsafe.append("the program puts its own object in place of `sys.stdout` or `sys.stderr` (a tee "
+                               "to a log file): replayed later, the text reaches it after the program's later "
+                               "output")
         file = own_file(ctx, call, found)
         if file:
             plan.blocker = (f"it writes to `{file}`, a file of the program: replayed later, the text could go to a "

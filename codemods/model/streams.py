@@ -1,0 +1,45 @@
+"""Does the program put an object of its own in place of ``sys.stdout`` / ``sys.stderr``?
+
+Research training scripts often tee their output into a log file
+(``sys.stdout = Logger(path)``, a class whose ``write`` writes to the file and to
+the console). A deferred print is replayed later, through whatever stream is in
+place then, while the program's other prints go to the file at once: the file
+gets the text in another order (the runtime keeps the order of the stream it
+found, not of an object put in its place). When a file of the run assigns one of
+the two streams, deferring a print is unsafe.
+
+As for the default device (:mod:`.devices`), the program is the files of one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# ``sys.stdout = Logger(...)``, ``sys.stderr = sys.stdout`` at a statement's start (not ``==``).
+_ASSIGNS = re.compile(r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=(?!=)", re.MULTILINE)
+
+_program_replaces = False
+
+
+def replaces_streams(text: str) -> bool:
+    """Does this source text assign ``sys.stdout`` or ``sys.stderr``? (A textual test: an
+    assignment in a string counts too, which only makes fixitem more careful.)"""
+    return "sys" in text and _ASSIGNS.search(text) is not None
+
+
+def program_replaces_streams() -> bool:
+    """Does a file of the run being analysed assign ``sys.stdout`` or ``sys.stderr``?"""
+    return _program_replaces
+
+
+@contextmanager
+def program(replaces: bool) -> Iterator[None]:
+    """Analyse files of a run in which a file replaces the output streams (or none does)."""
+    global _program_replaces
+    before, _program_replaces = _program_replaces, replaces
+    try:
+        yield
+    finally:
+        _program_replaces = before
