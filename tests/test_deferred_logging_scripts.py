@@ -169,3 +169,12 @@ def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
     assert fixitem.apply([deferred / "train.py"], unsafe=True).applied
     before, after = run_side_by_side(folder / "main.py", deferred / "main.py")
     assert before != after and "log: ['step 0 loss" in before
+
+
+def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture):
+    """``print0`` prefixes each line with ``STEP["n"]``, which the loop increments: called
+    at replay, it would print the last value on every line."""
+    original, rewritten, deferred = _rewrite(copy_fixture, "wrapper_state")
+    assert deferred == []
+    before, after = run_side_by_side(original, rewritten)
+    assert before == after and "[1] step 1" in before

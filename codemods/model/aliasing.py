@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 
 from .context import FUNCTIONS, FileContext
-from .effects import CONTAINER_WRITES, WRITING_KEYWORDS, writes_in_place
 from .name_reads import reads_of
+from .writes import CONTAINER_WRITES, WRITING_KEYWORDS, writes_in_place
 
 # Tensor methods whose result may share memory with the tensor (a view, or the tensor
 # itself when no conversion is needed: ``x.float()`` of a float32 ``x`` is ``x``).
@@ -45,15 +45,13 @@ def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.
     return _written_after(ctx, anchor, anchor, name, 0)
 
 
-def changed_in_place(ctx: FileContext, name: ast.Name) -> ast.AST | None:
-    """A place in its scope that changes the object ``name`` holds in place, or None: a
-    tensor's or an array's write (``a[i] = v``, ``a += v``, ``a.add_(v)``, ``a.fill(0)``)
-    or a container's (``a.append(v)``), at any read of the name (a loop may run it after
-    any other statement)."""
-    scope = ctx.provenance.scope_of(name).lookup(name.id)
-    if scope is None:
-        return None
-    for read in reads_of(ctx, scope, name.id):
+def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
+    """A place that changes the object the name ``name`` of ``scope`` holds in place, or
+    None: a tensor's or an array's write (``a[i] = v``, ``a += v``, ``a.add_(v)``,
+    ``a.fill(0)``), a container's (``a.append(v)``, ``d["n"] += 1``) or an object's
+    (``args.step = i``), at any read of the name, nested functions included (a loop may
+    run it after any other statement)."""
+    for read in reads_of(ctx, scope, name, nested=True):
         if read is None:
             continue
         found = _write_through(ctx, read, read, MAX_ALIASES)

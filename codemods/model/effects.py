@@ -26,6 +26,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .provenance import Kind, dotted_name, is_module_class, module_class_of
+from .writes import (
+    CONTAINER_READS,
+    CONTAINER_WRITES,
+    WRITING_KEYWORDS,
+    WRITING_TENSOR_METHODS,
+    writes_in_place,
+)
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -97,27 +104,7 @@ STATEFUL_MODULES = frozenset(
     }
 )
 
-# -- writes ------------------------------------------------------------------------------------
-
-# Tensor methods that write to a tensor without a trailing underscore.
-WRITING_TENSOR_METHODS = frozenset({"backward", "record_stream", "share_memory_", "copy_", "set_"})
-# Keyword arguments through which a torch function writes into a given tensor.
-WRITING_KEYWORDS = frozenset({"out", "inplace"})
-# Methods of Python containers and strings that change their receiver.
-CONTAINER_WRITES = frozenset(
-    {"append", "extend", "add", "update", "insert", "setdefault", "pop", "popleft", "appendleft",
-     "remove", "discard", "clear", "sort", "reverse"}
-)
-# Methods of Python containers and strings that only read.
-CONTAINER_READS = frozenset(
-    {"get", "count", "index", "items", "keys", "values", "copy", "format", "join", "lower", "upper",
-     "strip", "rstrip", "lstrip", "split", "startswith", "endswith", "replace", "is_integer", "conjugate"}
-)
-
-
-def writes_in_place(name: str) -> bool:
-    """``add_``, ``clamp_``: torch's convention for operations that write their input."""
-    return name.endswith("_") and not name.endswith("__")
+# Which calls write their receiver or an argument: :mod:`.writes`.
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .aliasing import changed_in_place
 from .provenance import dotted_name
 from .tree import children_of
 
@@ -50,6 +51,7 @@ LOGGING_MODULES = frozenset({"logging", "absl.logging"})
 LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
 WRITE_FUNCTIONS = frozenset({"tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_CONTAINERS = (ast.Dict, ast.List, ast.Set, *_COMPREHENSIONS)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, *_COMPREHENSIONS)
 _OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write", "print"}
 # Hugging Face Accelerate's ``Accelerator``: its ``print`` is ``print`` on the main process.
@@ -501,9 +503,14 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
             name = stmt.name
             if len(module_scope.bindings.get(name, [])) == 1:
                 candidates[name] = stmt
+    # Names whose value stays as it is: not rebound by a function, not a container the code
+    # may fill (``STEP = {"n": 0}``), not changed in place anywhere (``STEP["n"] += 1``).
     stable_globals = {
         name for name, bindings in module_scope.bindings.items()
-        if name not in rebound and name not in candidates and all(how in ("value", "import", "number") for how, _ in bindings)
+        if name not in rebound and name not in candidates
+        and all(how in ("import", "number") or (how == "value" and type(value) not in _CONTAINERS)
+                for how, value in bindings)
+        and changed_in_place(ctx, module_scope, name) is None
     }
     found: dict[str, ast.FunctionDef] = {}
     changed = True

@@ -398,7 +398,7 @@ def _is_plain(ctx: FileContext, name: ast.Name) -> bool:
         return False
     bindings = scope.bindings.get(name.id, [])
     return (bool(bindings) and all(_fresh_binding(ctx, how, value) for how, value in bindings)
-            and changed_in_place(ctx, name) is None)  # ``window[i] = v`` shows at replay
+            and changed_in_place(ctx, scope, name.id) is None)  # ``window[i] = v`` shows at replay
 
 
 def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
