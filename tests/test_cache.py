@@ -11,7 +11,7 @@ import fixitem.api as api
 from fixitem.cache import DIR_NAME, ResultCache
 from fixitem.cli import app
 
-FIXABLE = "import torch\n\ndef f(x: torch.Tensor):\n    return x / max(x.norm().item(), 1e-6)\n"
+FIXABLE = "import torch\n\ndef f(x: torch.Tensor):\n    return x / max(x.norm().item(), 1.0)\n"
 REPORT_ONLY = "import torch\n\ndef g(x: torch.Tensor):\n    n = int(x.sum().item())\n    return x[:n]\n"
 CLEAN = "import torch\n\ndef h(x):\n    return torch.relu(x)\n"
 

@@ -152,7 +152,7 @@ def test_flush_every_reaches_the_engine(monkeypatch, tmp_path):
 
 # ----------------------------------------------------------------------------- interactive
 
-FIX_MAX = "x = x / torch.clamp(x.norm().detach(), min=1e-6)"
+FIX_MAX = "x = x / torch.clamp(x.norm().detach(), min=1.0)"
 FIX_MIN = "torch.minimum(limit.detach().reshape(()), x.abs().sum().detach())"
 
 
@@ -167,7 +167,7 @@ def test_interactive_accept_and_skip(copy_fixture):
     text = target.read_text()
     assert FIX_MAX not in text and FIX_MIN in text
     assert result.stderr.count("Apply this fix?") == 2
-    assert "-        x = x / max(x.norm().item(), 1e-6)" in result.stderr  # the diff of the one fix shown
+    assert "-        x = x / max(x.norm().item(), 1.0)" in result.stderr  # the diff of the one fix shown
     assert "Fixed 1 site in 1 file; 1 left to review." in result.stdout
 
 

@@ -22,7 +22,7 @@ yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
 
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
 SYNC = ("import torch\nfrom torch import nn\n\n\nclass Norm(nn.Module):\n"
-        "    def forward(self, y):\n        return y / max(y.norm().item(), 1e-6)\n")
+        "    def forward(self, y):\n        return y / max(y.norm().item(), 1.0)\n")
 
 
 def hooks() -> dict[str, dict]:
@@ -108,7 +108,7 @@ def test_apply_hook_rewrites_and_fails_for_review(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert "files were modified by this hook" in run.stdout
     rewritten = (repo / "model.py").read_text(encoding="utf-8")
-    assert "torch.clamp(y.norm().detach(), min=1e-6)" in rewritten
+    assert "torch.clamp(y.norm().detach(), min=1.0)" in rewritten
     assert ".item()" not in rewritten
     assert (repo / "notes.txt").read_text(encoding="utf-8") == "x.item()\n"
     assert "torch.where(" in (repo / "rescale.ipynb").read_text(encoding="utf-8")

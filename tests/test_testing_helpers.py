@@ -31,7 +31,7 @@ class Clean(nn.Module):
 
     def forward(self, x):
         y = self.fc(x)
-        return torch.where(y.sum() > 0, y, -y) / torch.clamp(y.norm().detach(), min=1e-6)
+        return torch.where(y.sum() > 0, y, -y) / torch.clamp(y.norm().detach(), min=1.0)
 
 
 def uses_item(x):

@@ -75,7 +75,7 @@ UNSAFE = {
         import torch
         def f(x: torch.Tensor, y: torch.Tensor):
             s = x.float().sum()
-            n = max(y.norm().item(), 1e-6)
+            n = max(y.norm().item(), 1.0)
             return s / n
         """,
         (torch.tensor([1.1, 2.2]), torch.tensor([0.3, 0.4], dtype=F64)),
@@ -129,7 +129,7 @@ SAFE = {
         """
         import torch
         def f(x: torch.Tensor):
-            return x / max(x.norm().item(), 1e-6)
+            return x / max(x.norm().item(), 1.0)
         """,
         [(torch.randn(3, dtype=d),) for d in (F32, F64)] + [(torch.tensor(2.5, dtype=d),) for d in (F16, F32, F64)],
     ),

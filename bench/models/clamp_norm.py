@@ -12,7 +12,7 @@ class ClampNorm(nn.Module):
 
     def forward(self, x):
         x = torch.tanh(self.proj(x))
-        x = x / max(x.norm().item(), 1e-6)
+        x = x / max(x.norm().item(), 1.0)
         return self.out(x)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.tensor_code import NotConvertible, convert_value, sites_within
+from ..fixes.tensor_code import NotConvertible, convert_value, exact_in_every_float_dtype, sites_within
 from ..model.context import FileContext
 from ..model.dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
 from ..model.syncs import SyncSite
+from ..model.tree import walk
 from ..model.value_flow import uncertain_tensor, value_flow
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 
@@ -49,12 +50,14 @@ class ClampMinMax(Rule):
     floating point with at least one dimension. A 0-dim tensor then
     behaves like the Python number did (same result dtype; the value is the
     tensor's own, so it is the same; the bound is rounded to the tensor's
-    dtype, which for a float16/bfloat16 tensor can change the result only
-    when the bound itself is selected). A tensor that is not plainly 0-dim
+    dtype: exact for a bound float16 and bfloat16 hold, see below). A tensor that is not plainly 0-dim
     gets `.reshape(())`, so that a `(1,)` tensor does not broadcast into the
     result's shape. (On CUDA a Python divisor is applied as a multiplication
     by its reciprocal, a tensor divisor is not: `y / norm` can differ in the
-    last bit there.) **Unsafe** when the result is returned or passed to a
+    last bit there.) **Unsafe** when a bound is a number float16 / bfloat16
+    do not hold exactly (`1e-6`, `1e-12`; `1.0` and `0.5` are exact): where
+    it is selected, a tensor of those dtypes holds it rounded (a float16
+    `1e-6` is `1.013e-06`), while Python computed with the number itself; when the result is returned or passed to a
     function fixitem cannot see into, or when a tensor it meets may be 0-dim
     or an integer tensor of another dtype (`s / max(y.norm().item(), eps)`
     with a 0-dim float32 `s` and a float64 `y` becomes float64). **No fix** when a use needs a Python
@@ -74,6 +77,22 @@ class ClampMinMax(Rule):
                 """
                 import torch
                 def f(x: torch.Tensor):
+                    return x / max(x.norm().item(), 1.0)
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
+                    return x / torch.clamp(x.norm().detach(), min=1.0)
+                """
+            ),
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                def f(x: torch.Tensor):
                     return x / max(x.norm().item(), 1e-6)
                 """
             ),
@@ -84,6 +103,7 @@ class ClampMinMax(Rule):
                     return x / torch.clamp(x.norm().detach(), min=1e-6)
                 """
             ),
+            unsafe=True,  # a float16 `x` holds the bound `1e-6` as 1.013e-06 where it is selected
         ),
         Invalid(
             dedent(
@@ -174,7 +194,7 @@ class ClampMinMax(Rule):
             if flow.unsafe:
                 safety = Safety.UNSAFE
                 reason = f"the result becomes a 0-dim tensor where the original gave a Python number: {flow.unsafe}"
-            problems = _dtype_problems(ctx, node, converted.reads)
+            problems = _dtype_problems(ctx, node, converted.reads) + _bound_rounding(ctx, node, converted.reads)
             if problems:
                 safety = Safety.UNSAFE
                 reason = "; ".join([r for r in (reason,) if r] + problems)
@@ -193,6 +213,20 @@ def _dtype_problems(ctx: FileContext, node: ast.Call, reads: list[ast.AST]) -> l
     code = ctx.code(node)
     problems = [zero_dim_dtype_problem(ctx, code, tensor, sources=[s for s in sources if s is not None]) for tensor in tensors_met(ctx, node)]
     return [p for p in problems if p][:1]  # the first says enough
+
+
+def _bound_rounding(ctx: FileContext, node: ast.Call, reads: list[ast.AST]) -> list[str]:
+    """Why the bound, where it is selected, may not be the number Python used: the
+    0-dim result holds it in the tensor's dtype, and float16 / bfloat16 round ``1e-6``
+    (Python divided by the number itself, computed in float32 at least)."""
+    read_ids = {id(r) for r in reads}
+    for bound in node.args:
+        if any(id(sub) in read_ids for sub in walk(bound)) or exact_in_every_float_dtype(bound):
+            continue
+        return [f"`{ctx.code(bound)}` is not exact in float16/bfloat16: where the bound is selected, a tensor "
+                "of those dtypes holds it rounded (a float16 `1e-6` is `1.013e-06`), where Python used the "
+                "number itself"]
+    return []
 
 
 def _read_tensor(read: ast.AST) -> ast.expr | None:

@@ -26,7 +26,7 @@ class GatedMLP(nn.Module):
             y = x + self.down(h)
         else:
             y = x + 0.5 * self.down(h)
-        return y / max(y.norm().item(), 1e-6)
+        return y / max(y.norm().item(), 1.0)
 
 
 def make():
