@@ -17,13 +17,14 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "aliasing" / "wr
 SHARED = {"clear_first", "doubled", "through_a_view", "zeroed"}
 FRESH = {"fresh_copy", "rebound_first"}
 READ_ONLY = {"copied_into"}  # written after, but into another tensor
+RETURNED = {"Capped"}  # a parameter itself, returned
 
 
 def _tags() -> dict[str, tuple[str, str]]:
     import ast
 
     text = FIXTURE.read_text()
-    functions = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)]
+    functions = [n for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     tags = {}
     for finding in process(FIXTURE, text, all_rules()).findings:
         if finding.rule in ("FX101", "FX102"):
@@ -41,7 +42,7 @@ def _rewritten(unsafe: bool) -> dict:
 
 def test_a_write_that_may_reach_a_shared_tensor_makes_the_fix_unsafe_and_says_which():
     tags = _tags()
-    assert SHARED | FRESH | READ_ONLY <= set(tags)
+    assert SHARED | FRESH | READ_ONLY | RETURNED <= set(tags)
     for name in SHARED:
         fix, note = tags[name]
         assert fix == "unsafe" and "written in place later" in note, (name, fix, note)
@@ -76,3 +77,18 @@ def test_the_safe_rewrites_give_the_same_values_and_leave_the_input_alone():
         p1, p2, x1, x2 = torch.zeros(4), torch.zeros(4), torch.arange(1.0, 5.0), torch.arange(1.0, 5.0)
         assert torch.equal(before.copied_into(p1, x1, gate), after["copied_into"](p2, x2, gate))
         assert torch.equal(x1, x2)
+
+
+def test_returning_a_parameter_where_the_original_did_makes_the_fix_unsafe():
+    """The original returns the parameter itself when the condition is false: it keeps
+    ``requires_grad`` under ``no_grad`` and the caller's in-place update reaches it.
+    ``torch.where`` returns a new tensor."""
+    fix, note = _tags()["Capped"]
+    assert fix == "unsafe" and "`w` is returned" in note, note
+    before, after = load_module(FIXTURE).Capped(), _rewritten(unsafe=True)["Capped"]()
+    with torch.no_grad():
+        original, rewritten = before.capped(), after.capped()
+        assert original.requires_grad and not rewritten.requires_grad
+        original.add_(1.0)
+        rewritten.add_(1.0)
+    assert torch.equal(before.weight, torch.full((3,), 2.0)) and torch.equal(after.weight, torch.ones(3))

@@ -665,11 +665,19 @@ def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: 
     parameter, ``x.float()`` of a float32 ``x``, which is ``x``): the write reached that
     tensor, and now reaches only the new one. ``values``: what the original bound ``name``
     to on each path, None where it kept (or updated in place) the tensor it held."""
-    from ..model.aliasing import written_in_place_after
+    from ..model.aliasing import returned_after, written_in_place_after
 
     write = written_in_place_after(ctx, anchor, name)
     if write is None:
-        return ""
+        returned = returned_after(ctx, anchor, name)
+        outside = next((v for v in values if returned is not None and _may_come_from_outside(ctx, anchor, name, v)),
+                       False)
+        if outside is False:
+            return ""
+        held = f"the tensor `{name}` held before" if outside is None else f"`{ctx.code(outside)}`"
+        return (f"`{name}` is returned: where the original returned {held}, which may be the caller's or the "
+                "module's own tensor (an input, a parameter: its `.grad`, its `requires_grad` under `no_grad`, "
+                "the caller's in-place updates), `torch.where` returns a new one")
     for value in values:
         fresh = (unaliased_fresh_local(ctx, anchor, name) if value is None
                  else _creates_new_tensor(ctx, value))
@@ -679,6 +687,39 @@ def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: 
             return (f"`{name}` is written in place later (`{ctx.code(write).splitlines()[0]}`): where the "
                     f"original left it {held}, that write reached it; `torch.where` makes a new tensor")
     return ""
+
+
+def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: ast.expr | None,
+                           depth: int = 0) -> bool:
+    """May the object ``name`` holds on a path (``value``, or None: the one it kept) be a
+    tensor the module or the program holds (``self.weight``, a global), or a view or the
+    very object of one (``w = self.weight.float()``)? The function's own parameters are
+    not counted: returning the caller's input as it is (``if ...: x = x * 2``, then
+    ``return x``) is the common case this does not check (see the README)."""
+    from ..model.aliasing import SHARING_METHODS
+
+    scope = ctx.provenance.scope_of(anchor)
+
+    def outside(expr: ast.AST | None) -> bool:
+        t = type(expr)
+        if t in (ast.Attribute, ast.Subscript, ast.Starred):
+            return True
+        if t is ast.Name:
+            return depth < 3 and _may_come_from_outside(ctx, anchor, expr.id, None, depth + 1)  # type: ignore[union-attr]
+        if t is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr in SHARING_METHODS:  # type: ignore[union-attr]
+            return outside(expr.func.value)  # type: ignore[union-attr]
+        return False
+
+    if value is not None:
+        return outside(value)
+    if scope.lookup(name) is not scope:
+        return scope.lookup(name) is not None  # a global or a closure's name (not a builtin)
+    for how, binding in scope.bindings.get(name, []):
+        if how in ("aug", "param") or (how == "value" and ctx.below(binding, anchor)):
+            continue  # an update, the caller's input, or the value the branch itself selects
+        if how != "value" or outside(binding):
+            return True  # a loop's or an unpacking's target, an attribute, an alias of one
+    return False
 
 
 def _reads(ctx: FileContext, scope, name: str):

@@ -13,6 +13,7 @@ question.
 from __future__ import annotations
 
 import ast
+import bisect
 
 from .context import FUNCTIONS, FileContext
 from .name_reads import reads_of
@@ -34,15 +35,79 @@ SHARING_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
 # Tensor methods that write their receiver without a trailing underscore.
 _WRITING_METHODS = frozenset({"copy_", "set_", "index_put_", "masked_fill_", "scatter_"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-# How many names bound to the tensor (``z = y``, then ``w = z``) are followed.
-MAX_ALIASES = 3
 
 
 def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
     """The first place after ``anchor`` (or in a loop around it) that writes in place the
     tensor the local ``name`` holds when ``anchor`` ends, or None. A read that certainly
     sees a later binding of ``name`` holds another object and is skipped."""
-    return _written_after(ctx, anchor, anchor, name, 0)
+    return _first_after(ctx, anchor, name, _writes)
+
+
+def returned_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
+    """A ``return name`` after ``anchor`` that returns the object the local ``name`` holds
+    when ``anchor`` ends (not one bound later), or None."""
+    return _first_after(ctx, anchor, name, _returns)
+
+
+def _first_after(ctx: FileContext, anchor: ast.AST, name: str, places) -> ast.AST | None:
+    """The first of ``places(ctx, scope, name)`` (reads of ``name`` sorted by place, with
+    what each does) that comes after ``anchor`` or lies in a loop around it. Each name's
+    places are found once: a function of a thousand ``if``\ s is not walked for each."""
+    scope = ctx.provenance.scope_of(anchor)
+    if scope.lookup(name) is not scope or not isinstance(scope.node, FUNCTIONS):
+        return None  # a module-level name: other modules' writes are not followed
+    offsets, found = places(ctx, scope, name)
+    if not found:
+        return None
+    start, end = ctx.positions.span(anchor)
+    loop = None
+    for up in ctx.ancestors(anchor):
+        if up is scope.node:
+            break
+        if isinstance(up, _LOOPS):
+            loop = up  # the outermost loop around ``anchor`` in its function
+    first = ctx.positions.span(loop)[0] if loop is not None else end
+    for k in range(bisect.bisect_left(offsets, first), len(offsets)):
+        read, what = found[k]
+        if start <= offsets[k] < end:
+            continue  # inside ``anchor`` itself
+        seen = ctx.provenance.reaching(read)
+        if seen is not None and not ctx.below(seen, anchor) and ctx.positions.offset(seen) >= end:
+            continue  # rebound after ``anchor``: another object
+        return what
+    return None
+
+
+def _writes(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
+    """The reads of ``name`` that write its tensor in place (themselves, through a view or a
+    second name), sorted by place, with the write."""
+    key = ("in-place writes", id(scope), name)
+    kept = ctx.kept(key)
+    if kept is not None:
+        return kept  # type: ignore[return-value]
+    ctx.keep(key, ([], []))  # ``z = y`` ... ``y = z``: asked again while being made
+    found = []
+    for read in reads_of(ctx, scope, name):
+        if read is not None:
+            write = _write_through(ctx, read, follow=True)
+            if write is not None:
+                found.append((ctx.positions.offset(read), read, write))
+    found.sort(key=lambda f: f[0])
+    answer = ([f[0] for f in found], [(f[1], f[2]) for f in found])
+    ctx.keep(key, answer)
+    return answer
+
+
+def _returns(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
+    """The reads of ``name`` that are a ``return name``, sorted by place."""
+    def build() -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
+        found = [(ctx.positions.offset(read), read, parent) for read in reads_of(ctx, scope, name)
+                 if read is not None and type(parent := ctx.parents.get(read)) is ast.Return]
+        found.sort(key=lambda f: f[0])
+        return [f[0] for f in found], [(f[1], f[2]) for f in found]  # type: ignore[misc]
+
+    return ctx.memo(("returns", id(scope), name), build)
 
 
 def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
@@ -54,7 +119,7 @@ def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
     for read in reads_of(ctx, scope, name, nested=True):
         if read is None:
             continue
-        found = _write_through(ctx, read, read, MAX_ALIASES)
+        found = _write_through(ctx, read, follow=False)
         if found is not None:
             return found
         parent = ctx.parents.get(read)
@@ -65,32 +130,9 @@ def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
     return None
 
 
-def _written_after(ctx: FileContext, anchor: ast.AST, after: ast.AST, name: str, depth: int) -> ast.AST | None:
-    scope = ctx.provenance.scope_of(after)
-    if scope.lookup(name) is not scope or not isinstance(scope.node, FUNCTIONS):
-        return None  # a module-level name: other modules' writes are not followed
-    end = ctx.positions[after].end
-    loops = {id(n) for n in ctx.ancestors(anchor) if isinstance(n, _LOOPS)}
-    for read in reads_of(ctx, scope, name):
-        if read is None or ctx.below(read, after):
-            continue
-        start = ctx.positions[read].start
-        if (start.line, start.column) <= (end.line, end.column) and not any(
-            id(n) in loops for n in ctx.ancestors(read) if isinstance(n, _LOOPS)
-        ):
-            continue
-        seen = ctx.provenance.reaching(read)
-        if seen is not None and not ctx.below(seen, after) and ctx.positions[seen].start.line > end.line:
-            continue  # rebound after ``after``: another tensor
-        found = _write_through(ctx, anchor, read, depth)
-        if found is not None:
-            return found
-    return None
-
-
-def _write_through(ctx: FileContext, anchor: ast.AST, read: ast.Name, depth: int) -> ast.AST | None:
+def _write_through(ctx: FileContext, read: ast.Name, follow: bool) -> ast.AST | None:
     """The write of the tensor ``read`` reads, made at this read (through views of it), or
-    through a name this read binds it to."""
+    (``follow``) through a name this read binds it to (``z = y``, then ``z.mul_(2)``)."""
     node: ast.AST = read
     parent = ctx.parents.get(node)
     while parent is not None:
@@ -135,10 +177,10 @@ def _write_through(ctx: FileContext, anchor: ast.AST, read: ast.Name, depth: int
         called = func.id if type(func) is ast.Name else func.attr if imported else ""
         if writes_in_place(called):
             return parent
-    if t is ast.Assign and parent.value is node and depth < MAX_ALIASES:  # type: ignore[attr-defined]
+    if t is ast.Assign and parent.value is node and follow:  # type: ignore[attr-defined]
         for target in parent.targets:  # type: ignore[attr-defined]
             if type(target) is ast.Name:
-                found = _written_after(ctx, anchor, parent, target.id, depth + 1)
+                found = written_in_place_after(ctx, parent, target.id)
                 if found is not None:
                     return found
     return None
