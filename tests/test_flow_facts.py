@@ -407,3 +407,18 @@ def test_an_element_computed_from_its_own_container_is_analysed():
     ctx = FileContext.build(Path("example.py"), code)
     inner = [n for n in ctx.nodes(ast.Subscript) if ctx.code(n) == "running[0]"]
     assert [ctx.kind(n) for n in inner] == [Kind.TENSOR] * 3
+
+
+def test_percent_formatting_with_a_format_built_from_repeated_parts_is_reported():
+    """yolov5's progress line: ``("%11s" * 2 + "%11.4g" * 5) % (epoch, mem, *mloss, n, size)``
+    formats each element of ``mloss``, one read each, every step."""
+    code = (
+        "import torch\n"
+        "def train(loader, device: torch.device):\n"
+        "    mloss = torch.zeros(3, device=device)\n"
+        "    for i, (imgs, targets) in enumerate(loader):\n"
+        "        mloss = (mloss * i + imgs.mean()) / (i + 1)\n"
+        "        s = ('%11s' * 2 + '%11.4g' * 5) % ('1/10', '0G', *mloss, targets.shape[0], imgs.shape[-1])\n"
+    )
+    found = {f.line: f.message for f in _findings(code, "FX005")}
+    assert "`mloss`" in found.get(6, "")

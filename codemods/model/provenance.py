@@ -1961,6 +1961,8 @@ class Provenance:
             elif how == "iter_item" and isinstance(node, _Item):
                 if not self._elements_certain(node.iterable, "iter", seen):
                     return False
+                if self.kind(node.iterable) is Kind.TENSOR and not self._certain_tensor_part(node.iterable, seen):
+                    return False  # ``for i, j in pairs`` over what may be a tensor, or a list of pairs
             elif how == "aug" and type(node) is ast.AugAssign:
                 if not self._certain_tensor_part(node.value, seen):
                     return False
@@ -2456,12 +2458,18 @@ def _is_text(expr: ast.expr) -> bool:
 
 
 def is_text(expr: ast.expr) -> bool:
-    """A string by its syntax: a literal, or one repeated or joined (``"%g " * 3``, ``"a" + s``)."""
-    if _is_text(expr):
-        return True
-    if type(expr) is ast.BinOp and type(expr.op) in (ast.Mult, ast.Add):
-        return _is_text(expr.left) or (type(expr.op) is ast.Mult and _is_text(expr.right))
-    return False
+    """A string by its syntax: a literal, or one repeated or joined (``"%g " * 3``, ``"a" + s``,
+    ``"%11s" * 2 + "%11.4g" * 5``)."""
+    while True:
+        if _is_text(expr):
+            return True
+        if type(expr) is not ast.BinOp or type(expr.op) not in (ast.Mult, ast.Add):  # type: ignore[attr-defined]
+            return False
+        if is_text(expr.left):  # type: ignore[attr-defined]
+            return True
+        if type(expr.op) is ast.Add:  # type: ignore[attr-defined]
+            return False  # ``s + "a"``: ``s`` may be a list
+        expr = expr.right  # type: ignore[attr-defined]  # ``3 * "%g "``
 
 
 def _stub_body(func: ast.FunctionDef) -> bool:
