@@ -271,6 +271,21 @@ def test_a_bare_forward_parameter_is_only_possibly_a_tensor_until_used_as_one():
     assert certainty(annotated, "scale", 1) is Certainty.TENSOR
 
 
+def test_an_element_of_a_possible_tensor_is_only_possibly_a_tensor():
+    """``for i, j in interactions`` over a forward parameter that may be a tensor (or a
+    tuple of pairs, as in vit-pytorch): ``i`` is no more certain than what it comes from."""
+    code = (
+        "from torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, feats, interactions):\n"
+        "        for i, j in interactions:\n"
+        "            if i == 0:\n"
+        "                return feats[j]\n"
+    )
+    assert certainty(code, "interactions", 0) is Certainty.POSSIBLY
+    assert certainty(code, "i", 1) is Certainty.POSSIBLY
+
+
 def test_an_uncertain_read_says_so_in_its_report():
     code = "import torch\n\ndef f(x):\n    return x.item()\n"
     [finding] = scan(code)
