@@ -172,6 +172,7 @@ EXAMPLE_INPUTS = {
     ("FX101", "if y.abs().max().item() > 1.0"): lambda: [(_unit_layer(), _randn(3, 4, scale=0.1)), (_unit_layer(), _randn(3, 4, scale=5))],
     ("FX101", "energy = float("): lambda: [(_unit_layer(), _randn(3, 4, scale=0.1, shift=-1)),
                                            (_unit_layer(), _randn(3, 4, scale=5))],
+    ("FX101", "h.norm(dim=-1, keepdim=True)"): lambda: [(_randn(1, 4, scale=0.01),), (_randn(1, 4, scale=50),)],
     ("FX101", "h = h / h.norm()"): lambda: [(_randn(3, 4, shift=3),), (_randn(3, 4, shift=-3),)],
     ("FX101", "h += 1.0"): lambda: [(_randn(3, 4, shift=-5),), (_randn(3, 4, shift=5),)],
     ("FX101", "y = x * 3"): lambda: [(_randn(2, 5, shift=3), _randn(2, 5)), (_randn(2, 5, shift=-3), _randn(2, 5))],

@@ -880,20 +880,46 @@ def _held_read(ctx: FileContext, operand: ast.expr) -> ast.expr | None:
     return read[0] if read is not None and read[1] != "int" else None
 
 
+def _reduced_along_a_dimension(ctx: FileContext, expr: ast.AST) -> bool:
+    """``h.norm(dim=-1)``, ``x.sum(1, keepdim=True)``, ``torch.mean(x, 0)``: a reduction
+    that keeps dimensions, so the tensor may hold more than one element."""
+    if type(expr) is not ast.Call:
+        return False
+    func = expr.func  # type: ignore[attr-defined]
+    keywords = {k.arg for k in expr.keywords}  # type: ignore[attr-defined]
+    along = bool(keywords & {"dim", "axis", "keepdim"})
+    if type(func) is ast.Attribute and func.attr in REDUCTIONS and ctx.kind(func.value) is Kind.TENSOR:
+        return along or bool(expr.args)  # type: ignore[attr-defined]
+    qualified = ctx.provenance.imports.qualify(func) or ""
+    if qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in REDUCTIONS:
+        return along or len(expr.args) > 1  # type: ignore[attr-defined]
+    return False
+
+
 def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[ast.expr]) -> Code:
     """``condition`` with ``.reshape(())`` on each tensor it reads that is not plainly
     0-dim, when a selected value is a number or a 0-dim tensor: ``.item()`` accepts
     any one-element tensor, ``(1,)`` too, and a ``(1,)`` condition would make the
     selection ``(1,)`` where the value was 0-dim. (Selected tensors that are not
-    plainly 0-dim are taken to have at least the condition's dimensions.)"""
-    if all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values):
-        return condition
+    plainly 0-dim are taken to have at least the condition's dimensions.) A read reduced
+    along a dimension (``h.norm(dim=-1, keepdim=True)``) is reshaped whatever is selected:
+    the original raised unless it held one element, and ``torch.where`` would select
+    element by element instead."""
+    only_reduced = all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values)
+    if only_reduced:
+        reduced = [n for s in sites for n in walk(s.value) if _reduced_along_a_dimension(ctx, n)]
+        if not reduced:
+            return condition
     from ..model.syncs import kept_reads
 
     kept = kept_reads(ctx, sites, [condition])  # ``idx.item()`` of ``probs[idx.item()] > 0.5`` stays a number
     targets: dict[ast.AST, None] = {}
     for s in sites:
-        if s not in kept and not plainly_zero_dim(ctx, s.value):
+        if s in kept:
+            continue
+        if only_reduced:
+            targets.update((n, None) for n in walk(s.value) if _reduced_along_a_dimension(ctx, n))
+        elif not plainly_zero_dim(ctx, s.value):
             targets[s.value] = None
     if not targets:
         return condition

@@ -95,7 +95,10 @@ class WhereIf(Rule):
     value with is exact in float16 and bfloat16 (`4.0`, `0.5`, `-1`), so
     comparing in the tensor's dtype decides as Python's float64 did. Both
     branches are then computed (extra work) and the results, gradients and
-    optimizer steps are equal. Also safe: selecting Python number literals
+    optimizer steps are equal. A condition on a tensor reduced along a
+    dimension (`h.norm(dim=-1, keepdim=True) > 1`) gets `.reshape(())`: the
+    original raised unless it held one element, and so does the fix, where
+    `torch.where` alone would select element by element. Also safe: selecting Python number literals
     of one type, exact in every floating dtype, when every later use of the
     name is tensor arithmetic (`scale = 2.0` / `scale = 1.0`, then `y *
     scale`); an augmented assignment of such a number to a fresh local
@@ -247,6 +250,39 @@ class WhereIf(Rule):
                 """
             ),
             unsafe=True,  # `torch.where` makes an integer `x` float on both paths, not only where it is scaled
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.lin = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.lin(x)
+                        if h.norm(dim=-1, keepdim=True) > 1.0:
+                            h = h * 0.5
+                        return h
+                """
+            ),
+            fixed=dedent(
+                """
+                import torch
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.lin = nn.Linear(4, 4)
+                    def forward(self, x):
+                        h = self.lin(x)
+                        h = torch.where(h.norm(dim=-1, keepdim=True).reshape(()) > 1.0, h * 0.5, h)
+                        return h
+                """
+            ),
+            # ``bool()`` raised for a batch of more than one row; ``.reshape(())`` still does,
+            # where ``torch.where`` alone would select row by row.
         ),
         Invalid(
             dedent(
