@@ -12,6 +12,7 @@ import shutil
 import io
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import load_module, run_side_by_side
 
@@ -178,3 +179,17 @@ def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture
     assert deferred == []
     before, after = run_side_by_side(original, rewritten)
     assert before == after and "[1] step 1" in before
+
+
+@pytest.mark.parametrize(("line", "replaces"), [
+    ("sys.stdout = Logger(path)", True),
+    ("    sys.stderr = utils.Tee(path)", True),
+    ("sys.stdout = self.old_stdout", False),  # put back after a capture
+    ('sys.stderr = open(os.devnull, "w")', False),  # where there is none (pyinstaller)
+    ("sys.stdout = io.StringIO()", False),  # a capture
+    ("if sys.stdout == old:", False),
+])
+def test_only_an_object_put_in_place_of_a_stream_counts_as_a_tee(line, replaces):
+    from fixitem.codemods.model.streams import replaces_streams
+
+    assert replaces_streams(f"import sys\n{line}\n") is replaces

@@ -704,6 +704,8 @@ def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: 
         t = type(expr)
         if t in (ast.Attribute, ast.Subscript, ast.Starred):
             return True
+        if t in (ast.Tuple, ast.List):  # ``a, b = b, a``
+            return any(outside(e) for e in expr.elts)  # type: ignore[union-attr]
         if t is ast.Name:
             return depth < 3 and _may_come_from_outside(ctx, anchor, expr.id, None, depth + 1)  # type: ignore[union-attr]
         if t is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr in SHARING_METHODS:  # type: ignore[union-attr]
@@ -717,8 +719,8 @@ def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: 
     for how, binding in scope.bindings.get(name, []):
         if how in ("aug", "param") or (how == "value" and ctx.below(binding, anchor)):
             continue  # an update, the caller's input, or the value the branch itself selects
-        if how != "value" or outside(binding):
-            return True  # a loop's or an unpacking's target, an attribute, an alias of one
+        if how not in ("value", "unpack") or outside(binding):
+            return True  # a loop's target (an element other code holds), an attribute, an alias of one
     return False
 
 

@@ -17,15 +17,22 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# ``sys.stdout = Logger(...)``, ``sys.stderr = sys.stdout`` at a statement's start (not ``==``).
-_ASSIGNS = re.compile(r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=(?!=)", re.MULTILINE)
+# ``sys.stdout = Logger(...)`` at a statement's start: an object of the program's own put in
+# place of the stream (a tee), not a name put back (``sys.stdout = self.old``), a file
+# (``open(os.devnull, "w")`` where there is none) or a buffer that captures (``io.StringIO()``).
+_ASSIGNS = re.compile(
+    r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=[ \t]*(?!open\b|io\.StringIO\b|StringIO\b)"
+    r"[A-Za-z_][\w.]*[ \t]*\(",
+    re.MULTILINE,
+)
 
 _program_replaces = False
 
 
 def replaces_streams(text: str) -> bool:
-    """Does this source text assign ``sys.stdout`` or ``sys.stderr``? (A textual test: an
-    assignment in a string counts too, which only makes fixitem more careful.)"""
+    """Does this source text put an object it makes in place of ``sys.stdout`` or
+    ``sys.stderr``? (A textual test: an assignment in a string counts too, which only
+    makes fixitem more careful.)"""
     return "sys" in text and _ASSIGNS.search(text) is not None
 
 
