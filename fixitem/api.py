@@ -141,7 +141,7 @@ class _Job:
     flush_every: int | None = None  # for the deferred-logging rewrite
     cache_dir: str | None = None  # where results are kept between runs; None: not kept
     default_device: bool = False  # a file of the run sets torch's default device
-    replaced_streams: bool = False  # a file of the run assigns sys.stdout / sys.stderr
+    replaced_streams: bool = False  # a file of the run tees this file's sys.stdout / sys.stderr
     runtime: bool = True  # False: fixes that import fixitem.runtime are report-only (``no-runtime``)
     traced_roots: tuple[str, ...] = ()  # functions of the file that traced code of other modules calls
     # scan, analysing a file again with more traced roots: the first run's findings as found
@@ -164,12 +164,12 @@ class _Plan:
     flush_every: int | None
     config: Config
     cache_dir: str | None = None
-    facts: RunFacts = field(default_factory=RunFacts)  # what a file of the run changes for all of them
+    facts: RunFacts = field(default_factory=RunFacts)  # what a file of the run changes for the others
     without_runtime: set[Path] = field(default_factory=set)  # files that ``no-runtime`` keeps the runtime out of
 
     def jobs(self, fix: bool, unsafe: bool, write: bool) -> list[_Job]:
         return [_Job(f, self.codes[f], fix, unsafe, write, self.flush_every, self.cache_dir,
-                     default_device=self.facts.default_device, replaced_streams=self.facts.replaced_streams,
+                     default_device=self.facts.default_device, replaced_streams=self.facts.replaced_streams(f),
                      runtime=f not in self.without_runtime)
                 for f in self.files]
 

@@ -163,6 +163,12 @@ def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
     assert line.fix == "unsafe" and "in place of `sys.stdout`" in line.note
     alone = fixitem.scan([folder / "train.py"], cache=False)  # the run no longer holds the tee
     assert [f.fix for f in alone.findings if f.rule == "FX201"] == ["safe"]
+    sibling = folder.with_name("other_example")  # a folder beside it: another program
+    sibling.mkdir()
+    shutil.copyfile(folder / "train.py", sibling / "train.py")
+    both = fixitem.scan([folder.parent], cache=False).findings
+    assert sorted((Path(f.path).parent.name, f.fix) for f in both if f.rule == "FX201") == [
+        ("other_example", "safe"), ("tee", "unsafe")]
     assert not fixitem.apply([folder], write=False).applied
     # What the note says: deferred anyway (--unsafe), the log file gets the lines out of order.
     deferred = folder.with_name("tee_deferred")

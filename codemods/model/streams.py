@@ -5,10 +5,10 @@ Research training scripts often tee their output into a log file
 the console). A deferred print is replayed later, through whatever stream is in
 place then, while the program's other prints go to the file at once: the file
 gets the text in another order (the runtime keeps the order of the stream it
-found, not of an object put in its place). When a file of the run assigns one of
-the two streams, deferring a print is unsafe.
-
-As for the default device (:mod:`.devices`), the program is the files of one run.
+found, not of an object put in its place). When a file of the run puts an
+object it makes in place of one of the two streams, deferring a print in that
+file's folder, or below it, is unsafe: the program it starts is taken to be the
+code there (a folder of separate examples is not one program).
 """
 
 from __future__ import annotations
