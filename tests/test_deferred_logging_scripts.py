@@ -8,8 +8,8 @@ wrote it.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import io
+import shutil
 from pathlib import Path
 
 import pytest
