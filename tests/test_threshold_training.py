@@ -250,3 +250,34 @@ def test_safe_rule_example_trains_identically(rule, example):
             results.append(_train_example(code, inputs, optimizer))
         for b, a in zip(*results):
             torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7, msg=lambda m: f"{key} {optimizer}: {m}")
+
+
+def test_only_a_condition_reduced_along_a_dimension_keeps_its_one_element_check():
+    """``h.norm(dim=-1, keepdim=True) > 1`` raised for more than one row, and the fix
+    still does (``.reshape(())``); ``x.norm(dim=-1).max() > 20`` is one element already."""
+    from pathlib import Path
+
+    from fixitem.codemods.driver.engine import process
+    from fixitem.codemods.driver.registry import all_rules
+
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        x = self.lin(x)\n"
+        "        if x.norm(dim=-1).max() > 20.0:\n"
+        "            x = x * 0.5\n"
+        "        if x.norm(dim=-1, keepdim=True) > 1.0:\n"
+        "            x = x * 0.5\n"
+        "        return x\n"
+    )
+    text = process(Path("m.py"), code, all_rules(), fix=True).new_text
+    assert "torch.where(x.norm(dim=-1).max() > 20.0, x * 0.5, x)" in text
+    assert "torch.where(x.norm(dim=-1, keepdim=True).reshape(()) > 1.0, x * 0.5, x)" in text
+    after: dict = {}
+    exec(compile(text, "after", "exec"), after)
+    with pytest.raises(RuntimeError):
+        after["M"]()(torch.randn(3, 4))  # three rows: the original's ``bool()`` raised too

@@ -20,6 +20,7 @@ parentheses that belong to it, as libcst printed an original node with its
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -880,6 +881,24 @@ def _held_read(ctx: FileContext, operand: ast.expr) -> ast.expr | None:
     return read[0] if read is not None and read[1] != "int" else None
 
 
+def _operands(expr: ast.AST) -> Iterator[ast.AST]:
+    """``expr`` and the operands of its comparisons, arithmetic and logic, not what calls
+    take (``x.norm(dim=-1).max()`` is a full reduction of a partial one)."""
+    yield expr
+    t = type(expr)
+    if t is ast.Compare:
+        for operand in (expr.left, *expr.comparators):  # type: ignore[attr-defined]
+            yield from _operands(operand)
+    elif t is ast.BinOp:
+        yield from _operands(expr.left)  # type: ignore[attr-defined]
+        yield from _operands(expr.right)  # type: ignore[attr-defined]
+    elif t is ast.UnaryOp:
+        yield from _operands(expr.operand)  # type: ignore[attr-defined]
+    elif t is ast.BoolOp:
+        for value in expr.values:  # type: ignore[attr-defined]
+            yield from _operands(value)
+
+
 def _reduced_along_a_dimension(ctx: FileContext, expr: ast.AST) -> bool:
     """``h.norm(dim=-1)``, ``x.sum(1, keepdim=True)``, ``torch.mean(x, 0)``: a reduction
     that keeps dimensions, so the tensor may hold more than one element."""
@@ -907,7 +926,7 @@ def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[as
     element by element instead."""
     only_reduced = all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values)
     if only_reduced:
-        reduced = [n for s in sites for n in walk(s.value) if _reduced_along_a_dimension(ctx, n)]
+        reduced = [n for s in sites for n in _operands(s.value) if _reduced_along_a_dimension(ctx, n)]
         if not reduced:
             return condition
     from ..model.syncs import kept_reads
@@ -918,7 +937,7 @@ def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[as
         if s in kept:
             continue
         if only_reduced:
-            targets.update((n, None) for n in walk(s.value) if _reduced_along_a_dimension(ctx, n))
+            targets.update((n, None) for n in _operands(s.value) if _reduced_along_a_dimension(ctx, n))
         elif not plainly_zero_dim(ctx, s.value):
             targets[s.value] = None
     if not targets:
