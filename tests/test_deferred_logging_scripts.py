@@ -176,6 +176,16 @@ def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
     assert fixitem.apply([deferred / "train.py"], unsafe=True).applied
     before, after = run_side_by_side(folder / "main.py", deferred / "main.py")
     assert before != after and "log: ['step 0 loss" in before
+    # A package beside the tee's folder that it imports (``tools/train.py`` and ``mmdet/``).
+    package = folder.with_name("trainer")
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copyfile(folder / "train.py", package / "loop.py")
+    main = folder / "main.py"
+    main.write_text(main.read_text().replace("from train import train", "from trainer.loop import train"))
+    tagged = fixitem.scan([folder.parent], cache=False).findings
+    assert sorted((Path(f.path).parent.name, f.fix) for f in tagged if f.rule == "FX201") == [
+        ("other_example", "safe"), ("tee", "unsafe"), ("trainer", "unsafe")]
 
 
 def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture):

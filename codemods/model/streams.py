@@ -7,8 +7,9 @@ place then, while the program's other prints go to the file at once: the file
 gets the text in another order (the runtime keeps the order of the stream it
 found, not of an object put in its place). When a file of the run puts an
 object it makes in place of one of the two streams, deferring a print in that
-file's folder, or below it, is unsafe: the program it starts is taken to be the
-code there (a folder of separate examples is not one program).
+file's folder, or below it, or in a package of the run it imports, is unsafe: the
+program it starts is taken to be that code (a folder of separate examples is not
+one program; ``tools/train.py`` and the ``mmdet/`` it imports are).
 """
 
 from __future__ import annotations
