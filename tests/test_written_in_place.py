@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import load_module
 from fixitem.codemods.driver.engine import process
 from fixitem.codemods.driver.registry import all_rules
@@ -18,6 +17,7 @@ SHARED = {"clear_first", "doubled", "through_a_view", "zeroed"}
 FRESH = {"fresh_copy", "rebound_first"}
 READ_ONLY = {"copied_into"}  # written after, but into another tensor
 RETURNED = {"Capped"}  # a parameter itself, returned
+PRINTED = {"halved_and_shown"}  # printed whole afterwards
 
 
 def _tags() -> dict[str, tuple[str, str]]:
@@ -42,7 +42,7 @@ def _rewritten(unsafe: bool) -> dict:
 
 def test_a_write_that_may_reach_a_shared_tensor_makes_the_fix_unsafe_and_says_which():
     tags = _tags()
-    assert SHARED | FRESH | READ_ONLY | RETURNED <= set(tags)
+    assert SHARED | FRESH | READ_ONLY | RETURNED | PRINTED <= set(tags)
     for name in SHARED:
         fix, note = tags[name]
         assert fix == "unsafe" and "written in place later" in note, (name, fix, note)
@@ -92,3 +92,16 @@ def test_returning_a_parameter_where_the_original_did_makes_the_fix_unsafe():
         original.add_(1.0)
         rewritten.add_(1.0)
     assert torch.equal(before.weight, torch.full((3,), 2.0)) and torch.equal(after.weight, torch.ones(3))
+
+
+def test_a_selection_printed_whole_afterwards_is_unsafe(capsys):
+    """``print("loss", loss)`` of a tensor that requires grad shows the operation that
+    made it: ``<MulBackward0>`` before, ``<WhereBackward0>`` after the fix."""
+    fix, note = _tags()["halved_and_shown"]
+    assert fix == "unsafe" and "printed whole later" in note, note
+    before, after = load_module(FIXTURE), _rewritten(unsafe=True)
+    x = torch.ones(4, requires_grad=True)
+    before.halved_and_shown(x)
+    after["halved_and_shown"](x)
+    printed = capsys.readouterr().out.splitlines()
+    assert "MulBackward0" in printed[0] and "WhereBackward0" in printed[1]

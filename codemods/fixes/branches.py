@@ -689,6 +689,22 @@ def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: 
     return ""
 
 
+def printed_problem(ctx: FileContext, anchor: ast.AST, name: str) -> str:
+    """Why the text the program prints changes: the selected tensor is printed whole (or
+    its ``grad_fn`` read) afterwards, and where gradients are on it now shows
+    ``grad_fn=<WhereBackward0>`` where the original showed the operation that made it."""
+    from ..model.grad_mode import gradients_off
+    from ..model.output_calls import printed_whole_after
+
+    if gradients_off(ctx, anchor):
+        return ""
+    place = printed_whole_after(ctx, anchor, name)
+    if place is None:
+        return ""
+    return (f"`{name}` is printed whole later (`{ctx.code(place).splitlines()[0]}`): a tensor that requires grad "
+            "prints the operation that made it, `grad_fn=<WhereBackward0>` after the fix")
+
+
 def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: ast.expr | None,
                            depth: int = 0) -> bool:
     """May the object ``name`` holds on a path (``value``, or None: the one it kept) be a

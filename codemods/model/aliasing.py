@@ -41,16 +41,16 @@ def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.
     """The first place after ``anchor`` (or in a loop around it) that writes in place the
     tensor the local ``name`` holds when ``anchor`` ends, or None. A read that certainly
     sees a later binding of ``name`` holds another object and is skipped."""
-    return _first_after(ctx, anchor, name, _writes)
+    return first_after(ctx, anchor, name, _writes)
 
 
 def returned_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
     """A ``return name`` after ``anchor`` that returns the object the local ``name`` holds
     when ``anchor`` ends (not one bound later), or None."""
-    return _first_after(ctx, anchor, name, _returns)
+    return first_after(ctx, anchor, name, _returns)
 
 
-def _first_after(ctx: FileContext, anchor: ast.AST, name: str, places) -> ast.AST | None:
+def first_after(ctx: FileContext, anchor: ast.AST, name: str, places) -> ast.AST | None:
     """The first of ``places(ctx, scope, name)`` (reads of ``name`` sorted by place, with
     what each does) that comes after ``anchor`` or lies in a loop around it. Each name's
     places are found once: a function of a thousand ``if``\ s is not walked for each."""

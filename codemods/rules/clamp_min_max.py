@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.tensor_code import NotConvertible, convert_value, exact_in_every_float_dtype, sites_within
+from ..fixes.tensor_code import (
+    NotConvertible,
+    convert_value,
+    exact_in_every_float_dtype,
+    sites_within,
+)
 from ..model.context import FileContext
 from ..model.dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
 from ..model.syncs import SyncSite

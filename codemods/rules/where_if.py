@@ -18,6 +18,7 @@ from ..fixes.branches import (
     in_one_line_suite,
     kept_value_problem,
     not_selectable,
+    printed_problem,
     shared_tensor_problem,
     unaliased_fresh_local,
 )
@@ -123,7 +124,9 @@ class WhereIf(Rule):
     `x.float()`, which is `x` itself for a float32 `x`): the write reached
     that tensor, and after the fix reaches only the new one `torch.where`
     made (a tensor made in the function that nothing else refers to is no
-    reason); or when the condition compares
+    reason); when the name is returned and may hold a tensor of the module
+    (`w = self.weight`); when it is printed whole afterwards (`print(loss)`
+    shows `grad_fn=<WhereBackward0>`); or when the condition compares
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
     number rounded to its dtype, so a value equal to that rounding decides
@@ -772,6 +775,9 @@ class WhereIf(Rule):
                 for a in (taken, other)])
             if shared:
                 reasons.append(shared)
+            printed = printed_problem(ctx, node, taken.name)
+            if printed:
+                reasons.append(printed)
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)

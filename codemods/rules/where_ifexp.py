@@ -5,7 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.branches import branch_only_parameters, shared_tensor_problem
+from ..fixes.branches import (
+    branch_only_parameters,
+    printed_problem,
+    shared_tensor_problem,
+)
 from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
@@ -278,6 +282,9 @@ class WhereIfExp(Rule):
                 shared = shared_tensor_problem(ctx, statement, statement.targets[0].id, [node.body, node.orelse])
                 if shared:
                     reasons.append(shared)
+                printed = printed_problem(ctx, statement, statement.targets[0].id)
+                if printed:
+                    reasons.append(printed)
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)
