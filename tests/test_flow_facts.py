@@ -422,3 +422,33 @@ def test_percent_formatting_with_a_format_built_from_repeated_parts_is_reported(
     )
     found = {f.line: f.message for f in _findings(code, "FX005")}
     assert "`mloss`" in found.get(6, "")
+
+
+def test_a_method_of_a_class_of_the_file_called_on_an_instance_returns_what_it_returns():
+    """``model = VAE().to(device)``, then ``model.decode(z).cpu()`` (pytorch/examples' vae):
+    ``decode`` returns a tensor, so the copy to the host is reported."""
+    code = (
+        "import torch\nfrom torch import nn\n"
+        "class VAE(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(2, 4)\n"
+        "    def decode(self, z):\n"
+        "        return torch.sigmoid(self.fc(z))\n"
+        "device = torch.device('cuda')\n"
+        "model = VAE().to(device)\n"
+        "def sample():\n"
+        "    z = torch.randn(4, 2).to(device)\n"
+        "    return model.decode(z).cpu()\n"
+        "class Stats:\n"
+        "    def to(self, device):\n"
+        "        return [device]\n"
+        "    def mean(self, x):\n"
+        "        return x.mean()\n"
+        "def other(x: torch.Tensor):\n"
+        "    s = Stats().to(device)\n"
+        "    return s.mean(x).cpu()\n"
+    )
+    lines = {f.line for f in _findings(code, "FX003")}
+    assert 13 in lines  # model.decode(z).cpu()
+    assert 21 not in lines  # Stats.to returns a list: not the instance

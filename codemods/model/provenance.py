@@ -114,6 +114,9 @@ MAX_REACHING_DEPTH = 40
 # stubs say "a tensor or a pair" for most of them: ``t.max(1)`` and ``t.max(other)`` differ
 # only by the argument's type, which :meth:`Provenance.tensor_pair` looks at.
 PAIR_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "median", "mode"})
+# ``nn.Module`` methods that return the module itself (``model = Net().to(device)``).
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16",
+                           "requires_grad_", "apply", "share_memory", "to_empty", "type"})
 # nn.Module methods that return the module itself.
 MODULE_SELF_METHODS = frozenset(
     {"to", "cuda", "cpu", "xpu", "mps", "train", "eval", "float", "half", "double", "bfloat16",
@@ -1195,7 +1198,43 @@ class Provenance:
             cls = self.enclosing_class(func)
             if cls is not None and func.attr not in self.class_attrs.get(cls, {}):
                 return self.methods.get((cls, func.attr))
+            return None
+        if type(func) is ast.Attribute:
+            # ``model.decode(z)`` where ``model = VAE().to(device)``, ``VAE`` a class of this file.
+            cls = self._instance_class(func.value, 0)
+            if cls is not None and func.attr not in self.class_attrs.get(cls, {}):
+                return self.methods.get((cls, func.attr))
         return None
+
+    def _instance_class(self, expr: ast.expr, depth: int) -> ast.ClassDef | None:
+        """The class of this file (a module-level ``class``, bound once) that ``expr`` is
+        certainly an instance of: ``VAE()``, ``VAE().to(device)`` (a module's ``to``, ``cuda``,
+        ``eval``, ``train`` return it), or a name every binding of which is one."""
+        t = type(expr)
+        if t is ast.Call:
+            func = expr.func  # type: ignore[attr-defined]
+            if type(func) is ast.Name:
+                scope = self.scope_of(func).lookup(func.id)
+                if scope is self.scopes[self.module] and len(scope.bindings.get(func.id, ())) == 1:
+                    return next((c for c in self.module.body if type(c) is ast.ClassDef and c.name == func.id), None)
+                return None
+            if type(func) is ast.Attribute and func.attr in _RETURNS_SELF and depth < 4:
+                cls = self._instance_class(func.value, depth + 1)
+                # ``Module.to`` returns the module: only for a module class that keeps it.
+                module = cls is not None and cls.name in self.module_classes
+                return cls if module and func.attr not in self._methods_of(cls) else None  # type: ignore[union-attr]
+            return None
+        if t is ast.Name and depth < 4:
+            scope = self.scope_of(expr).lookup(expr.id)  # type: ignore[attr-defined]
+            bindings = scope.bindings.get(expr.id, ()) if scope is not None else ()  # type: ignore[attr-defined]
+            if not bindings or any(how != "value" or not isinstance(node, ast.expr) for how, node in bindings):
+                return None
+            found = {self._instance_class(node, depth + 1) for _, node in bindings}
+            return found.pop() if len(found) == 1 else None
+        return None
+
+    def _methods_of(self, cls: ast.ClassDef) -> set[str]:
+        return {name for (owner, name) in self.methods if owner is cls}
 
     def _compute_name(self, scope: Scope, value: str, not_none: bool = False) -> Kind:
         bindings = scope.bindings[value]
