@@ -186,6 +186,13 @@ def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
     tagged = fixitem.scan([folder.parent], cache=False).findings
     assert sorted((Path(f.path).parent.name, f.fix) for f in tagged if f.rule == "FX201") == [
         ("other_example", "safe"), ("tee", "unsafe"), ("trainer", "unsafe")]
+    # The same package in a ``src/`` layout.
+    source = folder.with_name("src")
+    source.mkdir()
+    shutil.move(str(package), str(source / "trainer"))
+    tagged = fixitem.scan([folder.parent], cache=False).findings
+    assert sorted((Path(f.path).parent.name, f.fix) for f in tagged if f.rule == "FX201") == [
+        ("other_example", "safe"), ("tee", "unsafe"), ("trainer", "unsafe")]
 
 
 def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture):

@@ -21,8 +21,8 @@ class RunFacts:
     default_device: bool = False  # a file sets torch's default device (:mod:`..model.devices`)
     # Where a file puts a tee in place of ``sys.stdout`` / ``sys.stderr`` (:mod:`..model.streams`):
     # the program it starts is taken to be the code in its folder and below, and the
-    # packages it imports (``tools/train.py`` importing ``mmdet``: ``mmdet/`` beside it).
-    # One example of a folder of separate examples does not tee the others.
+    # packages it imports (``tools/train.py`` importing ``mmdet``: ``mmdet/`` beside it, or
+    # ``src/mmdet/``). One example of a folder of separate examples does not tee the others.
     tee_folders: tuple[Path, ...] = ()
     tee_imports: frozenset[str] = frozenset()
     base: Path | None = None  # the folder that holds every file of the run
@@ -36,8 +36,10 @@ class RunFacts:
             return True
         if self.base is None or not resolved.is_relative_to(self.base):
             return False
-        first = resolved.relative_to(self.base).parts[0]  # a package, or a module, of the run's top folder
-        return first.removesuffix(".py") in self.tee_imports
+        inside = resolved.relative_to(self.base)
+        if inside.parts[0].removesuffix(".py") in self.tee_imports:
+            return True  # a package or a module of the run's top folder
+        return any(part in self.tee_imports for part in inside.parent.parts)  # a package under ``src/``
 
 
 def run_facts(paths: Iterable[Path]) -> RunFacts:
