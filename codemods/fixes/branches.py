@@ -658,6 +658,13 @@ def unaliased_fresh_local(ctx: FileContext, anchor: ast.AST, name: str) -> bool:
     return True
 
 
+def new_tensor_problems(ctx: FileContext, anchor: ast.AST, name: str, values: Sequence[ast.expr | None]) -> list[str]:
+    """Why binding ``name`` to the new tensor ``torch.where`` makes, where the original kept
+    a tensor it had, changes the program: a later write or ``return`` of it (see
+    :func:`shared_tensor_problem`), or a later print of it whole (:func:`printed_problem`)."""
+    return [p for p in (shared_tensor_problem(ctx, anchor, name, values), printed_problem(ctx, anchor, name)) if p]
+
+
 def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: Sequence[ast.expr | None]) -> str:
     """Why binding ``name`` to the new tensor ``torch.where`` makes changes a later write:
     ``name`` is written in place after ``anchor`` (``y[0] = 0``, ``y.add_(1)``), and a value

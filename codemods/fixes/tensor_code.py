@@ -925,9 +925,9 @@ def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[as
     the original raised unless it held one element, and ``torch.where`` would select
     element by element instead."""
     only_reduced = all(ctx.kind(v) is Kind.TENSOR and not plainly_zero_dim(ctx, v) for v in values)
-    if only_reduced:
-        reduced = [n for s in sites for n in _operands(s.value) if _reduced_along_a_dimension(ctx, n)]
-        if not reduced:
+    if only_reduced:  # only the reads reduced along a dimension
+        reduced = {s: [n for n in _operands(s.value) if _reduced_along_a_dimension(ctx, n)] for s in sites}
+        if not any(reduced.values()):
             return condition
     from ..model.syncs import kept_reads
 
@@ -937,7 +937,7 @@ def zero_dim_condition(ctx: FileContext, condition: Code, sites, values: list[as
         if s in kept:
             continue
         if only_reduced:
-            targets.update((n, None) for n in _operands(s.value) if _reduced_along_a_dimension(ctx, n))
+            targets.update((n, None) for n in reduced[s])
         elif not plainly_zero_dim(ctx, s.value):
             targets[s.value] = None
     if not targets:

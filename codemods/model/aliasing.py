@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Callable
 
 from .context import FUNCTIONS, FileContext
 from .name_reads import reads_of
@@ -32,8 +33,6 @@ SHARING_METHODS = frozenset(
 )
 # Attributes of a tensor that are the same memory.
 SHARING_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
-# Tensor methods that write their receiver without a trailing underscore.
-_WRITING_METHODS = frozenset({"copy_", "set_", "index_put_", "masked_fill_", "scatter_"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
@@ -41,23 +40,29 @@ def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.
     """The first place after ``anchor`` (or in a loop around it) that writes in place the
     tensor the local ``name`` holds when ``anchor`` ends, or None. A read that certainly
     sees a later binding of ``name`` holds another object and is skipped."""
-    return first_after(ctx, anchor, name, _writes)
+    return first_after(ctx, anchor, name, "in-place writes", lambda read: _write_through(ctx, read, follow=True))
 
 
 def returned_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
     """A ``return name`` after ``anchor`` that returns the object the local ``name`` holds
     when ``anchor`` ends (not one bound later), or None."""
-    return first_after(ctx, anchor, name, _returns)
+    def returned(read: ast.Name) -> ast.AST | None:
+        parent = ctx.parents.get(read)
+        return parent if type(parent) is ast.Return else None
+
+    return first_after(ctx, anchor, name, "returns", returned)
 
 
-def first_after(ctx: FileContext, anchor: ast.AST, name: str, places) -> ast.AST | None:
-    """The first of ``places(ctx, scope, name)`` (reads of ``name`` sorted by place, with
-    what each does) that comes after ``anchor`` or lies in a loop around it. Each name's
-    places are found once: a function of a thousand ``if``\ s is not walked for each."""
+def first_after(ctx: FileContext, anchor: ast.AST, name: str, what: str,
+                find: Callable[[ast.Name], ast.AST | None]) -> ast.AST | None:
+    """The first place ``find`` gives for a read of ``name`` (what the read does: a write, a
+    ``return``; None where it does none) that comes after ``anchor`` or lies in a loop
+    around it. ``what`` names the question: each name's places are found once, so a
+    function of a thousand ``if``\ s is not walked for each."""
     scope = ctx.provenance.scope_of(anchor)
     if scope.lookup(name) is not scope or not isinstance(scope.node, FUNCTIONS):
         return None  # a module-level name: other modules' writes are not followed
-    offsets, found = places(ctx, scope, name)
+    offsets, found = _places(ctx, scope, name, what, find)
     if not found:
         return None
     start, end = ctx.positions.span(anchor)
@@ -69,20 +74,21 @@ def first_after(ctx: FileContext, anchor: ast.AST, name: str, places) -> ast.AST
             loop = up  # the outermost loop around ``anchor`` in its function
     first = ctx.positions.span(loop)[0] if loop is not None else end
     for k in range(bisect.bisect_left(offsets, first), len(offsets)):
-        read, what = found[k]
+        read, place = found[k]
         if start <= offsets[k] < end:
             continue  # inside ``anchor`` itself
         seen = ctx.provenance.reaching(read)
         if seen is not None and not ctx.below(seen, anchor) and ctx.positions.offset(seen) >= end:
             continue  # rebound after ``anchor``: another object
-        return what
+        return place
     return None
 
 
-def _writes(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
-    """The reads of ``name`` that write its tensor in place (themselves, through a view or a
-    second name), sorted by place, with the write."""
-    key = ("in-place writes", id(scope), name)
+def _places(ctx: FileContext, scope, name: str, what: str,
+            find: Callable[[ast.Name], ast.AST | None]) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
+    """The reads of ``name`` for which ``find`` gives a place, sorted by where they stand,
+    with it; made once per name and question."""
+    key = (what, id(scope), name)
     kept = ctx.kept(key)
     if kept is not None:
         return kept  # type: ignore[return-value]
@@ -90,24 +96,13 @@ def _writes(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[a
     found = []
     for read in reads_of(ctx, scope, name):
         if read is not None:
-            write = _write_through(ctx, read, follow=True)
-            if write is not None:
-                found.append((ctx.positions.offset(read), read, write))
+            place = find(read)
+            if place is not None:
+                found.append((ctx.positions.offset(read), read, place))
     found.sort(key=lambda f: f[0])
     answer = ([f[0] for f in found], [(f[1], f[2]) for f in found])
     ctx.keep(key, answer)
     return answer
-
-
-def _returns(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
-    """The reads of ``name`` that are a ``return name``, sorted by place."""
-    def build() -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
-        found = [(ctx.positions.offset(read), read, parent) for read in reads_of(ctx, scope, name)
-                 if read is not None and type(parent := ctx.parents.get(read)) is ast.Return]
-        found.sort(key=lambda f: f[0])
-        return [f[0] for f in found], [(f[1], f[2]) for f in found]  # type: ignore[misc]
-
-    return ctx.memo(("returns", id(scope), name), build)
 
 
 def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
@@ -144,7 +139,7 @@ def _write_through(ctx: FileContext, read: ast.Name, follow: bool) -> ast.AST | 
             attr = parent.attr  # type: ignore[attr-defined]
             call = ctx.parents.get(parent)
             if type(call) is ast.Call and call.func is parent:  # type: ignore[attr-defined]
-                if writes_in_place(attr) or attr in _WRITING_METHODS:
+                if writes_in_place(attr):
                     return call
                 if attr in SHARING_METHODS:
                     node, parent = call, ctx.parents.get(call)

@@ -17,8 +17,9 @@ too; a run on one file sees only that file (and what the file itself does).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+
+from .run_flags import RunFlag
 
 # ``torch.set_default_device("cuda")``, ``set_default_tensor_type(torch.cuda.FloatTensor)``,
 # ``with torch.device("cuda"):`` (not ``with torch.cuda.device(0):``, which picks the current
@@ -29,7 +30,7 @@ _SETS_DEFAULT = re.compile(r"\bset_default_device\b|\bset_default_tensor_type\b|
 _CALLS = ("set_default_device", "set_default_tensor_type")
 _WITH_DEVICE = re.compile(r"with\s+(?:torch\s*\.\s*)?device\s*\(")
 
-_project_sets_default = False
+_project_sets_default = RunFlag()
 
 
 def sets_default_device(text: str) -> bool:
@@ -51,19 +52,11 @@ def sets_default_device(text: str) -> bool:
     return False
 
 
-
-
 def project_sets_default_device() -> bool:
     """Does a file of the run being analysed set the default device?"""
-    return _project_sets_default
+    return _project_sets_default.value
 
 
-@contextmanager
-def project(sets_default: bool) -> Iterator[None]:
+def project(sets_default: bool) -> AbstractContextManager[None]:
     """Analyse files of a run in which a file sets the default device (or none does)."""
-    global _project_sets_default
-    before, _project_sets_default = _project_sets_default, sets_default
-    try:
-        yield
-    finally:
-        _project_sets_default = before
+    return _project_sets_default.set(sets_default)

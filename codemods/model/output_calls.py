@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .aliasing import changed_in_place, first_after
-from .name_reads import reads_of
 from .provenance import dotted_name
 from .tree import children_of
 
@@ -646,29 +645,19 @@ def printed_whole_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST
     """A place after ``anchor`` (or in a loop around it) that writes the tensor the local
     ``name`` holds as text, whole (``print(loss)``, ``f"{loss}"``, ``str(loss)``), or reads
     its ``grad_fn``: the text shows the operation that made it (``grad_fn=<MulBackward0>``)."""
-    return first_after(ctx, anchor, name, _printed_whole)
+    return first_after(ctx, anchor, name, "printed whole", lambda read: _printed_whole(ctx, read))
 
 
-def _printed_whole(ctx: FileContext, scope, name: str) -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
-    def build() -> tuple[list[int], list[tuple[ast.Name, ast.AST]]]:
-        found = []
-        for read in reads_of(ctx, scope, name):
-            if read is None:
-                continue
-            parent = ctx.parents.get(read)
-            t = type(parent)
-            place = None
-            if t is ast.Attribute and parent.attr == "grad_fn":  # type: ignore[union-attr]
-                place = parent
-            elif t is ast.FormattedValue and parent.format_spec is None:  # type: ignore[union-attr]
-                place = parent
-            elif t is ast.Call and read in parent.args:  # type: ignore[union-attr]
-                func = parent.func  # type: ignore[union-attr]
-                if (type(func) is ast.Name and func.id in ("str", "repr")) or output_call(ctx, parent) is not None:  # type: ignore[arg-type]
-                    place = parent
-            if place is not None:
-                found.append((ctx.positions.offset(read), read, place))
-        found.sort(key=lambda f: f[0])
-        return [f[0] for f in found], [(f[1], f[2]) for f in found]
-
-    return ctx.memo(("printed whole", id(scope), name), build)
+def _printed_whole(ctx: FileContext, read: ast.Name) -> ast.AST | None:
+    """Where this read writes its tensor as text, whole, or reads its ``grad_fn``."""
+    parent = ctx.parents.get(read)
+    t = type(parent)
+    if t is ast.Attribute and parent.attr == "grad_fn":  # type: ignore[union-attr]
+        return parent
+    if t is ast.FormattedValue and parent.format_spec is None:  # type: ignore[union-attr]
+        return parent
+    if t is ast.Call and read in parent.args:  # type: ignore[union-attr]
+        func = parent.func  # type: ignore[union-attr]
+        if (type(func) is ast.Name and func.id in ("str", "repr")) or output_call(ctx, parent) is not None:  # type: ignore[arg-type]
+            return parent
+    return None

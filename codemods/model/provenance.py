@@ -114,13 +114,10 @@ MAX_REACHING_DEPTH = 40
 # stubs say "a tensor or a pair" for most of them: ``t.max(1)`` and ``t.max(other)`` differ
 # only by the argument's type, which :meth:`Provenance.tensor_pair` looks at.
 PAIR_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "median", "mode"})
-# ``nn.Module`` methods that return the module itself (``model = Net().to(device)``).
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16",
-                           "requires_grad_", "apply", "share_memory", "to_empty", "type"})
-# nn.Module methods that return the module itself.
+# nn.Module methods that return the module itself (``model = Net().to(device)``).
 MODULE_SELF_METHODS = frozenset(
     {"to", "cuda", "cpu", "xpu", "mps", "train", "eval", "float", "half", "double", "bfloat16",
-     "requires_grad_", "share_memory", "to_empty", "type"}
+     "requires_grad_", "share_memory", "to_empty", "type", "apply"}
 )
 # Tensor methods that may move a tensor to another device.
 DEVICE_MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "type", "copy_", "set_", "type_as", "to_device"})
@@ -1218,11 +1215,11 @@ class Provenance:
                 if scope is self.scopes[self.module] and len(scope.bindings.get(func.id, ())) == 1:
                     return next((c for c in self.module.body if type(c) is ast.ClassDef and c.name == func.id), None)
                 return None
-            if type(func) is ast.Attribute and func.attr in _RETURNS_SELF and depth < 4:
+            if type(func) is ast.Attribute and func.attr in MODULE_SELF_METHODS and depth < 4:
                 cls = self._instance_class(func.value, depth + 1)
                 # ``Module.to`` returns the module: only for a module class that keeps it.
                 module = cls is not None and cls.name in self.module_classes
-                return cls if module and func.attr not in self._methods_of(cls) else None  # type: ignore[union-attr]
+                return cls if module and (cls, func.attr) not in self.methods else None
             return None
         if t is ast.Name and depth < 4:
             scope = self.scope_of(expr).lookup(expr.id)  # type: ignore[attr-defined]
@@ -1232,9 +1229,6 @@ class Provenance:
             found = {self._instance_class(node, depth + 1) for _, node in bindings}
             return found.pop() if len(found) == 1 else None
         return None
-
-    def _methods_of(self, cls: ast.ClassDef) -> set[str]:
-        return {name for (owner, name) in self.methods if owner is cls}
 
     def _compute_name(self, scope: Scope, value: str, not_none: bool = False) -> Kind:
         bindings = scope.bindings[value]

@@ -15,8 +15,9 @@ one program; ``tools/train.py`` and the ``mmdet/`` it imports are).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+
+from .run_flags import RunFlag
 
 # ``sys.stdout = Logger(...)`` at a statement's start: an object of the program's own put in
 # place of the stream (a tee), not a name put back (``sys.stdout = self.old``), a file
@@ -27,7 +28,7 @@ _ASSIGNS = re.compile(
     re.MULTILINE,
 )
 
-_program_replaces = False
+_program_replaces = RunFlag()
 
 
 def replaces_streams(text: str) -> bool:
@@ -38,16 +39,10 @@ def replaces_streams(text: str) -> bool:
 
 
 def program_replaces_streams() -> bool:
-    """Does a file of the run being analysed assign ``sys.stdout`` or ``sys.stderr``?"""
-    return _program_replaces
+    """Does a file of the run being analysed put a tee in place of this file's output streams?"""
+    return _program_replaces.value
 
 
-@contextmanager
-def program(replaces: bool) -> Iterator[None]:
+def program(replaces: bool) -> AbstractContextManager[None]:
     """Analyse files of a run in which a file replaces the output streams (or none does)."""
-    global _program_replaces
-    before, _program_replaces = _program_replaces, replaces
-    try:
-        yield
-    finally:
-        _program_replaces = before
+    return _program_replaces.set(replaces)

@@ -17,9 +17,8 @@ from ..fixes.branches import (
     defined_before,
     in_one_line_suite,
     kept_value_problem,
+    new_tensor_problems,
     not_selectable,
-    printed_problem,
-    shared_tensor_problem,
     unaliased_fresh_local,
 )
 from ..fixes.tensor_code import (
@@ -770,14 +769,8 @@ class WhereIf(Rule):
             passed_on = passed_on_problem(ctx, node, [true_value, false_value])
             if passed_on:
                 reasons.append(passed_on)
-            shared = shared_tensor_problem(ctx, node, taken.name, [
-                a.value if a is not None and a.augmented is None else None
-                for a in (taken, other)])
-            if shared:
-                reasons.append(shared)
-            printed = printed_problem(ctx, node, taken.name)
-            if printed:
-                reasons.append(printed)
+            reasons.extend(new_tensor_problems(ctx, node, taken.name, [
+                a.value if a is not None and a.augmented is None else None for a in (taken, other)]))
             where = torch_call(ctx, "where", cond_expr, true_value, false_value)
             statements.append(_assign(taken.name, where))
             comments.extend(taken.comments)

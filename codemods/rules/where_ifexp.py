@@ -5,11 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.branches import (
-    branch_only_parameters,
-    printed_problem,
-    shared_tensor_problem,
-)
+from ..fixes.branches import branch_only_parameters, new_tensor_problems
 from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
@@ -279,12 +275,7 @@ class WhereIfExp(Rule):
             statement = ctx.parents.get(node)
             if type(statement) is ast.Assign and statement.value is node and len(statement.targets) == 1 and type(
                     statement.targets[0]) is ast.Name:  # ``y = a if ... else b``, then ``y`` written in place
-                shared = shared_tensor_problem(ctx, statement, statement.targets[0].id, [node.body, node.orelse])
-                if shared:
-                    reasons.append(shared)
-                printed = printed_problem(ctx, statement, statement.targets[0].id)
-                if printed:
-                    reasons.append(printed)
+                reasons.extend(new_tensor_problems(ctx, statement, statement.targets[0].id, [node.body, node.orelse]))
             rounding = threshold_rounding(ctx, node.test)
             if rounding:
                 reasons.append(rounding)
