@@ -306,9 +306,15 @@ def _engine_options(job: _Job) -> dict[str, Any]:
     return options
 
 
+_resolved_cwd: dict[str, Path] = {}
+
+
 def _display(path: Path) -> str:
+    cwd = os.getcwd()
+    if cwd not in _resolved_cwd:  # resolved once per folder, not once per file
+        _resolved_cwd[cwd] = Path(cwd).resolve()
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return path.resolve().relative_to(_resolved_cwd[cwd]).as_posix()
     except ValueError:
         return path.as_posix()
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .aliasing import changed_in_place, first_after
 from .provenance import dotted_name
@@ -503,15 +503,22 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
             name = stmt.name
             if len(module_scope.bindings.get(name, [])) == 1:
                 candidates[name] = stmt
+    if not candidates:
+        return {}
     # Names whose value stays as it is: not rebound by a function, not a container the code
     # may fill (``STEP = {"n": 0}``), not changed in place anywhere (``STEP["n"] += 1``).
-    stable_globals = {
-        name for name, bindings in module_scope.bindings.items()
-        if name not in rebound and name not in candidates
-        and all(how in ("import", "number") or (how == "value" and type(value) not in _CONTAINERS)
-                for how, value in bindings)
-        and changed_in_place(ctx, module_scope, name) is None
-    }
+    # Asked only of the names a candidate reads (the in-place question walks every read).
+    known: dict[str, bool] = {}
+
+    def stable(name: str) -> bool:
+        if name not in known:
+            bindings = module_scope.bindings.get(name)
+            known[name] = bool(bindings) and name not in rebound and name not in candidates and all(
+                how in ("import", "number") or (how == "value" and type(value) not in _CONTAINERS)
+                for how, value in bindings
+            ) and changed_in_place(ctx, module_scope, name) is None
+        return known[name]
+
     found: dict[str, ast.FunctionDef] = {}
     changed = True
     while changed:
@@ -519,7 +526,7 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
         for name, func in candidates.items():
             if name in found:
                 continue
-            checker = _WrapperCheck(ctx, func, stable_globals, found)
+            checker = _WrapperCheck(ctx, func, stable, found)
             if checker.block_ok(func, func.body, top=True) and checker.writes:
                 found[name] = func
                 changed = True
@@ -527,7 +534,7 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
 
 
 class _WrapperCheck:
-    def __init__(self, ctx: FileContext, func: ast.FunctionDef, stable: set[str], wrappers: dict[str, ast.FunctionDef]) -> None:
+    def __init__(self, ctx: FileContext, func: ast.FunctionDef, stable: Callable[[str], bool], wrappers: dict[str, ast.FunctionDef]) -> None:
         from .provenance import all_params
 
         self.ctx = ctx
@@ -593,7 +600,7 @@ class _WrapperCheck:
         t = type(node)
         if t is ast.Name:
             value = node.id  # type: ignore[attr-defined]
-            return value in self.params or value in self.stable
+            return value in self.params or self.stable(value)
         if t is ast.Constant:
             return node.value is not Ellipsis  # type: ignore[attr-defined]
         if t is ast.JoinedStr:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from itertools import accumulate
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -155,11 +156,8 @@ class Text:
                 if c == "\n" or (c == "\r" and (i + 1 == n or source[i + 1] != "\n")):
                     starts.append(i + 1)
                 i += 1
-        else:
-            i = source.find("\n")
-            while i >= 0:
-                starts.append(i + 1)
-                i = source.find("\n", i + 1)
+        else:  # one C-level split, then the running sum of the line lengths
+            starts.extend(accumulate(len(line) + 1 for line in source.split("\n")[:-1]))
         self.line_starts = starts
         self.ascii = source.isascii()
         self._encoded: dict[int, bytes] = {}
