@@ -539,6 +539,21 @@ def test_a_default_device_set_in_another_file_of_the_run_means_no_host_tensor(tm
     assert [(r.path.name, f.costs) for r in together.files for f in r.findings] == [("sample.py", ("host-sync",))]
 
 
+def test_a_model_built_on_the_meta_device_elsewhere_leaves_host_tensors_on_the_host(tmp_path):
+    # ``with torch.device("meta"):`` (how large models are built without memory) makes no
+    # factory's tensor one that a read waits for: the file's CPU tensor is still no sync.
+    from fixitem.api import scan as scan_files
+
+    (tmp_path / "sample.py").write_text(
+        "import torch\n\ndef f():\n    idx = torch.randint(0, 10, (4,))\n    return int(idx[0])\n"
+    )
+    (tmp_path / "build.py").write_text(
+        "import torch\n\ndef empty(cls):\n    with torch.device('meta'):\n        return cls()\n"
+    )
+    together = scan_files([tmp_path], cache=False, jobs=1)
+    assert [f.rule for r in together.files for f in r.findings] == []
+
+
 def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
     # ``.numpy()`` raises for a device tensor: a tensor it reads is in host memory already.
     code = (
@@ -554,7 +569,10 @@ def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
     [
         ("torch.set_default_device('cuda')", True), ("from torch import set_default_device", True),
         ("torch.set_default_tensor_type(torch.cuda.FloatTensor)", True), ("with torch.device('cuda'):", True),
-        ("with device('meta'):", True),
+        ("with torch.device(value.device):", True), ("torch.set_default_tensor_type(ttype)", True),
+        # A device written out that no read waits for: the CPU, or ``meta`` (no data at all).
+        ("with device('meta'):", False), ('with torch.device("meta"):', False), ("torch.set_default_device('cpu')", False),
+        ("torch.set_default_tensor_type(torch.DoubleTensor)", False), ("with torch.device('meta', 0):", True),
         ("with torch.cuda.device(0):", False),  # the current CUDA device, not the default device
         ("x = torch.zeros(3, device='cuda')", False),
         ("#     torch.set_default_tensor_type(ttype)", False),  # commented out

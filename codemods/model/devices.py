@@ -8,7 +8,9 @@ or enters ``with torch.device(...):``. Reading such a CPU tensor waits for no
 device.
 
 The program is what fixitem is given: the files of one run. When any of them
-sets a default device, no factory is taken for a CPU one, in any file of the run.
+sets a default device, no factory is taken for a CPU one, in any file of the run; a
+device written out as ``"cpu"`` or ``"meta"`` (``with torch.device("meta"):``, which
+builds a model without memory) sets none that a read waits for.
 The limit: code outside the files analysed (an entry script left out of the
 run, a library, ``PYTORCH_DEFAULT_DEVICE``-style launch wrappers) may set it
 too; a run on one file sees only that file (and what the file itself does).
@@ -30,6 +32,15 @@ _SETS_DEFAULT = re.compile(r"\bset_default_device\b|\bset_default_tensor_type\b|
 _CALLS = ("set_default_device", "set_default_tensor_type")
 _WITH_DEVICE = re.compile(r"with\s+(?:torch\s*\.\s*)?device\s*\(")
 
+# What follows a match when the device it sets is written out and is no accelerator's: the
+# CPU, or ``meta`` (a tensor without data: reading it raises, it never waits for a device).
+# ``with torch.device("meta"):`` is how models are built without memory; it set nothing
+# that makes a factory's tensor wait for a device.
+_HOST_DEVICE = re.compile(r"""\s*\(?\s*(['"])(?:cpu|meta)\1\s*\)""")
+_HOST_TENSOR_TYPE = re.compile(
+    r"""\s*\(\s*(['"]?)torch\.(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor\1\s*\)"""
+)
+
 _project_sets_default = RunFlag()
 
 
@@ -44,8 +55,11 @@ def sets_default_device(text: str) -> bool:
             starts.append(at)
             at = text.find(name, at + 1)
     for start in sorted(starts):
-        if _SETS_DEFAULT.match(text, start) is None:
+        found = _SETS_DEFAULT.match(text, start)
+        if found is None:
             continue  # not at a word's start (``my_set_default_device``), or not the whole pattern
+        if _HOST_DEVICE.match(text, found.end()) or _HOST_TENSOR_TYPE.match(text, found.end()):
+            continue  # ``with torch.device("meta"):``, ``set_default_tensor_type(torch.DoubleTensor)``
         line_start = text.rfind("\n", 0, start) + 1
         if "#" not in text[line_start:start]:
             return True

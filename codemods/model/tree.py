@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import ast
 import bisect
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -157,7 +158,7 @@ class Text:
                     starts.append(i + 1)
                 i += 1
         else:  # one C-level split, then the running sum of the line lengths
-            starts.extend(accumulate(len(line) + 1 for line in source.split("\n")[:-1]))
+            starts.extend(accumulate(map(add, map(len, source.split("\n")[:-1]), repeat(1))))
         self.line_starts = starts
         self.ascii = source.isascii()
         self._encoded: dict[int, bytes] = {}
