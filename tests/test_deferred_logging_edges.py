@@ -198,3 +198,16 @@ def test_values_known_not_to_be_tensors_are_passed_as_values(call, passed):
     )
     fixed = _fixed(code, unsafe=True)
     assert fixed is not None and "by_reference" not in fixed and f"{passed}" in fixed.split("deferred.record(")[1]
+
+
+@pytest.mark.parametrize(("handled", "fix"), [(False, "unsafe"), (True, "none")])
+def test_text_plus_a_number_read_raises_where_the_original_did_not_defer_it(handled, fix):
+    """``print("loss: " + loss.item())`` raises ``TypeError`` on every call: replayed, the
+    error comes later, and outside the ``except TypeError`` that handled it."""
+    line = 'print("loss: " + loss.item())'
+    body = f"    try:\n        {line}\n    except TypeError:\n        pass\n" if handled else f"    {line}\n"
+    code = "import torch\n\ndef report(x: torch.Tensor):\n    loss = x.sum()\n" + body
+    (finding,) = _fx201(code)
+    assert finding.fix == fix and "raises `TypeError`" in finding.note, finding.note
+    fine = "import torch\n\ndef report(x: torch.Tensor):\n    loss = x.sum()\n    print(\"loss: \" + str(loss.item()))\n"
+    assert [f.fix for f in _fx201(fine)] == ["safe"]

@@ -299,6 +299,53 @@ def test_the_default_mode_defers_the_loss_print_as_the_same_program(copy_fixture
     assert after == before
 
 
+def test_parameters_annotated_as_containers_of_tensors_give_tensors(copy_fixture):
+    """``losses: List[Tensor]``, ``parts: Dict[str, Tensor]``, ``pair: Tuple[Tensor, ...]``:
+    their elements are tensors (a dict's keys, by ``Dict[str, ...]``, strings); the prints of
+    them are deferred as the same program, and the truth test over ``scores or []`` is found."""
+    original = copy_fixture("flow/annotated_containers.py")
+    scanned = fixitem.scan([original], cache=False)
+    assert [(f.line, f.rule, f.fix) for f in scanned.findings] == [
+        (10, "FX201", "safe"), (11, "FX201", "safe"), (16, "FX201", "safe"), (17, "FX201", "safe"),
+        (23, "FX101", "none"),
+    ]
+    rewritten = original.with_name("annotated_containers_deferred.py")
+    rewritten.write_text(original.read_text())
+    result = fixitem.apply([rewritten])
+    assert not result.errors, result.errors
+    assert [f.line for f in result.applied] == [10, 11, 16, 17]
+    before, after = run_side_by_side(original, rewritten)
+    assert before.count("\n") == 8 and after == before
+
+
+@pytest.mark.parametrize("annotation, kind", [
+    ("List[torch.Tensor]", Kind.TENSOR), ("list[torch.Tensor]", Kind.TENSOR), ("Sequence[torch.Tensor]", Kind.TENSOR),
+    ("Optional[List[torch.Tensor]]", Kind.TENSOR), ("List[torch.Tensor] | None", Kind.TENSOR),
+    ("Tuple[torch.Tensor, ...]", Kind.TENSOR), ("Tuple[torch.Tensor, int]", Kind.UNKNOWN),
+    ("List[int]", Kind.NUMBER), ("List[str]", Kind.OTHER), ("List[List[torch.Tensor]]", Kind.UNKNOWN),
+    ("list", Kind.UNKNOWN), ('list["torch.Tensor"]', Kind.TENSOR),
+])
+def test_the_elements_of_an_annotated_parameter_have_the_annotated_kind(annotation, kind):
+    code = f"import torch\nfrom typing import List, Optional, Sequence, Tuple\n\ndef f(xs: {annotation}):\n    return xs[0]\n"
+    assert _kind_of(code, "xs[0]") is kind
+
+
+def test_a_default_other_than_none_says_more_than_the_annotation():
+    code = "import torch\nfrom typing import List\n\ndef f(xs: List[torch.Tensor] = [1, 2]):\n    return xs[0]\n"
+    assert _kind_of(code, "xs[0]") is Kind.UNKNOWN
+
+
+@pytest.mark.parametrize("call, kind", [
+    ("sum(loss for loss in loss_dict.values())", Kind.TENSOR),  # torchvision's detection loop
+    ("sum([x.mean(), x.max()])", Kind.TENSOR), ("sum(x)", Kind.TENSOR), ("sum([1, 2], x.sum())", Kind.TENSOR),
+    ("sum([1, 2.5])", Kind.NUMBER), ("sum(len(s) for s in names)", Kind.NUMBER), ("sum(items)", Kind.UNKNOWN),
+])
+def test_the_builtin_sum_has_the_kind_of_what_it_adds(call, kind):
+    code = ("import torch\n\ndef f(x: torch.Tensor, loss_dict: dict[str, torch.Tensor], names: list[str], items):\n"
+            f"    total = {call}\n    return total\n")
+    assert _kind_of(code, "total") is kind
+
+
 def test_elements_are_as_certain_as_what_was_put_in():
     code = (
         "import torch\nfrom torch import nn\n"

@@ -323,6 +323,26 @@ def argument_star(arg: ast.expr | ast.keyword) -> str:
     return ""
 
 
+# Generic containers an annotation names (by the last part of the name, lower-cased: ``List``,
+# ``list``, ``typing.Sequence``, ``collections.abc.Iterable``): iterating one gives its type.
+_SEQUENCES = frozenset({"list", "tuple", "sequence", "mutablesequence", "iterable", "iterator", "set",
+                        "frozenset", "collection"})
+_MAPPINGS = frozenset({"dict", "mapping", "mutablemapping", "ordereddict"})
+
+
+def _without_none(imports: Imports, annotation: ast.expr) -> ast.expr:
+    """``Optional[X]`` and ``X | None``: ``X``."""
+    if type(annotation) is ast.Subscript and imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
+        inner = annotation.slice  # type: ignore[attr-defined]
+        return inner if type(inner) is not ast.Tuple else annotation
+    if type(annotation) is ast.BinOp and type(annotation.op) is ast.BitOr:  # type: ignore[attr-defined]
+        if _is_none(annotation.right):  # type: ignore[attr-defined]
+            return annotation.left  # type: ignore[attr-defined]
+        if _is_none(annotation.left):  # type: ignore[attr-defined]
+            return annotation.right  # type: ignore[attr-defined]
+    return annotation
+
+
 def subscript_elements(node: ast.Subscript) -> list[ast.expr]:
     """libcst's ``Subscript.slice``: ``x[a, b]`` has two elements, ``x[i]`` and ``x[(a, b)]``
     one. An element is an ``ast.Slice`` (libcst's ``Slice``) or an expression (libcst's ``Index``)."""
@@ -1625,6 +1645,12 @@ class Provenance:
 
     def _item_kind(self, container: ast.expr, index: int) -> Kind:
         """``for data, target in batches``: the kind of item ``index`` of each element."""
+        if type(container) is ast.Call and type(container.func) is ast.Attribute and \
+                container.func.attr == "items" and not container.args and not container.keywords:
+            # ``for name, value in d.items()``: a key, then a value.
+            if index > 1:
+                return Kind.UNKNOWN
+            return self.element_kind(container.func.value, "iter" if index == 0 else "item")
         elements = self._elements(container, "iter")
         if elements is None:
             return Kind.UNKNOWN
@@ -1666,6 +1692,14 @@ class Provenance:
             return [expr.value] if of == "item" else None  # type: ignore[attr-defined]
         if t is ast.Constant or t is ast.JoinedStr:
             return None  # strings, numbers (``True``, ``None``: names to libcst, with no elements either)
+        if t is ast.BoolOp:  # ``scores or []``: the elements of one of them
+            found = []
+            for value in expr.values:  # type: ignore[attr-defined]
+                inner = self._elements(value, of)
+                if inner is None:
+                    return None
+                found += inner
+            return found
         kind = self.kind(expr)
         if kind in (Kind.TENSOR, Kind.NUMPY):
             return [kind]  # the rows of a tensor are tensors
@@ -1723,15 +1757,107 @@ class Provenance:
         if scope is None or (id(scope), name.id) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         bindings = scope.bindings.get(name.id, [])
-        if not bindings or any(how != "value" or not isinstance(node, ast.expr) for how, node in bindings):
+        if not bindings or any(not (how == "value" and isinstance(node, ast.expr) or how == "param")
+                               for how, node in bindings):
             return None
+        annotated: list[ast.expr | Kind] = []
+        for how, node in bindings:
+            if how == "param":  # ``xs: list[torch.Tensor]``: what its annotation says
+                declared = self._declared_elements(node, of)  # type: ignore[arg-type]
+                if declared is None:
+                    return None
+                annotated.append(declared)
         self._element_guard.add((id(scope), name.id))
         try:
-            values = [node for _, node in bindings]
+            values = [node for how, node in bindings if how == "value"]
             adds = self._container_adds.get((id(scope), name.id), [])
-            return self._deeper(lambda: self._union_elements(values, adds, of))  # type: ignore[arg-type]
+            found = self._deeper(lambda: self._union_elements(values, adds, of))  # type: ignore[arg-type]
+            return None if found is None else annotated + found
         finally:
             self._element_guard.discard((id(scope), name.id))
+
+    def _sum_kind(self, call: ast.Call) -> Kind:
+        """``sum(xs)``, ``sum(xs, start)``: a tensor when ``xs`` is one (the sum of its rows)
+        or its elements are tensors (``sum(loss for loss in loss_dict.values())``), or the
+        start is a tensor; a number when the elements and the start are numbers."""
+        arguments = [a for a in call_arguments(call) if type(a) is not ast.Starred]
+        if not arguments or len(arguments) != len(call.args) + len(call.keywords):
+            return Kind.UNKNOWN
+        iterable = argument_value(arguments[0])
+        start = argument_value(arguments[1]) if len(arguments) > 1 else None
+        start_kind = self.kind(start) if start is not None else Kind.NUMBER
+        if self.kind(iterable) is Kind.TENSOR or start_kind is Kind.TENSOR:
+            return Kind.TENSOR
+        elements = self.element_kind(iterable)
+        if elements is Kind.PENDING:
+            return Kind.PENDING
+        if elements is Kind.TENSOR:
+            return Kind.TENSOR
+        return Kind.NUMBER if elements is Kind.NUMBER and start_kind is Kind.NUMBER else Kind.UNKNOWN
+
+    def _declared_elements(self, param: ast.arg, of: str) -> Kind | None:
+        """The kind of the elements of a parameter annotated as a container of one type
+        (``List[Tensor]``, ``list[Tensor]``, ``Sequence[Tensor]``, ``Tuple[Tensor, ...]``,
+        ``Dict[str, Tensor]``, each maybe ``Optional``), iterated (``of="iter"``: a dict's
+        keys) or indexed (``of="item"``: a dict's values); None for any other parameter."""
+        types = self._declared_element_types(param, of)
+        return None if types is None else _join([self._annotation_kind(t) for t in types])
+
+    def _declared_element_types(self, param: ast.arg, of: str) -> list[ast.expr] | None:
+        """The annotations of the elements :meth:`_declared_elements` reads; None for a
+        parameter with a default other than ``None`` (the default says more)."""
+        default = self._default(param)
+        annotation = param.annotation
+        if annotation is None or (default is not None and not _is_none(default)):
+            return None
+        annotation = _without_none(self.imports, annotation)
+        if type(annotation) is not ast.Subscript:
+            return None
+        container = (self.imports.qualify(annotation.value) or "").rpartition(".")[2].lower()
+        index = annotation.slice
+        types = index.elts if type(index) is ast.Tuple else [index]  # type: ignore[attr-defined]
+        if container in _MAPPINGS:
+            return [types[1 if of == "item" else 0]] if len(types) == 2 else None
+        if container == "tuple" and len(types) == 2 and type(types[1]) is ast.Constant and \
+                types[1].value is Ellipsis:  # type: ignore[attr-defined]
+            return types[:1]  # ``Tuple[Tensor, ...]``
+        if container == "tuple":
+            return list(types) or None
+        return list(types) if container in _SEQUENCES and len(types) == 1 else None
+
+    def declared_text(self, name: ast.expr) -> bool:
+        """Is ``name`` a string by its annotations: every binding a parameter annotated
+        ``str``, or an element (a key) of one annotated as a container of ``str``
+        (``for name, loss in zip(names, losses)`` with ``names: Sequence[str]``)? A string is
+        passed by value: nothing changes it later, it never prints as a tensor."""
+        if type(name) is not ast.Name:
+            return False
+        scope = self.scope_of(name).lookup(name.id)
+        bindings = scope.bindings.get(name.id, []) if scope is not None else []
+        if not bindings:
+            return False
+        for how, node in bindings:
+            types: list[ast.expr] | None = None
+            if how == "param" and node.annotation is not None:  # type: ignore[attr-defined]
+                types = [_without_none(self.imports, node.annotation)]  # type: ignore[attr-defined]
+            elif how == "iter" and type(node) is ast.Name:
+                types = self._name_element_types(node, "iter")
+            elif how == "iter_item" and node.index == 0:  # type: ignore[attr-defined]
+                items = node.iterable  # type: ignore[attr-defined]
+                if type(items) is ast.Call and type(items.func) is ast.Attribute and items.func.attr == "items" \
+                        and not items.args and not items.keywords and type(items.func.value) is ast.Name:
+                    types = self._name_element_types(items.func.value, "iter")  # a dict's keys
+            if not types or any(self.imports.qualify(t) not in ("str", "bytes") for t in types):
+                return False
+        return True
+
+    def _name_element_types(self, name: ast.Name, of: str) -> list[ast.expr] | None:
+        """The declared element types of a name bound only as an annotated parameter."""
+        scope = self.scope_of(name).lookup(name.id)
+        bindings = scope.bindings.get(name.id, []) if scope is not None else []
+        if len(bindings) != 1 or bindings[0][0] != "param":
+            return None
+        return self._declared_element_types(bindings[0][1], of)  # type: ignore[arg-type]
 
     def _union_elements(self, values: list[ast.expr], adds: list[_Added], of: str
                         ) -> list[ast.expr | Kind] | None:
@@ -2334,8 +2460,10 @@ class Provenance:
                 return Kind.TENSOR
             if is_module_class(q, self.module_classes):
                 return Kind.MODULE
-            if q in ("float", "int", "bool", "len", "round", "abs", "sum", "math.sqrt", "math.log", "math.exp"):
-                if q in ("abs", "round", "sum"):
+            if q == "sum":
+                return self._sum_kind(call)
+            if q in ("float", "int", "bool", "len", "round", "abs", "math.sqrt", "math.log", "math.exp"):
+                if q in ("abs", "round"):
                     arguments = call_arguments(call)
                     if arguments and self.kind(argument_value(arguments[0])) is Kind.TENSOR:
                         return Kind.TENSOR if q != "round" or len(arguments) == 1 else Kind.UNKNOWN

@@ -391,7 +391,7 @@ def _prints_as_number(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
 def _is_plain(ctx: FileContext, name: ast.Name) -> bool:
     """A number or a string: formatting it later gives the same text."""
     kind = ctx.kind(name)
-    if kind is Kind.NUMBER:
+    if kind is Kind.NUMBER or ctx.provenance.declared_text(name):
         return True
     scope = ctx.provenance.scope_of(name).lookup(name.id)
     if scope is None:
@@ -456,6 +456,8 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
         bindings = scope.bindings.get(expr.id, []) if scope is not None else []
         if bindings and all(how == "value" and (_is_literal(v) or _is_text(v)) for how, v in bindings):
             return False
+        if ctx.provenance.declared_text(expr):
+            return False  # ``name`` of ``names: Sequence[str]``
     return kind in (Kind.UNKNOWN, Kind.OTHER)
 
 
@@ -711,6 +713,36 @@ def _raising_formats(ctx: FileContext, formats: dict[ast.AST, tuple[str, str]],
             problems.append(f"{spec} rejects a float: formatting `{ctx.code(site.node)}` may raise at replay, "
                             "later than the original")
     return problems
+
+
+def _raising_concatenations(ctx: FileContext, call: ast.Call, reads: dict[ast.AST, SyncSite]) -> list[str]:
+    """``print("loss: " + loss.item())``: text plus a number read always raises ``TypeError``;
+    the original raises where it runs, replayed the error comes later (or in another place
+    than the ``except TypeError`` around the line)."""
+    problems = []
+    for node in walk(call):
+        if type(node) is not ast.BinOp or type(node.op) is not ast.Add:  # type: ignore[attr-defined]
+            continue
+        for text, other in ((node.left, node.right), (node.right, node.left)):  # type: ignore[attr-defined]
+            site = _number_read(other, reads)
+            if site is not None and (is_text(text) or _is_text(text)):
+                problems.append(f"`{ctx.code(node)}` adds the number `{ctx.code(site.node)}` to text, which "
+                                "raises `TypeError`: at replay, later than the original")
+                break
+    return problems
+
+
+def _number_read(node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
+    """A read that gives a Python number (``loss.item()``, ``float(t)``), or arithmetic on one."""
+    site = reads.get(node)
+    if site is not None:
+        return site if site.kind in ("item", "float", "int") else None
+    if type(node) is ast.BinOp or type(node) is ast.UnaryOp:
+        for child in children_of(node):
+            found = _number_read(child, reads)
+            if found is not None:
+                return found
+    return None
 
 
 REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
@@ -1394,6 +1426,12 @@ class DeferredLogging(Rule):
             plan.blocker = f"{raising[0]}, not where the `{handler}` around it handles the error"
             return plan
         plan.unsafe.extend(raising)
+        adding = _raising_concatenations(ctx, call, reads)
+        handler = catching_handler(ctx, stmt, (TypeError,)) if adding else ""
+        if handler:
+            plan.blocker = f"{adding[0]}, not where the `{handler}` around it handles the error"
+            return plan
+        plan.unsafe.extend(adding)
         # The object whose method is called is taken now, as the original takes it:
         # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
         receiver = call.func.value if type(call.func) is ast.Attribute else None
