@@ -279,7 +279,7 @@ def test_diff_lists_what_would_be_fixed(copy_fixture):
 # `torch.where`), and two fixes of the same lines (the sum is read inside a deferred print).
 NESTED = (
     "import torch\n\n\ndef f(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor):\n"
-    "    if a.item() > 0:\n        if b.item() > 0:\n            x = x * 2\n    return x\n"
+    "    if a.item() > 0:\n        if b.item() > 0:\n            x = x * 2\n    return x + 1\n"
 )
 OVERLAPPING = (
     "import torch\n\nmodel = torch.nn.Linear(4, 1)\n\n\ndef run(xs, w):\n    total = 0.0\n"

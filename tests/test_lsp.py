@@ -50,7 +50,7 @@ from torch import nn
 class Gate(nn.Module):
     def forward(self, x, y):
         if x.sum().item() > 0: y = y * 2
-        return y
+        return y + x
 """
 
 CLEAN = MODEL.replace("        if x.sum().item() > 0: y = y * 2\n", "        y = y * 2\n")

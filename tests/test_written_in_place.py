@@ -14,9 +14,10 @@ from fixitem.codemods.driver.registry import all_rules
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "aliasing" / "written_in_place.py"
 SHARED = {"clear_first", "doubled", "through_a_view", "zeroed"}
-FRESH = {"fresh_copy", "rebound_first"}
+FRESH = {"fresh_copy", "rebound_first", "layer_output", "normed_output"}
 READ_ONLY = {"copied_into"}  # written after, but into another tensor
 RETURNED = {"Capped"}  # a parameter itself, returned
+HANDED_BACK = {"scaled_input", "leaf_grad"}  # the caller's input returned, or its leaf's `.grad` read
 PRINTED = {"halved_and_shown"}  # printed whole afterwards
 
 
@@ -42,7 +43,7 @@ def _rewritten(unsafe: bool) -> dict:
 
 def test_a_write_that_may_reach_a_shared_tensor_makes_the_fix_unsafe_and_says_which():
     tags = _tags()
-    assert SHARED | FRESH | READ_ONLY | RETURNED | PRINTED <= set(tags)
+    assert SHARED | FRESH | READ_ONLY | RETURNED | PRINTED | HANDED_BACK <= set(tags)
     for name in SHARED:
         fix, note = tags[name]
         assert fix == "unsafe" and "written in place later" in note, (name, fix, note)
@@ -105,3 +106,22 @@ def test_a_selection_printed_whole_afterwards_is_unsafe(capsys):
     after["halved_and_shown"](x)
     printed = capsys.readouterr().out.splitlines()
     assert "MulBackward0" in printed[0] and "WhereBackward0" in printed[1]
+
+
+def test_the_callers_own_tensor_handed_back_makes_the_fix_unsafe():
+    """Where the condition is false the original returns the caller's tensor itself (an
+    in-place update of the result reaches the input), and a leaf keeps its ``.grad``;
+    ``torch.where`` gives a new tensor, a non-leaf whose ``.grad`` is None."""
+    tags = _tags()
+    assert tags["scaled_input"][0] == "unsafe" and "`x` is returned" in tags["scaled_input"][1]
+    assert tags["leaf_grad"][0] == "unsafe" and "`w.grad`" in tags["leaf_grad"][1]
+    before, after = load_module(FIXTURE), _rewritten(unsafe=True)
+    gate = torch.tensor(-1.0)
+    x1, x2 = torch.ones(3), torch.ones(3)
+    before.scaled_input(x1, gate).add_(1.0)
+    after["scaled_input"](x2, gate).add_(1.0)
+    assert torch.equal(x1, torch.full((3,), 2.0)) and torch.equal(x2, torch.ones(3))
+    w1, w2 = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    assert torch.equal(before.leaf_grad(w1, gate), torch.full((3,), 2.0))
+    with pytest.warns(UserWarning, match="non-leaf"):
+        assert after["leaf_grad"](w2, gate) is None

@@ -672,16 +672,22 @@ def shared_tensor_problem(ctx: FileContext, anchor: ast.AST, name: str, values: 
     parameter, ``x.float()`` of a float32 ``x``, which is ``x``): the write reached that
     tensor, and now reaches only the new one. ``values``: what the original bound ``name``
     to on each path, None where it kept (or updated in place) the tensor it held."""
-    from ..model.aliasing import returned_after, written_in_place_after
+    from ..model.aliasing import identity_read_after, returned_after, written_in_place_after
 
     write = written_in_place_after(ctx, anchor, name)
     if write is None:
         returned = returned_after(ctx, anchor, name)
-        outside = next((v for v in values if returned is not None and _may_come_from_outside(ctx, anchor, name, v)),
-                       False)
+        identity = identity_read_after(ctx, anchor, name) if returned is None else None
+        if returned is None and identity is None:
+            return ""
+        outside = next((v for v in values if _may_come_from_outside(ctx, anchor, name, v)), False)
         if outside is False:
             return ""
         held = f"the tensor `{name}` held before" if outside is None else f"`{ctx.code(outside)}`"
+        if identity is not None:
+            return (f"`{name}` is read as an object later (`{ctx.code(identity).splitlines()[0]}`): where the "
+                    f"original kept {held}, which may be the caller's or the module's own tensor (a leaf with its "
+                    "`.grad`), `torch.where` makes a new one")
         return (f"`{name}` is returned: where the original returned {held}, which may be the caller's or the "
                 "module's own tensor (an input, a parameter: its `.grad`, its `requires_grad` under `no_grad`, "
                 "the caller's in-place updates), `torch.where` returns a new one")
@@ -715,11 +721,11 @@ def printed_problem(ctx: FileContext, anchor: ast.AST, name: str) -> str:
 def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: ast.expr | None,
                            depth: int = 0) -> bool:
     """May the object ``name`` holds on a path (``value``, or None: the one it kept) be a
-    tensor the module or the program holds (``self.weight``, a global), or a view or the
-    very object of one (``w = self.weight.float()``)? The function's own parameters are
-    not counted: returning the caller's input as it is (``if ...: x = x * 2``, then
-    ``return x``) is the common case this does not check (see the README)."""
+    tensor the module, the program or the caller holds (``self.weight``, a global, the
+    function's own parameter: the caller's input), or a view or the very object of one
+    (``w = self.weight.float()``)?"""
     from ..model.aliasing import SHARING_METHODS
+    from ..model.reaching import parameter_may_reach
 
     scope = ctx.provenance.scope_of(anchor)
 
@@ -739,11 +745,20 @@ def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: 
         return outside(value)
     if scope.lookup(name) is not scope:
         return scope.lookup(name) is not None  # a global or a closure's name (not a builtin)
+    # The binding a read of the name in ``anchor`` certainly sees, where there is one
+    # (``x = self.body(x)`` before ``if x.abs().max().item() > 0.5:``): only it can be kept.
+    read = next((n for n in ast.walk(anchor) if type(n) is ast.Name and n.id == name  # type: ignore[attr-defined]
+                 and type(n.ctx) is ast.Load), None)  # type: ignore[attr-defined]
+    seen = ctx.provenance.reaching(read) if read is not None else None
+    if seen is not None and not ctx.below(seen, anchor):
+        return type(seen) is ast.arg or outside(seen)
     for how, binding in scope.bindings.get(name, []):
-        if how in ("aug", "param") or (how == "value" and ctx.below(binding, anchor)):
-            continue  # an update, the caller's input, or the value the branch itself selects
+        if how == "aug" or (how == "value" and ctx.below(binding, anchor)):
+            continue  # an update, or the value the branch itself selects
+        if how == "param" and read is not None and not parameter_may_reach(read, scope.node, ctx.parents):
+            continue  # rebound before ``anchor`` on every path (``x = self.norm(x)``)
         if how not in ("value", "unpack") or outside(binding):
-            return True  # a loop's target (an element other code holds), an attribute, an alias of one
+            return True  # the caller's input, a loop's target (an element other code holds), an attribute, an alias
     return False
 
 

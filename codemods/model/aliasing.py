@@ -44,13 +44,37 @@ def written_in_place_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.
 
 
 def returned_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
-    """A ``return name`` after ``anchor`` that returns the object the local ``name`` holds
-    when ``anchor`` ends (not one bound later), or None."""
+    """A ``return name`` (or ``yield name``) after ``anchor`` that hands out the object the
+    local ``name`` holds when ``anchor`` ends (not one bound later), or None."""
     def returned(read: ast.Name) -> ast.AST | None:
         parent = ctx.parents.get(read)
-        return parent if type(parent) is ast.Return else None
+        return parent if type(parent) in (ast.Return, ast.Yield) else None
 
     return first_after(ctx, anchor, name, "returns", returned)
+
+
+# What shows which object a name holds, beyond its values: a leaf's gradient, leaf-ness,
+# the storage and its version counter.
+IDENTITY_ATTRIBUTES = frozenset({"grad", "is_leaf", "retain_grad", "data_ptr", "_version", "untyped_storage"})
+
+
+def identity_read_after(ctx: FileContext, anchor: ast.AST, name: str) -> ast.AST | None:
+    """A read after ``anchor`` that tells which object the local ``name`` holds, not only
+    its values (``name.grad``, ``name.is_leaf``, ``name is p``, ``id(name)``,
+    ``type(name)``, ``isinstance(name, nn.Parameter)``), or None."""
+    def identity(read: ast.Name) -> ast.AST | None:
+        parent = ctx.parents.get(read)
+        t = type(parent)
+        if t is ast.Attribute and parent.attr in IDENTITY_ATTRIBUTES:  # type: ignore[union-attr]
+            return parent
+        if t is ast.Compare and any(type(op) in (ast.Is, ast.IsNot) for op in parent.ops):  # type: ignore[union-attr]
+            return parent
+        if t is ast.Call and parent.args and parent.args[0] is read and type(parent.func) is ast.Name and \
+                parent.func.id in ("id", "type", "isinstance"):  # type: ignore[union-attr]
+            return parent
+        return None
+
+    return first_after(ctx, anchor, name, "identity reads", identity)
 
 
 def first_after(ctx: FileContext, anchor: ast.AST, name: str, what: str,

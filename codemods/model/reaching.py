@@ -99,6 +99,41 @@ def reaching_value(
     return None
 
 
+def parameter_may_reach(read: ast.Name, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST]) -> bool:
+    """May ``read`` see the object the caller passed for the parameter of its name? Not when
+    a plain assignment of the name (``x = layer(x)``, ``x, y = ...``, ``with ... as x``)
+    runs before it on every path: an earlier statement of its block or of a block around
+    it, up to the function. (``x += y`` keeps the object a tensor had: it does not count.)"""
+    name = read.id
+    child: ast.AST = read
+    node = parents.get(read)
+    while node is not None:
+        if isinstance(child, ast.stmt):
+            body = statements_holding(node, child)
+            if body is not None:
+                index = next((i for i, item in enumerate(body) if item is child), 0)
+                if any(_rebinds(statement, name) for statement in body[:index]):
+                    return False
+        if node is scope_node:
+            return _parameter(node, name) is not None
+        child = node
+        node = parents.get(node)
+    return True
+
+
+def _rebinds(statement: ast.stmt, name: str) -> bool:
+    """Does ``statement`` itself bind ``name`` to a new object whenever it runs?"""
+    t = type(statement)
+    if t is ast.Assign:
+        return any(name in _target_names(target) for target in statement.targets)  # type: ignore[attr-defined]
+    if t is ast.AnnAssign:
+        return statement.value is not None and name in _target_names(statement.target)  # type: ignore[attr-defined]
+    if t is ast.With or t is ast.AsyncWith:
+        return any(item.optional_vars is not None and name in _target_names(item.optional_vars)  # type: ignore[attr-defined]
+                   for item in statement.items)  # type: ignore[attr-defined]
+    return False
+
+
 def _parameter(scope_node: ast.AST, name: str) -> ast.arg | None:
     """The parameter ``name`` of the function ``scope_node``: what a read sees before any
     assignment."""

@@ -123,8 +123,10 @@ class WhereIf(Rule):
     `x.float()`, which is `x` itself for a float32 `x`): the write reached
     that tensor, and after the fix reaches only the new one `torch.where`
     made (a tensor made in the function that nothing else refers to is no
-    reason); when the name is returned and may hold a tensor of the module
-    (`w = self.weight`); when it is printed whole afterwards (`print(loss)`
+    reason); when the name is returned (or read as an object: `x.grad`,
+    `x is p`) and may hold a tensor the caller or the module holds (the
+    function's own input `x`, `w = self.weight`: the original hands back that
+    very tensor where the condition is false); when it is printed whole afterwards (`print(loss)`
     shows `grad_fn=<WhereBackward0>`); or when the condition compares
     with a number that float16/bfloat16 do not hold exactly (`0.1`, `1e-6`, a
     Python variable): Python compared in float64, the tensor compares with the
@@ -480,7 +482,7 @@ class WhereIf(Rule):
                 def f(x: torch.Tensor, mask: torch.Tensor | None = None):
                     if mask is not None and mask.sum().item() > 0:
                         x = x.masked_fill(mask, 0.0)
-                    return x
+                    return x.softmax(dim=-1)
                 """
             ),
             fixed=dedent(
@@ -489,7 +491,7 @@ class WhereIf(Rule):
                 def f(x: torch.Tensor, mask: torch.Tensor | None = None):
                     if mask is not None:
                         x = torch.where(mask.sum() > 0, x.masked_fill(mask, 0.0), x)
-                    return x
+                    return x.softmax(dim=-1)
                 """
             ),
         ),
