@@ -61,14 +61,19 @@ Ordering guarantee (by construction)
       import, which hold the original stream objects, and file handlers).
     * ``os.fork``: pending records are replayed (and the Python stream
       buffers flushed) before the fork, so a child's output comes after
-      what the parent printed before starting it.
+      what the parent printed before starting it; the same for the other
+      ways to start a child that writes to the inherited streams
+      (``subprocess``, ``os.system``, ``os.posix_spawn``, a ``multiprocessing``
+      spawn), without the flush (no buffer is copied into such a child).
     * the metric sinks a deferred call writes to, when the program calls
       them directly: ``wandb.log`` and a wandb run's ``log`` (wandb numbers
       the calls for its implicit step), TensorBoard's ``FileWriter.add_event``
       (``torch.utils.tensorboard`` and ``tensorboardX``: every ``add_*`` of a
       ``SummaryWriter``), and their ``flush`` / ``close`` / ``finish``, so that
-      no record is replayed into a closed writer. Hooked once their module is
-      loaded (looked at on each ``record``);
+      no record is replayed into a closed writer. A TensorBoard event a
+      replayed record writes gets the time the original line ran as its
+      ``wall_time`` (unless the call passed its own ``walltime``). Hooked once
+      their module is loaded (looked at on each ``record``);
     * a change of logging configuration (``Logger.setLevel`` /
       ``addHandler`` / ``removeHandler``, ``Handler.setLevel`` /
       ``setFormatter``, ``logging.disable``, hence ``basicConfig`` and
@@ -190,8 +195,10 @@ What is not deferred
     ``lambda ...: logger.info(...)`` produces the same message text, and its
     LogRecord's ``funcName`` and ``lineno`` are those of the ``record`` call
     (the function that made the original call, and the line where the
-    rewritten call starts); ``created`` / ``threadName`` are those of the
-    flush. Checking the logger level at record time is the codemod's job.
+    rewritten call starts); its times (``created``, ``msecs``,
+    ``relativeCreated``: what ``%(asctime)s`` shows) and ``threadName`` are those
+    of the ``record`` call. Checking the logger level at record time is the
+    codemod's job.
 
 Thread safety
     ``record``/``flush`` may be called from any thread (a DataLoader worker
@@ -353,7 +360,7 @@ def _substitute(value: Any, numbers: Any) -> Any:
 class _Record:
     """One deferred call: ``fn``, its captured arguments and their tensors."""
 
-    __slots__ = ("fn", "args", "kwargs", "tensors", "origin", "thread", "stream")
+    __slots__ = ("fn", "args", "kwargs", "tensors", "origin", "thread", "stream", "at")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict,
                  origin: tuple[str, int] | None = None) -> None:
@@ -365,6 +372,7 @@ class _Record:
         # The thread that recorded (a replay in another thread logs with its name) and, for
         # CUDA tensors, the stream their copies were queued on.
         self.thread = (threading.get_ident(), threading.current_thread().name)
+        self.at = time.time_ns()  # when the original line ran: the time its log records show
         self.stream: Any = None
         _collect_tensors(args, self.tensors)
         _collect_tensors(kwargs, self.tensors)
@@ -380,11 +388,13 @@ class _Record:
         tls = _tls
         outer, tls.origin = tls.origin, self.origin
         outer_thread, tls.thread = tls.thread, self.thread
+        outer_at, tls.at = tls.at, self.at
         try:
             self.fn(*args, **kwargs)
         finally:
             tls.origin = outer
             tls.thread = outer_thread
+            tls.at = outer_at
 
 
 def _caller_origin() -> tuple[str, int] | None:
@@ -497,6 +507,7 @@ class _ThreadState(threading.local):
     in_logging = 0  # > 0 inside Logger.callHandlers (already flushed there)
     origin: tuple[str, int] | None = None  # while a record is replayed: where it was recorded
     thread: tuple[int, str] | None = None  # while a record is replayed: the thread that recorded it
+    at: int | None = None  # while a record is replayed: when it was recorded (``time.time_ns()``)
 
 
 class _OrderState:
@@ -1124,10 +1135,44 @@ class _Sinks:
                 continue
             owner = getattr(module, sink[1], None) if sink[1] else module
             if owner is not None and callable(getattr(owner, sink[2], None)):
+                if sink[2] == "add_event":
+                    _with_record_time(owner, sink[2])
                 _replay_before(owner, sink[2])
             cls.done.add(sink)
         cls.hooked = len(cls.done) == len(cls.KNOWN)
 
+
+
+def _with_record_time(owner: Any, name: str) -> None:
+    """Make ``owner.name(..., walltime=None)`` (TensorBoard's ``FileWriter.add_event``), called
+    by a replayed record, stamp the event with the time the original line ran, not the replay's."""
+    import inspect
+
+    original = getattr(owner, name)
+    if getattr(original, "_fixitem_timed", False):
+        return
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        return
+    if "walltime" not in signature.parameters:
+        return
+
+    @functools.wraps(original)
+    def timed(*args, **kwargs):
+        at = _tls.at
+        if at is not None:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:
+                return original(*args, **kwargs)
+            if bound.arguments.get("walltime") is None:
+                bound.arguments["walltime"] = at / 1e9
+                return original(*bound.args, **bound.kwargs)
+        return original(*args, **kwargs)
+
+    timed._fixitem_timed = True  # type: ignore[attr-defined]
+    setattr(owner, name, timed)
 
 
 # Loggers whose records never reach the program's output, so they need not wait for what
@@ -1136,6 +1181,14 @@ class _Sinks:
 # compile logs to it, and a test runner that captures non-propagating loggers (pytest 9.2)
 # keeps it active: replaying there would read pending values at each compile.
 _SILENT_LOGGERS = frozenset({"torch.__trace"})
+
+
+def _stamp(record: logging.LogRecord, at: int) -> None:
+    """Give ``record`` the times a LogRecord made at ``at`` (``time.time_ns()``) has."""
+    created = at / 1e9
+    record.relativeCreated -= (record.created - created) * 1000  # logging's start, whatever its unit
+    record.created = created
+    record.msecs = (at % 1_000_000_000) // 1_000_000 + 0.0
 
 
 def _install_logging_hooks() -> None:
@@ -1155,6 +1208,9 @@ def _install_logging_hooks() -> None:
         if tls.thread is not None:
             # Replayed in another thread (the timer, a flush from a worker): the thread that recorded it.
             record.thread, record.threadName = tls.thread
+        if tls.at is not None:
+            # The time the original line logged at (``%(asctime)s``, ``%(msecs)d``, ``%(relativeCreated)d``).
+            _stamp(record, tls.at)
         tls.in_logging += 1
         try:
             return original(self, record)
@@ -1273,6 +1329,22 @@ def _reset_after_fork() -> None:
     _order.dirty = False
 
 
+def _install_child_hooks() -> None:
+    """A child process the program starts (``subprocess``, ``os.system``, ``os.posix_spawn``,
+    a ``multiprocessing`` spawn) writes to the streams it inherits: pending records are
+    replayed first, so that its output comes after what the parent printed before starting
+    it. The replayed text is not flushed: it waits in the Python stream's buffer as the
+    original's text did (a child started while stdout is a pipe writes before it, as then)."""
+    import subprocess
+
+    _replay_before(subprocess.Popen, "__init__")
+    for name in ("system", "posix_spawn", "posix_spawnp"):
+        if callable(getattr(os, name, None)):
+            _replay_before(os, name)
+    if callable(getattr(multiprocessing.util, "spawnv_passfds", None)):
+        _replay_before(multiprocessing.util, "spawnv_passfds")
+
+
 def _install_exit_hooks() -> None:
     """``os._exit`` and ``os.abort`` skip atexit: replay pending records first (what
     the program printed before them reaches the stream, as it did without fixitem)."""
@@ -1315,6 +1387,7 @@ if multiprocessing.parent_process() is not None:  # imported inside a started ch
     _register_child_flush(_default)
 _install_stream_hooks()
 _install_logging_hooks()
+_install_child_hooks()
 _install_sigterm_handler()
 _install_exit_hooks()
 _install_notebook_hook()

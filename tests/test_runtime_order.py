@@ -253,7 +253,7 @@ def test_hooks_installed_at_import():
 # subprocess scenarios: the same bytes as the original program
 
 
-COMBINED = "sibling,liblogger,warnings,interleave,threads"  # one process, in this order
+COMBINED = "sibling,liblogger,warnings,interleave,children,threads"  # one process, in this order
 RUNS = {"combined": [COMBINED], "exitmsg": ["exitmsg"], "fork": ["mp,loader"]}
 
 

@@ -8,6 +8,7 @@ import io
 import logging
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -83,6 +84,31 @@ def test_a_direct_tensorboard_event_comes_after_the_deferred_ones(monkeypatch, f
     assert events == [("loss", 2), ("lr", 0.5)]
 
 
+def test_a_replayed_tensorboard_event_has_the_time_it_was_recorded_at(monkeypatch, fresh_sinks):
+    """TensorBoard stamps each event with ``time.time()`` unless given a ``walltime``: a
+    replayed ``add_scalar`` gets the time the original line ran, an explicit one is kept."""
+    events = []
+
+    class FileWriter:
+        def add_event(self, event, step=None, walltime=None):
+            events.append((event, step, time.time() if walltime is None else walltime))
+
+    _fake_module(monkeypatch, "torch.utils.tensorboard.writer", FileWriter=FileWriter)
+    writer = FileWriter()
+    made = []
+    for step in range(2):
+        made.append(time.time())
+        runtime.record(lambda value, step=step: writer.add_event(("loss", value), step), torch.tensor(step))
+        time.sleep(0.3)
+    runtime.record(lambda value: writer.add_event(("lr", value), 2, 123.0), torch.tensor(0.5))
+    runtime.flush()
+    assert [(e, s) for e, s, _ in events] == [(("loss", 0), 0), (("loss", 1), 1), (("lr", 0.5), 2)]
+    assert all(abs(events[i][2] - made[i]) < 0.05 for i in range(2))
+    assert events[2][2] == 123.0
+    writer.add_event(("direct", 1), 3)  # not replayed: the time it runs at
+    assert time.time() - events[3][2] < 0.05
+
+
 def test_a_replayed_logging_call_names_the_function_and_line_that_recorded_it():
     sink = io.StringIO()
     logger = logging.getLogger("fixitem.test.sinks.origin")
@@ -104,6 +130,40 @@ def test_a_replayed_logging_call_names_the_function_and_line_that_recorded_it():
         line = train()
         runtime.flush()
         assert sink.getvalue() == f"train:{line} loss 3\n"  # not "<lambda>" and the lambda's line
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_a_replayed_logging_call_has_the_time_it_was_recorded_at():
+    """``%(asctime)s`` shows when the original line logged, not the later flush: records made
+    0.3 s apart keep their times and their gap (a training log's timestamps)."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("fixitem.test.sinks.times")
+    handler = Keep()
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    try:
+        made = []
+        for step in range(2):
+            made.append(time.time())
+            runtime.record(lambda value: logger.info("loss %.1f", value), torch.tensor(float(step)))
+            time.sleep(0.3)
+        flushed = time.time()
+        runtime.flush()
+        assert [r.getMessage() for r in records] == ["loss 0.0", "loss 1.0"]
+        for record, when in zip(records, made):
+            assert abs(record.created - when) < 0.05 < flushed - record.created
+            assert record.msecs == int((record.created - int(record.created)) * 1000) or \
+                abs(record.msecs - (record.created % 1) * 1000) < 1.0
+        assert records[1].created - records[0].created > 0.25
+        gap = (records[1].created - records[0].created) * 1000
+        assert abs(records[1].relativeCreated - records[0].relativeCreated - gap) < 1.0
     finally:
         logger.removeHandler(handler)
 
