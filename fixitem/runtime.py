@@ -76,9 +76,12 @@ Ordering guarantee (by construction)
       their module is loaded (looked at on each ``record``);
     * a change of logging configuration (``Logger.setLevel`` /
       ``addHandler`` / ``removeHandler``, ``Handler.setLevel`` /
-      ``setFormatter``, ``logging.disable``, hence ``basicConfig`` and
-      ``dictConfig``): pending logging calls are replayed under the
-      configuration they were made under.
+      ``setFormatter``, ``addFilter`` / ``removeFilter`` of either,
+      ``StreamHandler.setStream``, ``logging.disable``, hence ``basicConfig``
+      and ``dictConfig``): pending logging calls are replayed under the
+      configuration they were made under. (Not seen: assigning
+      ``logger.disabled`` or ``logger.propagate``, or changing
+      ``logger.handlers`` in place.)
 
     Replaying costs the one host read that keeps the order, paid only when
     something else is written while records are pending. Records are
@@ -156,6 +159,11 @@ Nothing is lost
       main thread is inside the runtime (a replay) is handled when it leaves
       it. A handler the program installs after this import replaces ours:
       it runs, and if it exits with ``sys.exit`` the atexit flush covers it.
+      In a process one of a group started together (torchrun, MPI, Slurm
+      with more than one task: ``WORLD_SIZE`` and the like above 1) no handler
+      is installed: there SIGTERM stops the ranks left waiting in a
+      collective, where a Python handler would run only after the C++ call
+      returns; what is pending then is lost, as with SIGKILL.
       ``signal.getsignal(SIGTERM)`` returns our handler; an ignored SIGTERM
       or one handled in C is left alone. Other signals are not handled;
     * ``fork``: the child starts with an empty buffer (the records belong to
@@ -1079,6 +1087,8 @@ def _install_stream_hooks() -> None:
 _LOGGING_CHANGES = (
     (logging.Logger, "setLevel"), (logging.Logger, "addHandler"), (logging.Logger, "removeHandler"),
     (logging.Handler, "setLevel"), (logging.Handler, "setFormatter"), (logging, "disable"),
+    # Filters decide which records pass, a stream where a handler writes.
+    (logging.Filterer, "addFilter"), (logging.Filterer, "removeFilter"), (logging.StreamHandler, "setStream"),
 )
 
 
@@ -1285,10 +1295,30 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     _handle_sigterm(signum, frame)
 
 
+# Set by launchers of processes that work together (torchrun, MPI, Slurm): there SIGTERM is how
+# the others are stopped when one fails, while they wait in a collective. A Python handler runs
+# only when the blocked C++ call returns (after the collective's timeout, if ever).
+_LAUNCHER_SIZES = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
+def _in_a_group_of_processes() -> bool:
+    if os.environ.get("TORCHELASTIC_RUN_ID"):
+        return True
+    for name in _LAUNCHER_SIZES:
+        try:
+            if int(os.environ.get(name, "1")) > 1:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def _install_sigterm_handler() -> None:
     global _previous_sigterm
     if not hasattr(signal, "SIGTERM") or threading.current_thread() is not threading.main_thread():
         return
+    if _in_a_group_of_processes():
+        return  # a rank must die at once, even inside a collective: SIGTERM is left alone
     try:
         previous = signal.getsignal(signal.SIGTERM)
     except (ValueError, OSError):

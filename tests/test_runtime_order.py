@@ -122,7 +122,8 @@ def test_every_log_record_replays_pending_records_first():
         logger.removeHandler(handler)
 
 
-@pytest.mark.parametrize("change", ["logger level", "handler level", "formatter", "disable", "handler"])
+@pytest.mark.parametrize("change", ["logger level", "handler level", "formatter", "disable", "handler",
+                                    "logger filter", "handler filter", "stream"])
 def test_a_logging_configuration_change_replays_pending_records_first(change):
     sink = io.StringIO()
     logger = logging.getLogger(f"fixitem.test.order.config.{change}")
@@ -141,6 +142,12 @@ def test_a_logging_configuration_change_replays_pending_records_first(change):
             handler.setFormatter(logging.Formatter("changed: %(message)s"))
         elif change == "disable":
             logging.disable(logging.INFO)
+        elif change == "logger filter":
+            logger.addFilter(lambda record: False)
+        elif change == "handler filter":
+            handler.addFilter(lambda record: False)
+        elif change == "stream":
+            handler.setStream(io.StringIO())
         else:
             logger.removeHandler(handler)
         # The original logged "step 3" under the configuration of that moment.
@@ -357,6 +364,20 @@ def _run_until_sigterm(variant, how, tmp_path, n=3):
     p.send_signal(signal.SIGTERM)
     out = p.communicate(timeout=120)[0].decode()
     return out, p.returncode
+
+
+@pytest.mark.parametrize(("env", "installed"), [({}, True), ({"WORLD_SIZE": "2"}, False),
+                                               ({"TORCHELASTIC_RUN_ID": "x"}, False), ({"SLURM_NTASKS": "1"}, True)])
+def test_a_rank_of_a_group_of_processes_keeps_the_default_sigterm(env, installed):
+    """Under torchrun (MPI, Slurm with tasks) SIGTERM stops the ranks left waiting in a
+    collective: a Python handler would run only after the blocked C++ call returns."""
+    code = "import signal\nfrom fixitem import runtime\nprint(signal.getsignal(signal.SIGTERM) is runtime._on_sigterm)\n"
+    clean = {k: v for k, v in _env().items() if k not in ("WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_NTASKS",
+                                                           "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={**clean, **env})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"{installed}\n"
 
 
 @pytest.mark.slow
