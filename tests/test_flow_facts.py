@@ -346,6 +346,19 @@ def test_the_builtin_sum_has_the_kind_of_what_it_adds(call, kind):
     assert _kind_of(code, "total") is kind
 
 
+def test_a_sum_of_a_compiled_models_outputs_is_a_tensor():
+    """``model = torch.compile(model)`` reads ``model`` itself: while it is worked out, a
+    ``val_loss += model(x).mean()`` waits for it rather than counting as a number
+    (modded-nanogpt's validation loop, at module level)."""
+    code = (
+        "import torch\nfrom torch import nn\n\nclass GPT(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n"
+        "model: nn.Module = GPT()\nmodel = torch.compile(model)\nval_loss = 0\nfor _ in range(2):\n"
+        "    val_loss += model(torch.ones(2)).mean()\nval_loss /= 2\nprint(f'val_loss:{val_loss:.4f}')\n"
+    )
+    assert _kind_of(code, "val_loss") is Kind.TENSOR
+    assert [f.rule for f in _findings(code)] == ["FX005"]
+
+
 def test_elements_are_as_certain_as_what_was_put_in():
     code = (
         "import torch\nfrom torch import nn\n"

@@ -1592,6 +1592,8 @@ class Provenance:
             return self._annotation_kind(node)
         if how == "aug" and type(node) is ast.AugAssign:
             value = self.kind(node.value)
+            if value is Kind.PENDING:
+                return Kind.PENDING  # ``total += model(x).mean()`` while ``model`` is worked out
             # ``x += t`` keeps x's own kind unless it mixes in a tensor.
             return Kind.TENSOR if value is Kind.TENSOR else None
         if how == "iter" and isinstance(node, ast.expr):
@@ -2446,6 +2448,8 @@ class Provenance:
             if q in WRAPPING_CALLS:
                 arguments = call_arguments(call)
                 wrapped = self.kind(argument_value(arguments[0])) if arguments else Kind.UNKNOWN
+                if wrapped is Kind.PENDING:
+                    return Kind.PENDING  # ``model = torch.compile(model)``: what ``model`` is, once known
                 return Kind.MODULE if wrapped is Kind.MODULE else Kind.OTHER
             if q.startswith("torch.jit."):
                 return Kind.OTHER
