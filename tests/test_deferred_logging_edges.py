@@ -211,3 +211,24 @@ def test_text_plus_a_number_read_raises_where_the_original_did_not_defer_it(hand
     assert finding.fix == fix and "raises `TypeError`" in finding.note, finding.note
     fine = "import torch\n\ndef report(x: torch.Tensor):\n    loss = x.sum()\n    print(\"loss: \" + str(loss.item()))\n"
     assert [f.fix for f in _fx201(fine)] == ["safe"]
+
+
+@pytest.mark.parametrize(("guard", "fix"), [
+    ("if msg not in _logged:\n        logger.warning(msg)\n        _logged.add(msg)\n", "unsafe"),
+    ("if msg not in _logged:\n        _logged[msg] = True\n        logger.warning(msg)\n", "unsafe"),
+    ("if msg.startswith('shape'):\n        _logged.add(len(msg))\n        logger.warning(msg)\n", "safe"),
+])
+def test_a_warn_once_check_in_traced_code_keeps_its_graph_break(guard, fix):
+    """torchtitan's ``warn_once``: the logging call's graph break kept ``msg not in _logged``
+    and ``_logged.add(msg)`` in Python; deferred, torch.compile traces them too, and with
+    dynamic shapes logged the warning again."""
+    code = (
+        "import logging\nimport torch\nfrom torch import nn\n\nlogger = logging.getLogger(__name__)\n"
+        "_logged = {} if False else set()\nverbose = True\n\n\n"
+        f"def warn_once(msg: str):\n    {guard}\n\n"
+        "class M(nn.Module):\n    def forward(self, x):\n        warn_once(f'shape {tuple(x.shape)}')\n"
+        "        return x * 2\n"
+    )
+    (finding,) = _fx201(code)
+    assert finding.fix == fix, finding.note
+    assert ("may run the call again" in finding.note) == (fix == "unsafe")

@@ -745,6 +745,36 @@ def _number_read(node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | No
     return None
 
 
+def _once_guard(ctx: FileContext, stmt: ast.stmt) -> str:
+    """``if msg not in _logged: logger.warning(msg); _logged.add(msg)`` in traced code: the
+    call's graph break kept the check and its update in Python. Deferred, torch.compile
+    traces them with the call, and Dynamo's handling of a container the code updates (its
+    guards on a string built from dynamic shapes) may run the call again."""
+    for up in ctx.ancestors(stmt):
+        if isinstance(up, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            return ""
+        if type(up) is not ast.If:
+            continue
+        for test in walk(up.test):
+            if type(test) is not ast.Compare or not any(type(op) in (ast.In, ast.NotIn) for op in test.ops):
+                continue
+            for held in test.comparators:
+                code = ctx.code(held)
+                if any(type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in CONTAINER_UPDATES
+                       and ctx.code(n.func.value) == code for n in walk(up)) or any(
+                        type(n) in (ast.Assign, ast.AugAssign) and any(
+                            type(t) is ast.Subscript and ctx.code(t.value) == code
+                            for t in (n.targets if type(n) is ast.Assign else [n.target]))
+                        for n in walk(up)):
+                    return (f"the `if` around it tests `{ctx.code(test)}` and updates `{code}`: deferred, the call "
+                            "no longer breaks the graph, so torch.compile traces the check and the update with it, "
+                            "and may run the call again where the original ran it once")
+    return ""
+
+
+# Methods that add to a container (the memory of a "once" check).
+CONTAINER_UPDATES = frozenset({"add", "append", "update", "setdefault", "extend", "insert"})
+
 REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
 
 
@@ -947,9 +977,12 @@ class DeferredLogging(Rule):
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
     source line); for loguru loggers (their default format shows the
-    function, `<lambda>` at replay); for a module formatted at replay; and for
+    function, `<lambda>` at replay); for a module formatted at replay; for
     `print(..., flush=True)`, which asks for the text now (deferred, it is
-    written within 2 s, and a `kill -9` meanwhile loses it).
+    written within 2 s, and a `kill -9` meanwhile loses it); and in traced
+    code under a "once" check (`if msg not in _logged: ...; _logged.add(msg)`):
+    the call's graph break kept the check in Python, and traced with it by
+    torch.compile it may log again.
     **No fix** inside `with redirect_stdout(...)` / `redirect_stderr(...)`
     (replayed after the block, the text would go to the stream put back);
     for `print(..., file=f)` to a file of the program rather than
@@ -1360,6 +1393,10 @@ class DeferredLogging(Rule):
             if plan.new is None:
                 yield Report(stmt, message, sites=plan.reads, note=f"no fix: {plan.blocker}")
                 continue
+            if traced:
+                once = _once_guard(ctx, stmt)
+                if once:
+                    plan.unsafe.append(once)
             safety = Safety.UNSAFE if plan.unsafe else Safety.SAFE
             fix = Fix({stmt: gen.ExprStatement(plan.new)}, safety,
                       "; ".join(plan.unsafe), imports=ctx.runtime_imports())
