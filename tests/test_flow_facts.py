@@ -359,6 +359,21 @@ def test_a_sum_of_a_compiled_models_outputs_is_a_tensor():
     assert [f.rule for f in _findings(code)] == ["FX005"]
 
 
+def test_an_object_whose_backward_takes_the_loss_is_no_tensor():
+    """``accelerator.backward(loss)`` (Accelerate, DeepSpeed) and ``accelerator.gather(t)``
+    are not ``Tensor.backward`` / ``Tensor.gather``: ``accelerator.check_trigger()`` is no tensor.
+    ``loss.backward()`` still says ``loss`` is one."""
+    code = (
+        "from accelerate import Accelerator\n\ndef train(model, batches):\n    accelerator = Accelerator()\n"
+        "    for batch in batches:\n        loss = model(batch)\n        accelerator.backward(loss)\n"
+        "        preds = accelerator.gather(loss)\n        if accelerator.check_trigger():\n            break\n"
+        "\ndef plain(loss):\n    loss.backward()\n    return loss\n"
+    )
+    assert _kind_of(code, "accelerator.check_trigger()") is Kind.UNKNOWN
+    assert _kind_of(code, "accelerator", 0) is not Kind.TENSOR
+    assert _kind_of(code, "loss") is Kind.TENSOR  # the one `plain` returns
+
+
 def test_elements_are_as_certain_as_what_was_put_in():
     code = (
         "import torch\nfrom torch import nn\n"

@@ -330,6 +330,17 @@ _SEQUENCES = frozenset({"list", "tuple", "sequence", "mutablesequence", "iterabl
 _MAPPINGS = frozenset({"dict", "mapping", "mutablemapping", "ordereddict"})
 
 
+def _tensor_like_call(method: str, call: ast.Call) -> bool:
+    """Is ``x.method(...)`` called as a tensor's method is? ``accelerator.backward(loss)``
+    (Accelerate, DeepSpeed: the loss passed in) and ``accelerator.gather(t)`` (one argument,
+    where ``Tensor.gather`` takes a dimension and an index) are other objects' methods."""
+    if method == "backward":
+        return not call.args  # ``loss.backward()``, ``loss.backward(retain_graph=True)``
+    if method in ("gather", "scatter", "scatter_add"):
+        return len(call.args) + len(call.keywords) >= 2
+    return True
+
+
 def _without_none(imports: Imports, annotation: ast.expr) -> ast.expr:
     """``Optional[X]`` and ``X | None``: ``X``."""
     if type(annotation) is ast.Subscript and imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
@@ -856,7 +867,8 @@ class Provenance:
                         added = argument_value(arguments[-1])
                         how = "extend" if method in ("extend", "update") else "element"
                         self._pending_targets.append((scope, receiver.id, how, "add", _Added(how, added)))
-                    if type(receiver) is ast.Name and method in TENSOR_ONLY_NAMES:
+                    if type(receiver) is ast.Name and method in TENSOR_ONLY_NAMES and \
+                            _tensor_like_call(method, node):  # type: ignore[arg-type]
                         if receiver.id not in ("self", "cls"):
                             scope.evidence.add(receiver.id)
                     elif method == "save_for_backward":
