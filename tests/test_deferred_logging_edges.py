@@ -232,3 +232,20 @@ def test_a_warn_once_check_in_traced_code_keeps_its_graph_break(guard, fix):
     (finding,) = _fx201(code)
     assert finding.fix == fix, finding.note
     assert ("may run the call again" in finding.note) == (fix == "unsafe")
+
+
+def test_shapes_and_sizes_made_into_containers_are_passed_as_values(tmp_path):
+    """``tuple(x.shape)``, ``x.size()``, ``list(x.size())``, ``x.dim()``: metadata, which
+    nothing changes before the replay (not "may be a tensor")."""
+    code = (
+        "import torch\n\n\ndef f(x: torch.Tensor):\n    loss = x.sum()\n"
+        "    print(f\"shape {tuple(x.shape)} size {x.size()} n {list(x.size())} loss {loss.item():.3f}\")\n"
+        "    print('dims', x.dim(), x.numel(), 'loss', loss.item())\n\n\nf(torch.arange(6.0).reshape(2, 3))\n"
+    )
+    assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
+    original, rewritten = tmp_path / "shapes.py", tmp_path / "shapes_deferred.py"
+    original.write_text(code)
+    rewritten.write_text(_fixed(code))
+    before, after = _run(original), _run(rewritten)
+    assert before.returncode == after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout == "shape (2, 3) size torch.Size([2, 3]) n [2, 3] loss 15.000\ndims 2 6 loss 15.0\n"

@@ -436,8 +436,8 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
         return False
     if type(expr) is ast.BinOp and type(expr.op) is ast.Mod and is_text(expr.left):
         return False  # ``"it %d" % (n,)``: a string
-    if isinstance(expr, (ast.Attribute, ast.Subscript)) and _immutable(ctx, expr, formats):
-        return False  # ``x.shape``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
+    if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)) and _immutable(ctx, expr, formats):
+        return False  # ``x.shape``, ``tuple(x.shape)``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
     style_code = formats.get(expr)
     if style_code is not None and style_code[1] in (_NUMERIC_FORMAT if style_code[0] == "format" else _NUMERIC_PERCENT):
         return False
@@ -656,6 +656,15 @@ def _immutable(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[st
         return (base is Kind.TENSOR and attr in _TENSOR_METADATA) or (base is Kind.NUMPY and attr in _NUMPY_METADATA)
     if type(expr) is ast.Subscript and type(expr.value) is ast.Attribute:
         return expr.value.attr == "shape" and _immutable(ctx, expr.value, {})
+    if type(expr) is ast.Call:
+        func = expr.func
+        if type(func) is ast.Attribute and func.attr in _TENSOR_METADATA_CALLS and not expr.keywords and (
+                ctx.kind(func.value) is Kind.TENSOR):
+            return True  # ``x.size()``, ``x.dim()``: a ``torch.Size`` or an int
+        if type(func) is ast.Name and func.id in ("tuple", "list", "len") and len(expr.args) == 1 and \
+                not expr.keywords and type(expr.args[0]) is not ast.Starred and \
+                ctx.provenance.scope_of(func).lookup(func.id) is None:
+            return _immutable(ctx, expr.args[0], {})  # ``tuple(x.shape)``: a new container of ints
     return _hyperparameter(ctx, expr)
 
 
@@ -680,6 +689,9 @@ def _hyperparameter(ctx: FileContext, expr: ast.expr) -> bool:
 _TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf", "layout",
                               "names", "nbytes", "itemsize"})
 _NUMPY_METADATA = frozenset({"shape", "dtype", "ndim", "size", "nbytes", "itemsize"})
+# Tensor methods that give its metadata: a ``torch.Size`` or an int, which nothing changes later.
+_TENSOR_METADATA_CALLS = frozenset({"size", "stride", "dim", "ndimension", "numel", "nelement", "element_size",
+                                    "get_device"})
 # Attributes that name things: strings.
 _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
