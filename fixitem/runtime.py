@@ -79,9 +79,10 @@ Ordering guarantee (by construction)
       ``setFormatter``, ``addFilter`` / ``removeFilter`` of either,
       ``StreamHandler.setStream``, ``logging.disable``, hence ``basicConfig``
       and ``dictConfig``): pending logging calls are replayed under the
-      configuration they were made under. (Not seen: assigning
-      ``logger.disabled`` or ``logger.propagate``, or changing
-      ``logger.handlers`` in place.)
+      configuration they were made under; so does assigning one of those
+      attributes (``logger.disabled``, ``logger.propagate``,
+      ``logger.handlers``, ``handler.stream``, ...). (Not seen: a list of
+      handlers or filters changed in place, ``logger.handlers.clear()``.)
 
     Replaying costs the one host read that keeps the order, paid only when
     something else is written while records are pending. Records are
@@ -1092,6 +1093,28 @@ _LOGGING_CHANGES = (
 )
 
 
+# The same changes made by assigning an attribute (``logger.disabled = True``, ``logger.handlers = []``).
+_LOGGING_ATTRIBUTES = (
+    (logging.Logger, frozenset({"disabled", "propagate", "handlers", "filters", "level"})),
+    (logging.Handler, frozenset({"level", "formatter", "filters", "stream"})),
+)
+
+
+def _replay_before_setting(owner: type, names: frozenset[str]) -> None:
+    """Make setting one of ``names`` on an instance of ``owner`` replay pending records first."""
+    original = owner.__setattr__
+    if getattr(original, "_fixitem_ordered", False):
+        return
+
+    def __setattr__(self, name, value):  # noqa: N807  (the slot's name)
+        if name in names and _order.dirty and not _tls.in_logging:
+            _before_output(_WRITE_WAIT_S)
+        original(self, name, value)
+
+    __setattr__._fixitem_ordered = True  # type: ignore[attr-defined]
+    owner.__setattr__ = __setattr__  # type: ignore[method-assign,assignment]
+
+
 def _replay_before(owner: Any, name: str) -> None:
     """Make ``owner.name(...)`` replay the pending records before it runs."""
     original = getattr(owner, name)
@@ -1234,6 +1257,8 @@ def _install_logging_hooks() -> None:
     # to later ones: replay what is pending first, so that it logs as the original did.
     for owner, name in _LOGGING_CHANGES:
         _replay_before(owner, name)
+    for owner, names in _LOGGING_ATTRIBUTES:
+        _replay_before_setting(owner, names)
 
     original_shutdown = logging.shutdown
     if not getattr(original_shutdown, "_fixitem_ordered", False):

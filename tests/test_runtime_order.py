@@ -123,7 +123,8 @@ def test_every_log_record_replays_pending_records_first():
 
 
 @pytest.mark.parametrize("change", ["logger level", "handler level", "formatter", "disable", "handler",
-                                    "logger filter", "handler filter", "stream"])
+                                    "logger filter", "handler filter", "stream", "disabled", "handlers",
+                                    "handler level attribute", "propagate"])
 def test_a_logging_configuration_change_replays_pending_records_first(change):
     sink = io.StringIO()
     logger = logging.getLogger(f"fixitem.test.order.config.{change}")
@@ -148,6 +149,14 @@ def test_a_logging_configuration_change_replays_pending_records_first(change):
             handler.addFilter(lambda record: False)
         elif change == "stream":
             handler.setStream(io.StringIO())
+        elif change == "disabled":
+            logger.disabled = True
+        elif change == "handlers":
+            logger.handlers = []
+        elif change == "handler level attribute":
+            handler.level = logging.WARNING
+        elif change == "propagate":
+            logger.propagate = True  # the root logger's handlers too, from now on
         else:
             logger.removeHandler(handler)
         # The original logged "step 3" under the configuration of that moment.
@@ -155,6 +164,7 @@ def test_a_logging_configuration_change_replays_pending_records_first(change):
         assert rec.pending() == 0
     finally:
         logging.disable(logging.NOTSET)
+        logger.disabled, logger.propagate = False, False
         logger.removeHandler(handler)
 
 
