@@ -330,6 +330,19 @@ def test_the_elements_of_an_annotated_parameter_have_the_annotated_kind(annotati
     assert _kind_of(code, "xs[0]") is kind
 
 
+def test_the_elements_of_an_element_of_a_nested_annotation_have_its_kind():
+    """``batch: List[List[Tensor]]``: ``for group in batch`` gives lists, and their elements
+    (``for t in group``, ``group[0]``) are tensors."""
+    code = (
+        "import torch\nfrom typing import List\n\ndef collate(batch: List[List[torch.Tensor]]):\n"
+        "    for group in batch:\n        for t in group:\n            print(t)\n        first = group[0]\n"
+        "        return first\n"
+    )
+    assert _kind_of(code, "group", 0) is Kind.UNKNOWN  # a list
+    assert _kind_of(code, "t") is Kind.TENSOR
+    assert _kind_of(code, "group[0]") is Kind.TENSOR
+
+
 def test_a_default_other_than_none_says_more_than_the_annotation():
     code = "import torch\nfrom typing import List\n\ndef f(xs: List[torch.Tensor] = [1, 2]):\n    return xs[0]\n"
     assert _kind_of(code, "xs[0]") is Kind.UNKNOWN

@@ -1771,6 +1771,16 @@ class Provenance:
         if scope is None or (id(scope), name.id) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         bindings = scope.bindings.get(name.id, [])
+        if bindings and all(how == "iter" and type(node) is ast.Name for how, node in bindings):
+            # ``for group in batch`` with ``batch: List[List[Tensor]]``: the elements of an element.
+            kinds: list[ast.expr | Kind] = []
+            for _, node in bindings:
+                held = self._name_element_types(node, "iter")  # type: ignore[arg-type]
+                inner = [self._annotation_element_types(t, of) for t in held or []]
+                if not held or any(i is None for i in inner):
+                    return None
+                kinds += [self._annotation_kind(t) for types in inner for t in types]  # type: ignore[union-attr]
+            return kinds
         if not bindings or any(not (how == "value" and isinstance(node, ast.expr) or how == "param")
                                for how, node in bindings):
             return None
@@ -1824,6 +1834,11 @@ class Provenance:
         annotation = param.annotation
         if annotation is None or (default is not None and not _is_none(default)):
             return None
+        return self._annotation_element_types(annotation, of)
+
+    def _annotation_element_types(self, annotation: ast.expr, of: str) -> list[ast.expr] | None:
+        """The annotations of the elements of a value annotated ``annotation`` (``List[Tensor]``:
+        ``[Tensor]``), iterated or indexed (``of``); None where it names no such container."""
         annotation = _without_none(self.imports, annotation)
         if type(annotation) is not ast.Subscript:
             return None
