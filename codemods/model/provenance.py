@@ -342,16 +342,28 @@ def _tensor_like_call(method: str, call: ast.Call) -> bool:
 
 
 def _without_none(imports: Imports, annotation: ast.expr) -> ast.expr:
-    """``Optional[X]`` and ``X | None``: ``X``."""
-    if type(annotation) is ast.Subscript and imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
-        inner = annotation.slice  # type: ignore[attr-defined]
-        return inner if type(inner) is not ast.Tuple else annotation
-    if type(annotation) is ast.BinOp and type(annotation.op) is ast.BitOr:  # type: ignore[attr-defined]
-        if _is_none(annotation.right):  # type: ignore[attr-defined]
-            return annotation.left  # type: ignore[attr-defined]
-        if _is_none(annotation.left):  # type: ignore[attr-defined]
-            return annotation.right  # type: ignore[attr-defined]
-    return annotation
+    """``Optional[X]`` and ``X | None`` (nested too): ``X``."""
+    while True:
+        t = type(annotation)
+        if t is ast.Subscript and imports.qualify(annotation.value) in ("typing.Optional", "Optional"):  # type: ignore[attr-defined]
+            inner = annotation.slice  # type: ignore[attr-defined]
+            if type(inner) in (ast.Tuple, ast.Slice):
+                return annotation
+            annotation = inner
+        elif t is ast.BinOp and type(annotation.op) is ast.BitOr and _is_none(annotation.right):  # type: ignore[attr-defined]
+            annotation = annotation.left  # type: ignore[attr-defined]
+        elif t is ast.BinOp and type(annotation.op) is ast.BitOr and _is_none(annotation.left):  # type: ignore[attr-defined]
+            annotation = annotation.right  # type: ignore[attr-defined]
+        else:
+            return annotation
+
+
+def items_of(call: ast.expr) -> ast.expr | None:
+    """The mapping ``d`` of ``d.items()``, or None for any other expression."""
+    if type(call) is ast.Call and type(call.func) is ast.Attribute and call.func.attr == "items" and \
+            not call.args and not call.keywords:  # type: ignore[attr-defined]
+        return call.func.value  # type: ignore[attr-defined]
+    return None
 
 
 def subscript_elements(node: ast.Subscript) -> list[ast.expr]:
@@ -1292,16 +1304,7 @@ class Provenance:
 
     def _annotation_kind(self, annotation: ast.expr) -> Kind:
         # ``Optional[Tensor]`` and ``Tensor | None``: a tensor wherever it is used as one.
-        if type(annotation) is ast.Subscript:
-            elements = subscript_elements(annotation)
-            if len(elements) == 1 and self.imports.qualify(annotation.value) in ("typing.Optional", "Optional"):
-                inner = elements[0]
-                if type(inner) is not ast.Slice:
-                    return self._annotation_kind(inner)
-        if type(annotation) is ast.BinOp and type(annotation.op) is ast.BitOr:
-            for side, other in ((annotation.left, annotation.right), (annotation.right, annotation.left)):
-                if _is_none(other):
-                    return self._annotation_kind(side)
+        annotation = _without_none(self.imports, annotation)
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
             return Kind.TENSOR
@@ -1659,12 +1662,9 @@ class Provenance:
 
     def _item_kind(self, container: ast.expr, index: int) -> Kind:
         """``for data, target in batches``: the kind of item ``index`` of each element."""
-        if type(container) is ast.Call and type(container.func) is ast.Attribute and \
-                container.func.attr == "items" and not container.args and not container.keywords:
-            # ``for name, value in d.items()``: a key, then a value.
-            if index > 1:
-                return Kind.UNKNOWN
-            return self.element_kind(container.func.value, "iter" if index == 0 else "item")
+        mapping = items_of(container)
+        if mapping is not None:  # ``for name, value in d.items()``: a key, then a value
+            return self.element_kind(mapping, "iter" if index == 0 else "item") if index <= 1 else Kind.UNKNOWN
         elements = self._elements(container, "iter")
         if elements is None:
             return Kind.UNKNOWN
@@ -1872,10 +1872,9 @@ class Provenance:
             elif how == "iter" and type(node) is ast.Name:
                 types = self._name_element_types(node, "iter")
             elif how == "iter_item" and node.index == 0:  # type: ignore[attr-defined]
-                items = node.iterable  # type: ignore[attr-defined]
-                if type(items) is ast.Call and type(items.func) is ast.Attribute and items.func.attr == "items" \
-                        and not items.args and not items.keywords and type(items.func.value) is ast.Name:
-                    types = self._name_element_types(items.func.value, "iter")  # a dict's keys
+                mapping = items_of(node.iterable)  # type: ignore[attr-defined]
+                if type(mapping) is ast.Name:
+                    types = self._name_element_types(mapping, "iter")  # a dict's keys
             if not types or any(self.imports.qualify(t) not in ("str", "bytes") for t in types):
                 return False
         return True

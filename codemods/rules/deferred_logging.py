@@ -9,7 +9,7 @@ import keyword
 import re
 import string
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import gen
@@ -31,7 +31,7 @@ from ..model.output_calls import (
     own_file,
     stable_receiver,
 )
-from ..model.provenance import Certainty, Kind, dotted_name, is_text
+from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
 from ..model.streams import program_replaces_streams, replaces_streams
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
@@ -698,14 +698,23 @@ _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 def _float_read(ctx: FileContext, node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
     """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
+    return _read_in(node, reads, lambda site: site.kind == "float" or (
+        site.kind == "item" and not certainly_integer(ctx, site.value)))
+
+
+def _number_read(node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
+    """A read that gives a Python number (``loss.item()``, ``float(t)``), or arithmetic on one."""
+    return _read_in(node, reads, lambda site: site.kind in READ_KINDS)
+
+
+def _read_in(node: ast.AST, reads: dict[ast.AST, SyncSite], wanted: Callable[[SyncSite], bool]) -> SyncSite | None:
+    """The read ``node`` is, or the first one in arithmetic on reads, if ``wanted`` takes it."""
     site = reads.get(node)
     if site is not None:
-        if site.kind == "float" or (site.kind == "item" and not certainly_integer(ctx, site.value)):
-            return site
-        return None
+        return site if wanted(site) else None
     if type(node) is ast.BinOp or type(node) is ast.UnaryOp:
         for child in children_of(node):
-            found = _float_read(ctx, child, reads)
+            found = _read_in(child, reads, wanted)
             if found is not None:
                 return found
     return None
@@ -744,19 +753,6 @@ def _raising_concatenations(ctx: FileContext, call: ast.Call, reads: dict[ast.AS
     return problems
 
 
-def _number_read(node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
-    """A read that gives a Python number (``loss.item()``, ``float(t)``), or arithmetic on one."""
-    site = reads.get(node)
-    if site is not None:
-        return site if site.kind in ("item", "float", "int") else None
-    if type(node) is ast.BinOp or type(node) is ast.UnaryOp:
-        for child in children_of(node):
-            found = _number_read(child, reads)
-            if found is not None:
-                return found
-    return None
-
-
 def _once_guard(ctx: FileContext, stmt: ast.stmt) -> str:
     """``if msg not in _logged: logger.warning(msg); _logged.add(msg)`` in traced code: the
     call's graph break kept the check and its update in Python. Deferred, torch.compile
@@ -772,7 +768,7 @@ def _once_guard(ctx: FileContext, stmt: ast.stmt) -> str:
                 continue
             for held in test.comparators:
                 code = ctx.code(held)
-                if any(type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in CONTAINER_UPDATES
+                if any(type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in CONTAINER_ADDS
                        and ctx.code(n.func.value) == code for n in walk(up)) or any(
                         type(n) in (ast.Assign, ast.AugAssign) and any(
                             type(t) is ast.Subscript and ctx.code(t.value) == code
@@ -783,9 +779,6 @@ def _once_guard(ctx: FileContext, stmt: ast.stmt) -> str:
                             "and may run the call again where the original ran it once")
     return ""
 
-
-# Methods that add to a container (the memory of a "once" check).
-CONTAINER_UPDATES = frozenset({"add", "append", "update", "setdefault", "extend", "insert"})
 
 REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
 
@@ -1469,18 +1462,15 @@ class DeferredLogging(Rule):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
         plan.unsafe.extend(_unknown_loggers(ctx, call, found))
         formats = _formats(ctx, call, found)
-        raising = _raising_formats(ctx, formats, reads)
-        handler = catching_handler(ctx, stmt, (ValueError,)) if raising else ""
-        if handler:
-            plan.blocker = f"{raising[0]}, not where the `{handler}` around it handles the error"
-            return plan
-        plan.unsafe.extend(raising)
-        adding = _raising_concatenations(ctx, call, reads)
-        handler = catching_handler(ctx, stmt, (TypeError,)) if adding else ""
-        if handler:
-            plan.blocker = f"{adding[0]}, not where the `{handler}` around it handles the error"
-            return plan
-        plan.unsafe.extend(adding)
+        # What raises on every call, and what it raises: replayed, later than the original.
+        for raising, errors in ((lambda: _raising_formats(ctx, formats, reads), (ValueError,)),
+                                (lambda: _raising_concatenations(ctx, call, reads), (TypeError,))):
+            problems = raising()
+            handler = catching_handler(ctx, stmt, errors) if problems else ""
+            if handler:
+                plan.blocker = f"{problems[0]}, not where the `{handler}` around it handles the error"
+                return plan
+            plan.unsafe.extend(problems)
         # The object whose method is called is taken now, as the original takes it:
         # ``writer`` rebound for the next run, ``writers[i]`` of a loop, ``get_writer(i)``.
         receiver = call.func.value if type(call.func) is ast.Attribute else None
