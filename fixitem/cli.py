@@ -11,6 +11,7 @@ the command had decided, else 0.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import sys
@@ -32,15 +33,20 @@ def _help_without_types(params):
     ``<list[Path]>``): nothing for a flag or an argument (its help says what it is), else its
     metavar (``CODES``, ``N``), else its long name in capitals (``--before BEFORE``); an
     argument's metavar (else its name in capitals) alone in the usage line (``PATH...``).
-    Only typer versions that show types have ``display_type_rich``."""
+    Only typer 0.29 and later show an option's type by ``display_type_rich``."""
     for param in params:
         if callable(getattr(param, "display_type_rich", None)):
             param.display_type_rich = _shown_type(param)
+        elif param.param_type_name == "option" and not getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = _shown_type(param)(None)  # typer before 0.29 shows the metavar
         if param.param_type_name == "argument":
             if param.metavar is None:  # as click names it: AFTER, [AFTER] when optional
                 name = param.name.upper() + ("..." if param.nargs != 1 else "")
                 param.metavar = name if param.required else f"[{name}]"
             param.get_usage_pieces = lambda ctx, metavar=param.metavar: [metavar]
+            # Typer before 0.29 shows an argument's type as its type's metavar, else ``<path>``.
+            param.type = copy.copy(param.type)
+            param.type.get_metavar = lambda *args, **kwargs: ""
     return params
 
 

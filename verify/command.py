@@ -12,16 +12,24 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from .errors import UsageError
 
 FORMATS = ("text", "json")
 
 
+def _console(**options: object):
+    """A rich console (rich is imported only by the commands that print with it: a scan
+    of one file, as a pre-commit hook runs it, starts without it)."""
+    from rich.console import Console
+
+    return Console(highlight=False, **options)
+
+
 def _usage_error(message: str, details: str = "") -> typer.Exit:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from rich.text import Text
+
+    err = _console(stderr=True, soft_wrap=True)
     err.print(Text.assemble(("error: ", "bold red"), message))
     if details:
         err.print(details, markup=False)
@@ -133,7 +141,7 @@ def verify_command(
         sys.stdout.write(report.to_json() + "\n")
         sys.stdout.flush()
     else:
-        render_text(report, Console(highlight=False))
+        render_text(report, _console())
     raise typer.Exit(code=0 if report.passed else 1)
 
 
@@ -158,7 +166,7 @@ def _verify_run(command: str, after: Path | None, before: Path | None, before_re
             if output_format == "json":
                 sys.stdout.write(profile.to_json() + "\n")
             else:
-                render_profile(profile, Console(highlight=False))
+                render_profile(profile, _console())
             raise typer.Exit(code=0 if profile.passed else 1)
         else:
             result = verify_command_run(command, cwd, before_ref=before_ref, before_dir=before, env=variables,
@@ -168,5 +176,5 @@ def _verify_run(command: str, after: Path | None, before: Path | None, before_re
     if output_format == "json":
         sys.stdout.write(result.to_json() + "\n")
     else:
-        render_comparison(result, Console(highlight=False))
+        render_comparison(result, _console())
     raise typer.Exit(code=0 if result.passed else 1)
