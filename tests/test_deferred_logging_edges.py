@@ -249,3 +249,33 @@ def test_shapes_and_sizes_made_into_containers_are_passed_as_values(tmp_path):
     before, after = _run(original), _run(rewritten)
     assert before.returncode == after.returncode == 0, after.stderr
     assert after.stdout == before.stdout == "shape (2, 3) size torch.Size([2, 3]) n [2, 3] loss 15.000\ndims 2 6 loss 15.0\n"
+
+
+# -- complex(t) --------------------------------------------------------------------------------------
+
+
+def test_complex_of_a_tensor_stays_complex_when_deferred_and_is_not_summed_on_the_device(tmp_path):
+    """``complex(t)`` is a read of its own: deferred as ``complex(value)`` (it had become
+    ``float(value)``: ``2.5`` for ``(2.5+0j)``), and a running sum of it gets no device
+    sum (``total += t.detach().double()`` had made the complex total a float)."""
+    path = tmp_path / "complex_reads.py"
+    path.write_text(
+        "import torch\n"
+        "def main(dev):\n"
+        "    f = torch.full((), 2.5, device=dev)\n"
+        "    print(complex(f))\n"
+        "    total = 0\n"
+        "    for v in [3.0, 5.0]:\n"
+        "        total += complex(torch.full((), v, device=dev))\n"
+        "    print(repr(total))\n"
+        "main('cpu')\n"
+    )
+    before = _run(path)
+    findings = {f.rule: f for f in fixitem.scan([path], cache=False).findings}
+    assert findings["FX201"].fix == "safe" and findings["FX001"].fix == "none", findings
+    fixitem.apply([path], cache=False)
+    text = path.read_text()
+    assert "lambda f: print(complex(f))" in text and "total += complex(" in text, text
+    after = _run(path)
+    assert before.returncode == after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout == "(2.5+0j)\n(8+0j)\n"

@@ -51,7 +51,7 @@ _BUILTIN_EXCEPTIONS = {
 
 def read_exceptions(ctx: FileContext, site: SyncSite) -> tuple[tuple[type[BaseException], ...], str]:
     """The exceptions the scalar read ``site`` may raise, and why in words; ``()`` when none."""
-    if site.kind not in ("item", "float", "int"):
+    if site.kind not in ("item", "float", "int", "complex"):
         return (), ""
     value = ctx.code(site.value)
     raised: list[type[BaseException]] = []

@@ -40,7 +40,7 @@ SYNCHRONIZE_CALLS = frozenset(
 @dataclass(eq=False)
 class SyncSite:
     node: ast.AST  # the expression that syncs
-    # "item", "tolist", "float", "int", "bool", "truth", "format", "cpu", "numpy", "size",
+    # "item", "tolist", "float", "int", "complex", "bool", "truth", "format", "cpu", "numpy", "size",
     # "contains" (``x in t``), "elements" (``all(t)`` / ``any(t)``), "compare" (``max(t, c)``),
     # "metric" (a tensor given to ``writer.add_scalar``), "synchronize" (``torch.cuda.synchronize()``)
     kind: str
@@ -83,7 +83,7 @@ def _no_arguments(call: ast.Call) -> bool:
 # Sites where the node itself reads the value (``t.item()``, ``float(t)``): wherever
 # that node stands, it still reads. (A truth test or a formatting syncs by where the
 # tensor stands: moved into ``torch.where``, it reads nothing.)
-SELF_READING_KINDS = frozenset({"item", "tolist", "float", "int", "bool", "cpu", "numpy"})
+SELF_READING_KINDS = frozenset({"item", "tolist", "float", "int", "complex", "bool", "cpu", "numpy"})
 
 
 def kept_reads(ctx: FileContext, sites: list[SyncSite], replacements) -> list[SyncSite]:
@@ -161,7 +161,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 arg = arg.value
             name = func.id
             if name in ("float", "int", "bool", "complex") and ctx.is_tensor(arg):
-                add(call, name if name != "complex" else "float", arg)
+                add(call, name, arg)
             elif name in ("range",) and ctx.is_tensor(arg):
                 add(arg, "size", arg)
             elif name in ("all", "any") and ctx.certainly_tensor(arg):

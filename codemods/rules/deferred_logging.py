@@ -37,7 +37,7 @@ from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
 
-READ_KINDS = ("item", "float", "int")
+READ_KINDS = ("item", "float", "int", "complex")
 BUILTINS = frozenset(dir(builtins))
 # Literals: numbers, strings, bytes and f-strings (``True``, ``False``, ``None`` and ``...``
 # are ``Constant`` too, but are not literals here: see :func:`_is_literal`).
@@ -698,7 +698,7 @@ _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 def _float_read(ctx: FileContext, node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
     """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
-    return _read_in(node, reads, lambda site: site.kind == "float" or (
+    return _read_in(node, reads, lambda site: site.kind in ("float", "complex") or (
         site.kind == "item" and not certainly_integer(ctx, site.value)))
 
 
@@ -1594,7 +1594,7 @@ class DeferredLogging(Rule):
                     params.append(param)
                     values.append(value)
                 new_expr: gen.Node = gen.Name(param)
-                if site.kind in ("float", "int"):
+                if site.kind in ("float", "int", "complex"):  # the conversion as written: the same type
                     new_expr = gen.Call(gen.Name(site.kind), [gen.Name(param)])
                 body_replacements[item] = new_expr  # type: ignore[index]
         block = ctx.indent(stmt)  # the block's (also for ``if x: print(...)``, ``a = 1; print(...)``)

@@ -8,7 +8,7 @@ from ..site_rule import SiteRule
 
 class ItemRead(SiteRule):
     """## What it does
-    Reports `t.item()`, `float(t)` and `int(t)` of a tensor that no more
+    Reports `t.item()`, `float(t)`, `int(t)` and `complex(t)` of a tensor that no more
     specific rule rewrites, and says, from how the number is used (a size,
     a log line, a running sum, a returned value...), what to do instead.
 
@@ -41,7 +41,7 @@ class ItemRead(SiteRule):
     name = "item-read"
     summary = "tensor value read into a Python number"
     graph_breaks = ("GB0124",)
-    kinds = ("item", "float", "int")
+    kinds = ("item", "float", "int", "complex")
     examples = [
         Invalid(
             dedent(
