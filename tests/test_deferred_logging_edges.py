@@ -279,3 +279,82 @@ def test_complex_of_a_tensor_stays_complex_when_deferred_and_is_not_summed_on_th
     after = _run(path)
     assert before.returncode == after.returncode == 0, after.stderr
     assert after.stdout == before.stdout == "(2.5+0j)\n(8+0j)\n"
+
+
+# -- a value written in place by a later argument ---------------------------------------------------
+
+
+def test_a_value_written_in_place_by_a_later_argument_is_unsafe_to_defer(tmp_path):
+    """The runtime copies the values when ``record`` is called, after all of them are
+    evaluated: ``counter.add_(1)`` would show in the copy of ``counter`` read before it
+    (``count 1.0 -> 1.0`` where the original printed ``count 0.0 -> 1.0``)."""
+    code = (
+        "import torch\n"
+        "def main(dev):\n"
+        "    counter = torch.zeros((), device=dev)\n"
+        "    print('count', counter.item(), '->', counter.add_(1).item())\n"
+        "    print('alone', counter.add_(1).item())\n"
+        "main('cpu')\n"
+    )
+    first, alone = _fx201(code)
+    assert first.fix == "unsafe" and "`counter.add_(1)` modifies a tensor in place" in first.note, first
+    assert alone.fix == "safe", alone  # one value: copied after its own write, as the original read it
+    path = tmp_path / "in_order.py"
+    path.write_text(code)
+    before = _run(path)
+    fixitem.apply([path], cache=False)
+    after = _run(path)
+    assert after.stdout == before.stdout == "count 0.0 -> 1.0\nalone 2.0\n", after.stderr
+
+
+# -- arithmetic that may divide by zero at replay ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "fix"), [
+    ("print(f'avg {t.item() / n}')", "unsafe"),  # ``n`` may be 0: ZeroDivisionError at replay
+    ("print(f'inv {1 / t.item()}')", "unsafe"),
+    ("print(f'mod {t.item() % n}')", "unsafe"),
+    ("print(f'avg {t.item() // n}')", "unsafe"),
+    ("print(f'avg {t.item() / 4}')", "safe"),
+    ("print(f'avg {t.item() / (n + 1e-6)}')", "unsafe"),  # ``n`` may be negative
+    ("print(f'avg {t.item() / len(data)}')", "safe"),  # a batch a loop takes holds a sample
+    ("print(f'avg {t.item() / len(items)}')", "unsafe"),  # a list may be empty
+    ("print('avg %.3f' % t.item())", "safe"),  # formatting, not a division
+    ("print(f'avg {t.item():.3f} of {k / n}')", "safe"),  # no read in it: computed now
+])
+def test_a_division_on_a_read_number_that_may_raise_is_unsafe_to_defer(line, fix):
+    code = (
+        "import torch\n"
+        "def main(batches: list[torch.Tensor], items: list, n: int, k: int):\n"
+        "    for data in batches:\n"
+        "        t = (data * 2).sum()\n"
+        f"        {line}\n"
+    )
+    (found,) = _fx201(code)
+    assert found.fix == fix, found
+    if fix == "unsafe":
+        assert "raises `ZeroDivisionError`" in found.note, found.note
+
+
+def test_a_division_by_zero_the_original_stops_at_is_not_deferred_past_it(tmp_path):
+    """Uncaught, the original stops with the error (exit 1) before the next step's side
+    effect; replayed, the runtime reported it and the program went on (exit 0). Under an
+    ``except ZeroDivisionError``, the handler no longer saw it."""
+    path = tmp_path / "zero.py"
+    path.write_text(
+        "import torch\n"
+        "def main(n):\n"
+        "    t = torch.ones(()) * 3\n"
+        "    try:\n"
+        "        print(f'avg {t.item() / n}')\n"
+        "    except ZeroDivisionError:\n"
+        "        print('n was zero, skipped')\n"
+        "    print(f'avg {t.item() / n}')\n"
+        "    print('reached end')\n"
+        "main(0)\n"
+    )
+    before = _run(path)
+    fixitem.apply([path], cache=False)
+    after = _run(path)
+    assert "deferred" not in path.read_text()
+    assert before.returncode == after.returncode == 1 and after.stdout == before.stdout == "n was zero, skipped\n"

@@ -1,7 +1,8 @@
 """What the code alone tells about the sign of a value: may a divisor be zero?
 
 ``x / (x.norm() + 1e-6)`` never divides by zero: a norm is never negative, and
-adding a positive constant keeps it away from zero. ``x / (a + 1e-6)`` may (``a``
+adding a positive constant keeps it away from zero; nor does ``x / len(data)`` of a
+batch a loop takes from a loader or a list of batches (one holds a sample at least). ``x / (a + 1e-6)`` may (``a``
 may be ``-1e-6``). :func:`zero_divisor` says which, with the reason, so that
 notes about division by zero are facts about the code.
 
@@ -83,6 +84,8 @@ def _positive(ctx: FileContext, expr: ast.expr, depth: int) -> float | None:
         left, right = _positive(ctx, expr.left, depth + 1), _positive(ctx, expr.right, depth + 1)  # type: ignore[attr-defined]
         return left * right if left is not None and right is not None else None
     if t is ast.Call:
+        if _batch_length(ctx, expr):  # type: ignore[arg-type]
+            return 1.0
         name, receiver, args = _call_parts(ctx, expr)  # type: ignore[arg-type]
         if name in CLAMPS or name == "max" or name == "maximum":
             bound = _clamp_min(name, expr, receiver, args)  # type: ignore[arg-type]
@@ -98,6 +101,20 @@ def _positive(ctx: FileContext, expr: ast.expr, depth: int) -> float | None:
         value = seen_value(ctx, expr)  # type: ignore[arg-type]
         return _positive(ctx, value, depth + 1) if value is not None else None
     return None
+
+
+def _batch_length(ctx: FileContext, call: ast.Call) -> bool:
+    """``len(data)`` of a batch a loop takes (``for data, target in loader``: a tensor bound
+    only by loops): a loader, or a list of batches, never yields a batch without a sample."""
+    func = call.func
+    if type(func) is not ast.Name or func.id != "len" or len(call.args) != 1 or call.keywords:  # type: ignore[attr-defined]
+        return False
+    batch = call.args[0]
+    if type(batch) is not ast.Name or ctx.provenance.scope_of(func).lookup("len") is not None:
+        return False
+    scope = ctx.provenance.scope_of(batch).lookup(batch.id)  # type: ignore[attr-defined]
+    bindings = scope.bindings.get(batch.id, []) if scope is not None else []  # type: ignore[attr-defined]
+    return bool(bindings) and all(how in ("iter", "iter_item") for how, _ in bindings) and ctx.certainly_tensor(batch)
 
 
 def _non_negative(ctx: FileContext, expr: ast.expr, depth: int) -> bool:

@@ -17,7 +17,7 @@ from ..fixes.tensor_code import LINE_LENGTH, sites_within
 from ..model.aliasing import changed_in_place
 from ..model.context import FileContext
 from ..model.dtypes import certainly_integer
-from ..model.effects import PURE_BUILTINS
+from ..model.effects import PURE_BUILTINS, Effect, call_effect
 from ..model.exceptions import catching_handler, read_exceptions
 from ..model.optimizers import setting_is_number
 from ..model.output_calls import (
@@ -32,6 +32,7 @@ from ..model.output_calls import (
     stable_receiver,
 )
 from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
+from ..model.signs import zero_divisor
 from ..model.streams import program_replaces_streams, replaces_streams
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
@@ -696,6 +697,19 @@ _TENSOR_METADATA_CALLS = frozenset({"size", "stride", "dim", "ndimension", "nume
 _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 
+def _writing_call(ctx: FileContext, values: list) -> str | None:
+    """Why a call among the values passed to ``record`` writes a tensor in place (``x.add_(1)``):
+    one passed before it would be copied with the change (``print(x.item(), x.add_(1).item())``)."""
+    for value in values:
+        if isinstance(value, ast.AST):
+            for node in walk(value):
+                if type(node) is ast.Call:
+                    effect = call_effect(ctx, node)  # type: ignore[arg-type]
+                    if effect.effect is Effect.WRITES:
+                        return effect.reason
+    return None
+
+
 def _float_read(ctx: FileContext, node: ast.AST, reads: dict[ast.AST, SyncSite]) -> SyncSite | None:
     """A read in ``node`` whose Python value may be a float (``loss.item()``, ``float(t)``)."""
     return _read_in(node, reads, lambda site: site.kind in ("float", "complex") or (
@@ -750,6 +764,26 @@ def _raising_concatenations(ctx: FileContext, call: ast.Call, reads: dict[ast.AS
                 problems.append(f"`{ctx.code(node)}` adds the number `{ctx.code(site.node)}` to text, which "
                                 "raises `TypeError`: at replay, later than the original")
                 break
+    return problems
+
+
+def _raising_divisions(ctx: FileContext, call: ast.Call, reads: dict[ast.AST, SyncSite]) -> list[str]:
+    """``loss.item() / n``: arithmetic on a number read runs at replay; a divisor that may be
+    zero raises ``ZeroDivisionError`` there, later than the original (outside the ``except``
+    around the line, or past the point where it stopped the program)."""
+    problems = []
+    for node in walk(call):
+        if type(node) is not ast.BinOp or type(node.op) not in (ast.Div, ast.FloorDiv, ast.Mod):  # type: ignore[attr-defined]
+            continue
+        left, right = node.left, node.right  # type: ignore[attr-defined]
+        if type(node.op) is ast.Mod and (is_text(left) or _is_text(left)):  # type: ignore[attr-defined]
+            continue  # ``"%.3f" % value`` formats
+        if _number_read(left, reads) is None and _number_read(right, reads) is None:
+            continue  # computed now, as the original computes it
+        why = zero_divisor(ctx, right)
+        if why:
+            problems.append(f"`{ctx.code(node)}` raises `ZeroDivisionError` where `{ctx.code(right)}` is 0, "
+                            "computed at replay: later than the original")
     return problems
 
 
@@ -1464,7 +1498,8 @@ class DeferredLogging(Rule):
         formats = _formats(ctx, call, found)
         # What raises on every call, and what it raises: replayed, later than the original.
         for raising, errors in ((lambda: _raising_formats(ctx, formats, reads), (ValueError,)),
-                                (lambda: _raising_concatenations(ctx, call, reads), (TypeError,))):
+                                (lambda: _raising_concatenations(ctx, call, reads), (TypeError,)),
+                                (lambda: _raising_divisions(ctx, call, reads), (ZeroDivisionError,))):
             problems = raising()
             handler = catching_handler(ctx, stmt, errors) if problems else ""
             if handler:
@@ -1597,6 +1632,9 @@ class DeferredLogging(Rule):
                 if site.kind in ("float", "int", "complex"):  # the conversion as written: the same type
                     new_expr = gen.Call(gen.Name(site.kind), [gen.Name(param)])
                 body_replacements[item] = new_expr  # type: ignore[index]
+        writer = _writing_call(ctx, values) if len(values) > 1 else None
+        if writer is not None:
+            plan.unsafe.append(f"{writer}: the values are copied when all of them are evaluated, not read in turn")
         block = ctx.indent(stmt)  # the block's (also for ``if x: print(...)``, ``a = 1; print(...)``)
         # Multi-line, the call moves one level in, as the lambda argument of ``deferred.record(``.
         body = _Moved(gen.Splice(call, body_replacements), block, gen.INDENT)
