@@ -164,7 +164,8 @@ def _console(**options):
     finds nothing to note prints with ``typer.echo``, and starts faster without it)."""
     from rich.console import Console as RichConsole
 
-    return RichConsole(**options)
+    # No emoji codes: ``file.py:100:9`` is no ``:100:`` (rich would print 💯 for it).
+    return RichConsole(emoji=False, **options)
 
 
 def escape(text: str) -> str:

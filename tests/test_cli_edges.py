@@ -377,3 +377,14 @@ def test_a_scan_of_one_file_starts_without_pydantic_rich_or_torch(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert "scale_if.py" in done.stdout  # it did scan: the finding is listed
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_line_100_is_printed_as_a_number_not_an_emoji(tmp_path):
+    """rich turns ``:100:`` into 💯 unless its emoji codes are off: ``apply``'s ``left:``
+    lines showed ``train.py💯9``."""
+    path = tmp_path / "train.py"
+    lines = ["import torch", "def f(x: torch.Tensor):"] + ["    pass"] * 97 + ["    y = x.sum().item()", "    return y"]
+    path.write_text("\n".join(lines) + "\n")
+    result = run("apply", "--diff", str(path))
+    shown = result.stdout + result.stderr
+    assert "train.py:100:9: FX001" in shown and "\U0001f4af" not in shown, shown

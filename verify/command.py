@@ -23,7 +23,7 @@ def _console(**options: object):
     of one file, as a pre-commit hook runs it, starts without it)."""
     from rich.console import Console
 
-    return Console(highlight=False, **options)
+    return Console(highlight=False, emoji=False, **options)
 
 
 def _usage_error(message: str, details: str = "") -> typer.Exit:

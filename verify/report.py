@@ -250,7 +250,7 @@ def _short_path(path: str) -> str:
 
 def render_text(report: VerifyReport, console: Console | None = None) -> None:
     """Print the report: a before | after table, the inputs, conditions and verdict."""
-    console = console or Console()
+    console = console or Console(emoji=False)
     b, a = report.before, report.after
     table = Table(title=f"fixitem verify  (device {report.device}, backend {report.backend}, factory {report.factory})")
     table.add_column("check")

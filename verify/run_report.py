@@ -74,7 +74,7 @@ def _stderr_tail(run: CommandRun, console: Console) -> None:
 
 
 def render_comparison(result: RunComparison, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(emoji=False)
     b, a = result.before, result.after
     roots_b, roots_a = [b.cwd], [a.cwd]
     table = Table(title=f"fixitem verify --run  {result.command}")
@@ -127,7 +127,7 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
 
 
 def render_profile(profile: RunProfile, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(emoji=False)
     run = profile.run
     console.print(f"fixitem verify --run: exit status {_status(run)}, {run.wall_s:.2f} s, "
                   f"host syncs {_syncs_cell(run)}, graph breaks {len(run.breaks)}", highlight=False)
