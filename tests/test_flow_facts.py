@@ -540,3 +540,22 @@ def test_a_method_of_a_class_of_the_file_called_on_an_instance_returns_what_it_r
     lines = {f.line for f in _findings(code, "FX003")}
     assert 13 in lines  # model.decode(z).cpu()
     assert 21 not in lines  # Stats.to returns a list: not the instance
+
+
+def test_the_keys_of_a_modules_dict_of_outputs_are_no_tensors():
+    """A module's output is taken for a tensor, but a tensor has no ``items()``: iterating
+    ``out.items()`` gives keys fixitem cannot see (``k.endswith("_loss")`` had been a tensor
+    truth test, ``f"dist_{k}"`` a formatted tensor), and values as before."""
+    code = (
+        "import torch\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return {'a_loss': x.sum(), 'b': x.mean()}\n"
+        "out = M()(torch.ones(3))\n"
+        "total = sum(v for k, v in out.items() if k.endswith('_loss'))\n"
+        "names = [f'dist_{k}' for k, v in out.items()]\n"
+        "print(total, names)\n"
+    )
+    assert _kind_of(code, "k", 1) is Kind.UNKNOWN and _kind_of(code, "k") is Kind.UNKNOWN
+    assert _kind_of(code, "v", 1) is Kind.TENSOR
+    assert [(f.rule, f.line) for f in _findings(code)] == [("FX005", 8)]  # ``total``, a tensor

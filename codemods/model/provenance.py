@@ -1664,7 +1664,11 @@ class Provenance:
         """``for data, target in batches``: the kind of item ``index`` of each element."""
         mapping = items_of(container)
         if mapping is not None:  # ``for name, value in d.items()``: a key, then a value
-            return self.element_kind(mapping, "iter" if index == 0 else "item") if index <= 1 else Kind.UNKNOWN
+            if index > 1 or (index == 0 and self.kind(mapping) is Kind.TENSOR):
+                # A tensor has no ``items()``: what is taken for one (a module's output, here
+                # a dict of its outputs) has keys fixitem cannot see, and values as its rows.
+                return Kind.UNKNOWN
+            return self.element_kind(mapping, "iter" if index == 0 else "item")
         elements = self._elements(container, "iter")
         if elements is None:
             return Kind.UNKNOWN
