@@ -358,3 +358,30 @@ def test_a_division_by_zero_the_original_stops_at_is_not_deferred_past_it(tmp_pa
     after = _run(path)
     assert "deferred" not in path.read_text()
     assert before.returncode == after.returncode == 1 and after.stdout == before.stdout == "n was zero, skipped\n"
+
+
+# -- a caller that redirects the output -------------------------------------------------------------
+
+
+def test_a_print_in_a_function_a_redirect_of_the_same_file_calls_is_unsafe_to_defer(tmp_path):
+    """``with redirect_stdout(buf): train(...)``: replayed after the block, the lines of
+    ``train`` went to the stream put back (``captured 0 lines``, then the lines) where the
+    original captured them."""
+    path = tmp_path / "captured.py"
+    path.write_text(
+        "import contextlib, io\n"
+        "import torch\n"
+        "def train(data):\n"
+        "    for i, x in enumerate(data):\n"
+        "        loss = (x * 2).pow(2).mean()\n"
+        "        print(f'step {i} loss {loss.item():.4f}')\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        "    train([torch.ones(4, 2) * k for k in range(3)])\n"
+        "print('captured %d lines' % len(buf.getvalue().splitlines()))\n"
+    )
+    (found,) = _fx201(path.read_text())
+    assert found.fix == "unsafe" and "redirects `sys.stdout`" in found.note, found
+    before = _run(path)
+    fixitem.apply([path], cache=False)
+    assert _run(path).stdout == before.stdout == "captured 3 lines\n"

@@ -30,6 +30,15 @@ _ASSIGNS = re.compile(
 
 _program_replaces = RunFlag()
 
+# ``with redirect_stdout(buffer):``: another stream for a block, put back after it.
+_REDIRECTS = re.compile(r"\bredirect_std(?:out|err)[ \t]*\(")
+
+
+def redirects_streams(text: str) -> bool:
+    """Does this source text put another stream in place of ``sys.stdout`` or ``sys.stderr``
+    for a block (``contextlib.redirect_stdout``)? Textual, as :func:`replaces_streams`."""
+    return _REDIRECTS.search(text) is not None
+
 
 def replaces_streams(text: str) -> bool:
     """Does this source text put an object it makes in place of ``sys.stdout`` or

@@ -33,7 +33,7 @@ from ..model.output_calls import (
 )
 from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
 from ..model.signs import zero_divisor
-from ..model.streams import program_replaces_streams, replaces_streams
+from ..model.streams import program_replaces_streams, redirects_streams, replaces_streams
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -1004,7 +1004,15 @@ class DeferredLogging(Rule):
     it is passed by reference and formatted at replay, not now, so a later
     mutation shows; when a file of the run puts its own object in place of
     `sys.stdout` / `sys.stderr` (`sys.stdout = Tee(path)`: the tee writes
-    the program's later lines to its file before the replayed one); when the logger is not known to be a
+    the program's later lines to its file before the replayed one), or when
+    the file redirects them for a block (`with redirect_stdout(buf):
+    train()`: a line of `train` would be replayed after the block, to the
+    stream put back); when arithmetic on a read may divide by zero
+    (`loss.item() / n`: it runs at replay, so the `ZeroDivisionError` would
+    come later; a nonzero constant, or `len(data)` of a batch a loop takes,
+    cannot be zero); when a value passed is written in place by another
+    (`print(c.item(), c.add_(1).item())`: the values are copied when all are
+    evaluated); when the logger is not known to be a
     `logging` one (an object only named `logger`: a module of the project,
     an untyped parameter; it may buffer lines or write to its own files,
     which are not kept in order); when a format rejects a float
@@ -1030,7 +1038,8 @@ class DeferredLogging(Rule):
     kept in order); when a read may raise and a handler around it in the function catches
     what it raises (`t.item()` raises `RuntimeError` and `float(t)` / `int(t)`
     raise `ValueError` unless `t` holds one element, as a full reduction
-    does; `int(t)` of NaN raises `ValueError`; `{:d}` of a float too) inside
+    does; `int(t)` of NaN raises `ValueError`; `{:d}` of a float too; a
+    division by zero raises `ZeroDivisionError`) inside
     `try: ... except RuntimeError:` or `with suppress(...)`: deferred, the
     error would be raised elsewhere and the handler would not run;
     when the call holds `await`, `yield` or `:=`, a tensor read
@@ -1460,6 +1469,10 @@ class DeferredLogging(Rule):
             plan.unsafe.append("the program puts its own object in place of `sys.stdout` or `sys.stderr` (a tee "
                                "to a log file): replayed later, the text reaches it after the program's later "
                                "output")
+        if found.kind is not OutputKind.METRICS and not redirect and ctx.memo(
+                "redirects streams", lambda: redirects_streams(ctx.source)):
+            plan.unsafe.append("the file redirects `sys.stdout` or `sys.stderr` for a block (`redirect_stdout`): "
+                               "called there, the line would be replayed after the block, to the stream put back")
         file = own_file(ctx, call, found)
         if file:
             plan.blocker = (f"it writes to `{file}`, a file of the program: replayed later, the text could go to a "
