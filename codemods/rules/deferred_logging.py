@@ -830,6 +830,21 @@ def _redirected(ctx: FileContext, stmt: ast.AST) -> str:
     return ""
 
 
+def _redirected_elsewhere(ctx: FileContext, stmt: ast.AST) -> bool:
+    """Does a ``with redirect_stdout(...)`` of the file stand outside ``stmt``'s function
+    (``with redirect_stdout(buf): train()``, the line in ``train``)? One in the same function
+    and not around the line is over before the line runs."""
+    if not ctx.memo("redirects streams", lambda: redirects_streams(ctx.source)):
+        return False
+    here = ctx.enclosing_function(stmt)
+    for block in ctx.nodes(ast.With, ast.AsyncWith):
+        if any(type(item.context_expr) is ast.Call  # type: ignore[attr-defined]
+               and ctx.provenance.imports.qualify(item.context_expr.func) in REDIRECTS  # type: ignore[attr-defined]
+               for item in block.items) and ctx.enclosing_function(block) is not here:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
 _LINE_START = re.compile(r"[ \t\f]*")
 
 
@@ -1469,8 +1484,7 @@ class DeferredLogging(Rule):
             plan.unsafe.append("the program puts its own object in place of `sys.stdout` or `sys.stderr` (a tee "
                                "to a log file): replayed later, the text reaches it after the program's later "
                                "output")
-        if found.kind is not OutputKind.METRICS and not redirect and ctx.memo(
-                "redirects streams", lambda: redirects_streams(ctx.source)):
+        if found.kind is not OutputKind.METRICS and not redirect and _redirected_elsewhere(ctx, stmt):
             plan.unsafe.append("the file redirects `sys.stdout` or `sys.stderr` for a block (`redirect_stdout`): "
                                "called there, the line would be replayed after the block, to the stream put back")
         file = own_file(ctx, call, found)
