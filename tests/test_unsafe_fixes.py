@@ -172,3 +172,25 @@ def test_a_guard_against_overflow_is_unsafe_to_select_with_where():
             module[name](x).sum().backward()
             grads.append(x.grad)
         assert torch.equal(grads[0], torch.ones(1)) and grads[1].isnan().all(), (name, grads)
+
+
+def test_a_fix_of_a_later_pass_is_said_on_the_line_of_the_file_as_it_is(tmp_path):
+    """The running sum's fix keeps the second read, which ``apply --unsafe`` fixes in a
+    second pass: that fix was said on line 7, the line it had after the import was added
+    (``return total`` in the file as it is), by ``scan`` and by ``apply --unsafe --diff``."""
+    import fixitem
+
+    path = tmp_path / "squares.py"
+    path.write_text(
+        "import torch\n"
+        "def e(dev):\n"
+        "    total = 0.0\n"
+        "    for v in [0.1, 0.7]:\n"
+        "        x = torch.full((), v, device=dev)\n"
+        "        total += x.item() * x.item()\n"
+        "    return total\n"
+    )
+    scanned = {f.rule: f for f in fixitem.scan([path], cache=False).findings}
+    applied = {f.rule: f for f in fixitem.apply([path], unsafe=True, write=False, cache=False).applied}
+    assert scanned["FX301"].line == applied["FX301"].line == 6 and scanned["FX301"].fix == "unsafe"
+    assert scanned["FX202"].line == applied["FX202"].line == 6

@@ -474,11 +474,15 @@ def _process(
             break
         edits: list[tuple[int, int, str]] = []
         imports: list[str] = []
+        made = []
         for rule, report in chosen:
             assert report.fix is not None
             edits.extend(_outermost([_edit(ctx, node, r) for node, r in report.fix.replacements.items()]))
             imports.extend(i for i in report.fix.imports if i not in imports)
-            outcome.applied.append(_finding(ctx, rule, report, path, applied=True))
+            made.append(_finding(ctx, rule, report, path, applied=True))
+        # A fix of a later pass is said where its code stands in the file as it is (the lines
+        # the earlier fixes added or removed do not count), as what is left is.
+        outcome.applied.extend(made if current is text else in_original(made, text, current))
         try:
             torch_bound = ctx.provenance.imports.torch_alias() is not None
             insertion = import_insertion(current, ctx.module, imports, torch_bound) if imports else None
