@@ -559,3 +559,22 @@ def test_the_keys_of_a_modules_dict_of_outputs_are_no_tensors():
     assert _kind_of(code, "k", 1) is Kind.UNKNOWN and _kind_of(code, "k") is Kind.UNKNOWN
     assert _kind_of(code, "v", 1) is Kind.TENSOR
     assert [(f.rule, f.line) for f in _findings(code)] == [("FX005", 8)]  # ``total``, a tensor
+
+
+def test_the_builtin_max_or_min_of_tensors_one_by_one_is_a_host_comparison():
+    """``max(p.grad.abs().max() for p in params)`` (mae's gradient norm): each comparison of
+    two elements is ``bool()`` of a tensor. A list of numbers, and ``x.shape``, are not."""
+    code = (
+        "import torch\n"
+        "def f(ts: list[torch.Tensor], t: torch.Tensor, xs: list[int]):\n"
+        "    a = max(ts)\n"
+        "    b = min(t)\n"
+        "    c = max(xs)\n"
+        "    d = max(x.norm() for x in ts)\n"
+        "    e = max(t.shape)\n"
+        "    g = min([1, 2])\n"
+        "    return a, b, c, d, e, g\n"
+    )
+    found = _findings(code)
+    assert [(f.rule, f.line) for f in found] == [("FX004", 3), ("FX004", 4), ("FX004", 6)], found
+    assert all("one host sync per element" in f.note for f in found)

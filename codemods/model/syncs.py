@@ -172,6 +172,12 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             tensor = next((a for a in call.args if type(a) is not ast.Starred and ctx.is_tensor(a)), None)
             if tensor is not None:
                 add(call, "compare", tensor)
+        elif type(func) is ast.Name and func.id in ("max", "min") and len(call.args) == 1 and not call.keywords and \
+                type(call.args[0]) is not ast.Starred and _builtin(ctx, func) and \
+                ctx.provenance.element_kind(call.args[0]) is Kind.TENSOR:
+            # ``max(g.norm() for g in grads)``: each comparison of two elements is ``bool()`` of a tensor.
+            elements = call.args[0]
+            add(call, "compare", elements.elt if type(elements) in (ast.GeneratorExp, ast.ListComp) else elements)  # type: ignore[attr-defined]
         elif (call.args or call.keywords) and (ctx.provenance.imports.qualify(func) or "").startswith("math."):
             # ``math.isfinite(norm)``, ``math.sqrt(var)``: ``float()`` of the tensor.
             tensor = next((value for _, star, value in call_arguments(call) if not star and ctx.is_tensor(value)), None)

@@ -13,8 +13,10 @@ class TensorTruth(SiteRule):
     Reports tensors used where Python needs `True` or `False` and that no
     rewrite rule handles: `while` loops, `assert`, `bool(t)`, `and` /
     `or` / `not` outside an `if` that FX101 rewrites, membership tests
-    `x in t` (`Tensor.__contains__` is `(t == x).any()` read on the host), and
-    `all(t)` / `any(t)`, which read the elements one by one.
+    `x in t` (`Tensor.__contains__` is `(t == x).any()` read on the host),
+    `all(t)` / `any(t)`, which read the elements one by one, and the builtin
+    `max` / `min` of tensors (`max(a, b)`, `max(g.norm() for g in grads)`),
+    whose every comparison is a truth value.
 
     ## Why is this bad?
     `bool(t)` reads the value (a **host sync**) and, in compiled code, the
@@ -103,6 +105,10 @@ class TensorTruth(SiteRule):
                 f"one host sync per element: `{ctx.code(site.value)}.{name}()` decides on the device; read that "
                 f"once (`bool({ctx.code(site.value)}.{name}())`) where Python needs it"
             )
+        if site.kind == "compare" and len(site.node.args) == 1 and not site.node.keywords:  # type: ignore[attr-defined]
+            name = site.node.func.id  # type: ignore[attr-defined]
+            return (f"one host sync per element: keep it on the device with `torch.stack([...]).{name}()` (or "
+                    f"`torch.{name}imum` pairwise) and read the result once where Python needs it")
         if site.kind == "compare":
             which = "clamp(min=...)" if site.node.func.id == "max" else "clamp(max=...)"  # type: ignore[attr-defined]
             return f"keep it on the device: `torch.{which}` (a tensor and a number) or `torch.maximum` / `torch.minimum`"
