@@ -582,3 +582,25 @@ def test_what_sets_a_default_device(text, sets):
     from fixitem.codemods.model.devices import sets_default_device
 
     assert sets_default_device(f"import torch\n{text}\n") is sets
+
+
+@pytest.mark.parametrize(("init", "on_host"), [
+    ("self.ixes = torch.randperm(100)", True),  # minGPT's dataset: a host tensor of the object
+    ("self.ixes = torch.randperm(100)\n        self.ixes = torch.arange(5)", True),
+    ("self.ixes = torch.randperm(100, device='cuda')", False),
+    ("self.ixes = torch.randperm(100)\n        self.ixes = self.ixes.cuda()", False),
+    ("self.register_buffer('ixes', torch.randperm(100))", False),  # a buffer moves with the module
+])
+def test_an_attribute_the_class_makes_on_the_host_is_read_without_a_sync(init, on_host):
+    code = (
+        "import torch\n\n"
+        "class DS(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        {init}\n"
+        "    def get(self, i):\n"
+        "        return self.ixes[i].item()\n"
+    )
+    ctx = context(code)
+    assert ctx.on_cpu(expression(ctx, "self.ixes[i]")) is on_host
+    assert len(scan(code)) == (0 if on_host else 1)

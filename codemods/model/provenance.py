@@ -2287,6 +2287,16 @@ class Provenance:
         if t is ast.Attribute:
             if expr.attr in ("T", "mT", "H", "mH", "data", "real", "imag", "grad"):  # type: ignore[attr-defined]
                 return self.kind(expr.value) is Kind.TENSOR and self._cpu(expr.value, seen)  # type: ignore[attr-defined]
+            if type(expr.value) is ast.Name and expr.value.id == "self":  # type: ignore[attr-defined]
+                # ``self.ixes = torch.randperm(n)``: every value the class gives it is a host
+                # tensor (a buffer is not: ``module.to(device)`` moves it).
+                cls = self.enclosing_class(expr)
+                values = self.class_attrs.get(cls, {}).get(expr.attr) if cls is not None else None  # type: ignore[attr-defined]
+                key = (id(cls), "self." + expr.attr)  # type: ignore[attr-defined]
+                if not values or key in seen:
+                    return bool(values)
+                return all(not (type(v) is ast.Name and v.id == "__buffer__") and self._cpu(v, seen | {key})
+                           for v in values)
             return False
         if t is ast.BinOp:
             sides = [expr.left, expr.right]  # type: ignore[attr-defined]
