@@ -385,3 +385,24 @@ def test_a_print_in_a_function_a_redirect_of_the_same_file_calls_is_unsafe_to_de
     before = _run(path)
     fixitem.apply([path], cache=False)
     assert _run(path).stdout == before.stdout == "captured 3 lines\n"
+
+
+@pytest.mark.parametrize(("write", "fix"), [
+    ("os.write(1, b'checkpoint uploaded\\n')", "unsafe"),
+    ("os.write(sys.stderr.fileno(), b'checkpoint uploaded\\n')", "unsafe"),
+    ("sys.stdout.buffer.write(b'checkpoint uploaded\\n')", "unsafe"),
+    ("os.write(fd, b'checkpoint uploaded\\n')", "safe"),  # a file of its own
+])
+def test_a_file_that_writes_the_output_file_descriptor_itself_is_unsafe_to_defer(write, fix):
+    """The runtime keeps replayed lines in order with ``sys.stdout`` / ``sys.stderr``, not with
+    writes past them: under a terminal, or ``python -u``, ``checkpoint uploaded`` came first."""
+    code = (
+        "import os, sys\nimport torch\n"
+        "def train(xs: list[torch.Tensor], fd: int):\n"
+        "    for i, x in enumerate(xs):\n"
+        "        loss = x.pow(2).mean()\n"
+        "        print(f'step {i} loss {loss.item():.4f}')\n"
+        f"    {write}\n"
+    )
+    (found,) = _fx201(code)
+    assert found.fix == fix, found

@@ -34,6 +34,20 @@ _program_replaces = RunFlag()
 _REDIRECTS = re.compile(r"\bredirect_std(?:out|err)[ \t]*\(")
 
 
+# ``os.write(1, ...)``, ``sys.stdout.buffer.write(...)``: output past ``sys.stdout`` itself.
+_DIRECT_WRITES = re.compile(
+    r"\bos[ \t]*\.[ \t]*write[ \t]*\([ \t]*(?:[12]\b|sys[ \t]*\.[ \t]*std(?:out|err)[ \t]*\.[ \t]*fileno\b)"
+    r"|\bsys[ \t]*\.[ \t]*std(?:out|err)[ \t]*\.[ \t]*buffer[ \t]*\.[ \t]*write\b"
+)
+
+
+def writes_streams_directly(text: str) -> bool:
+    """Does this source text write to the output's file descriptor or buffer itself
+    (``os.write(1, ...)``, ``sys.stdout.buffer.write(...)``), which the runtime does not keep in
+    order with the lines it replays? Textual, as :func:`replaces_streams`."""
+    return _DIRECT_WRITES.search(text) is not None
+
+
 def redirects_streams(text: str) -> bool:
     """Does this source text put another stream in place of ``sys.stdout`` or ``sys.stderr``
     for a block (``contextlib.redirect_stdout``)? Textual, as :func:`replaces_streams`."""

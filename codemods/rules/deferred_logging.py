@@ -33,7 +33,7 @@ from ..model.output_calls import (
 )
 from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
 from ..model.signs import zero_divisor
-from ..model.streams import program_replaces_streams, redirects_streams, replaces_streams
+from ..model.streams import program_replaces_streams, redirects_streams, replaces_streams, writes_streams_directly
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -1022,7 +1022,9 @@ class DeferredLogging(Rule):
     the program's later lines to its file before the replayed one), or when
     the file redirects them for a block (`with redirect_stdout(buf):
     train()`: a line of `train` would be replayed after the block, to the
-    stream put back); when arithmetic on a read may divide by zero
+    stream put back), or writes to their file descriptors itself
+    (`os.write(1, ...)`, `sys.stdout.buffer.write`: not kept in order with
+    replayed lines); when arithmetic on a read may divide by zero
     (`loss.item() / n`: it runs at replay, so the `ZeroDivisionError` would
     come later; a nonzero constant, or `len(data)` of a batch a loop takes,
     cannot be zero); when a value passed is written in place by another
@@ -1484,6 +1486,10 @@ class DeferredLogging(Rule):
             plan.unsafe.append("the program puts its own object in place of `sys.stdout` or `sys.stderr` (a tee "
                                "to a log file): replayed later, the text reaches it after the program's later "
                                "output")
+        if found.kind is not OutputKind.METRICS and ctx.memo(
+                "writes streams directly", lambda: writes_streams_directly(ctx.source)):
+            plan.unsafe.append("the file writes to the output's file descriptor itself (`os.write(1, ...)`, "
+                               "`sys.stdout.buffer.write`): the replayed line is not kept in order with those writes")
         if found.kind is not OutputKind.METRICS and not redirect and _redirected_elsewhere(ctx, stmt):
             plan.unsafe.append("the file redirects `sys.stdout` or `sys.stderr` for a block (`redirect_stdout`): "
                                "called there, the line would be replayed after the block, to the stream put back")
