@@ -406,3 +406,16 @@ def test_a_file_that_writes_the_output_file_descriptor_itself_is_unsafe_to_defer
     )
     (found,) = _fx201(code)
     assert found.fix == fix, found
+
+
+def test_a_list_passed_by_reference_is_said_to_hold_tensors_not_to_be_one():
+    code = (
+        "import torch\n"
+        "def main(xs: list[torch.Tensor]):\n"
+        "    hist = []\n"
+        "    for step, x in enumerate(xs):\n"
+        "        hist.append(step)\n"
+        "        print(f'loss {x.sum().item():.2f} hist {hist}')\n"
+    )
+    (found,) = _fx201(code)
+    assert found.fix == "unsafe" and "`hist` may hold tensors: it is passed by reference" in found.note, found.note

@@ -1610,8 +1610,8 @@ class DeferredLogging(Rule):
                 if _may_hold_tensors(ctx, node, formats):
                     # Passed as itself, so that it prints as the original printed it.
                     by_reference.add(params.index(name))
-                    plan.unsafe.append(f"`{name}` may be a tensor: it is passed by reference and read at replay, "
-                                       "not now")
+                    what = "may hold tensors" if ctx.kind(node) is Kind.OTHER else "may be a tensor"  # ``hist = []``
+                    plan.unsafe.append(f"`{name}` {what}: it is passed by reference and read at replay, not now")
                 elif any(_prints_as_number(ctx, use_node, formats, found.kind.formats_text)
                          for use_node, use in uses if use != "read"):
                     plan.unsafe.append(f"`{name}` may be a tensor: replayed, it would print as a number")
