@@ -697,6 +697,16 @@ _TENSOR_METADATA_CALLS = frozenset({"size", "stride", "dim", "ndimension", "nume
 _NAME_ATTRIBUTES = frozenset({"__name__", "__qualname__", "__module__"})
 
 
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def _container(ctx: FileContext, name: ast.AST) -> bool:
+    """Is ``name`` bound only to lists, dicts or sets written out (``hist = []``, ``{}``)?"""
+    values = ctx.provenance.assigned_values(name)
+    return bool(values) and all(type(v) in _CONTAINERS or (
+        type(v) is ast.Call and type(v.func) is ast.Name and v.func.id in ("list", "dict", "set")) for v in values)
+
+
 def _writing_call(ctx: FileContext, values: list) -> str | None:
     """Why a call among the values passed to ``record`` writes a tensor in place (``x.add_(1)``):
     one passed before it would be copied with the change (``print(x.item(), x.add_(1).item())``)."""
@@ -1610,7 +1620,7 @@ class DeferredLogging(Rule):
                 if _may_hold_tensors(ctx, node, formats):
                     # Passed as itself, so that it prints as the original printed it.
                     by_reference.add(params.index(name))
-                    what = "may hold tensors" if ctx.kind(node) is Kind.OTHER else "may be a tensor"  # ``hist = []``
+                    what = "may hold tensors" if _container(ctx, node) else "may be a tensor"  # ``hist = []``
                     plan.unsafe.append(f"`{name}` {what}: it is passed by reference and read at replay, not now")
                 elif any(_prints_as_number(ctx, use_node, formats, found.kind.formats_text)
                          for use_node, use in uses if use != "read"):
