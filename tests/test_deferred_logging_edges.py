@@ -419,3 +419,19 @@ def test_a_list_passed_by_reference_is_said_to_hold_tensors_not_to_be_one():
     )
     (found,) = _fx201(code)
     assert found.fix == "unsafe" and "`hist` may hold tensors: it is passed by reference" in found.note, found.note
+
+
+def test_a_read_of_an_attribute_is_passed_under_the_attributes_name():
+    """``t.loss.item()`` is passed as ``loss`` (it was ``value_1``, which hid which was the loss)."""
+    code = (
+        "import torch\n"
+        "class T:\n"
+        "    pass\n"
+        "def main(xs: list[torch.Tensor]):\n"
+        "    t = T()\n"
+        "    for i, x in enumerate(xs):\n"
+        "        t.loss = x.sum()\n"
+        "        print(f'iter {i}: train loss {t.loss.item():.5f}')\n"
+    )
+    fixed = _fixed(code)
+    assert "lambda i, loss: print(f'iter {i}: train loss {loss:.5f}')," in fixed and "    t.loss,\n" in fixed, fixed

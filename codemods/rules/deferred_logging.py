@@ -1668,7 +1668,7 @@ class DeferredLogging(Rule):
                 if type(value) is ast.Name and all(use == "read" for _, use in collector.names.get(value.id, [])):
                     param = value.id  # passed once, as the name
                 else:
-                    param = fresh()
+                    param = fresh(value)  # ``trainer.loss.item()`` as ``loss``
                     params.append(param)
                     values.append(value)
                 new_expr: gen.Node = gen.Name(param)
