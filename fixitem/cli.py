@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 from fixitem import api, formats, output
 from fixitem.codemods.driver.registry import RULE_CLASSES, UnknownRule, rule_class
+from fixitem.console import console as new_console
 
 
 def _help_without_types(params):
@@ -159,15 +160,6 @@ def _main(
     """Find and rewrite the PyTorch code that makes torch.compile slow: host syncs and graph breaks."""
 
 
-def _console(**options):
-    """A rich console; rich is imported only by runs that print through it (a scan that
-    finds nothing to note prints with ``typer.echo``, and starts faster without it)."""
-    from rich.console import Console as RichConsole
-
-    # No emoji codes: ``file.py:100:9`` is no ``:100:`` (rich would print 💯 for it).
-    return RichConsole(emoji=False, **options)
-
-
 def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
@@ -183,7 +175,7 @@ class _Stderr:
     @property
     def console(self):
         if self._console is None:
-            self._console = _console(stderr=True, highlight=False, soft_wrap=True)
+            self._console = new_console(stderr=True, highlight=False, soft_wrap=True)
         return self._console
 
     def print(self, *args, **kwargs) -> None:
@@ -458,7 +450,7 @@ def apply(
     if format == "json":
         typer.echo(output.apply_json(result))
     elif not quiet and result.files:
-        report = err if diff else _console(highlight=False, soft_wrap=True)
+        report = err if diff else new_console(highlight=False, soft_wrap=True)
         # With --diff nothing is written: the fixes are what would be made.
         done, left = ("would fix:", "left:     ") if diff else ("fixed:", "left: ")
         for finding in result.applied:
@@ -492,7 +484,7 @@ def _apply_verified(paths, command, factory, cwd, env, timeout, masks, quiet, de
                                     default_masks=default_masks, log=log, **options)
     except api.UsageError as exc:
         raise _usage_error(str(exc))
-    out = _console(highlight=False, soft_wrap=True)
+    out = new_console(highlight=False, soft_wrap=True)
     for path, finding in result.kept:
         out.print(f"fixed: {output.finding_line(finding)}", markup=False)
     for reverted in result.reverted:
@@ -542,7 +534,7 @@ def demo(
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:
         shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp.py")
         shutil.copyfile(gated_mlp.__file__, Path(tmp) / "gated_mlp_orig.py")
-        console = _console(highlight=False, soft_wrap=True)
+        console = new_console(highlight=False, soft_wrap=True)
         console.print(f"Demo folder: {Path(tmp).resolve()} (a copy of fixitem/examples/gated_mlp.py, "
                       "removed at the end); paths below are relative to it.", markup=False)
         here = os.getcwd()

@@ -13,17 +13,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from fixitem.console import console as new_console
+
 from .errors import UsageError
 
 FORMATS = ("text", "json")
 
 
 def _console(**options: object):
-    """A rich console (rich is imported only by the commands that print with it: a scan
-    of one file, as a pre-commit hook runs it, starts without it)."""
-    from rich.console import Console
-
-    return Console(highlight=False, emoji=False, **options)
+    return new_console(highlight=False, **options)
 
 
 def _usage_error(message: str, details: str = "") -> typer.Exit:

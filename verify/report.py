@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fixitem.console import console as new_console
+
 from .breaks import GraphBreak
 from .conditions import ConditionSite
 from .numerics import tolerance_table
@@ -250,7 +252,7 @@ def _short_path(path: str) -> str:
 
 def render_text(report: VerifyReport, console: Console | None = None) -> None:
     """Print the report: a before | after table, the inputs, conditions and verdict."""
-    console = console or Console(emoji=False)
+    console = console or new_console()
     b, a = report.before, report.after
     table = Table(title=f"fixitem verify  (device {report.device}, backend {report.backend}, factory {report.factory})")
     table.add_column("check")

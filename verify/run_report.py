@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fixitem.console import console as new_console
+
 from .run import CommandRun, RunComparison, RunProfile, SyncLine
 
 TOP_LINES = 10
@@ -74,7 +76,7 @@ def _stderr_tail(run: CommandRun, console: Console) -> None:
 
 
 def render_comparison(result: RunComparison, console: Console | None = None) -> None:
-    console = console or Console(emoji=False)
+    console = console or new_console()
     b, a = result.before, result.after
     roots_b, roots_a = [b.cwd], [a.cwd]
     table = Table(title=f"fixitem verify --run  {result.command}")
@@ -127,7 +129,7 @@ def render_comparison(result: RunComparison, console: Console | None = None) -> 
 
 
 def render_profile(profile: RunProfile, console: Console | None = None) -> None:
-    console = console or Console(emoji=False)
+    console = console or new_console()
     run = profile.run
     console.print(f"fixitem verify --run: exit status {_status(run)}, {run.wall_s:.2f} s, "
                   f"host syncs {_syncs_cell(run)}, graph breaks {len(run.breaks)}", highlight=False)
