@@ -2290,9 +2290,8 @@ class Provenance:
             if type(expr.value) is ast.Name and expr.value.id == "self":  # type: ignore[attr-defined]
                 # ``self.ixes = torch.randperm(n)``: every value the class gives it is a host
                 # tensor (a buffer is not: ``module.to(device)`` moves it).
-                cls = self.enclosing_class(expr)
-                values = self.class_attrs.get(cls, {}).get(expr.attr) if cls is not None else None  # type: ignore[attr-defined]
-                key = (id(cls), "self." + expr.attr)  # type: ignore[attr-defined]
+                values = self.assigned_values(expr)
+                key = (id(self.enclosing_class(expr)), "self." + expr.attr)  # type: ignore[attr-defined]
                 if not values or key in seen:
                     return bool(values)
                 return all(not (type(v) is ast.Name and v.id == "__buffer__") and self._cpu(v, seen | {key})

@@ -827,16 +827,24 @@ def _once_guard(ctx: FileContext, stmt: ast.stmt) -> str:
 REDIRECTS = frozenset({"contextlib.redirect_stdout", "contextlib.redirect_stderr"})
 
 
+def _redirect(ctx: FileContext, block: ast.With | ast.AsyncWith) -> str:
+    """The ``redirect_stdout`` / ``redirect_stderr`` that ``block`` enters, as written, or ""."""
+    for item in block.items:
+        expr = item.context_expr
+        if type(expr) is ast.Call and ctx.provenance.imports.qualify(expr.func) in REDIRECTS:
+            return ctx.code(expr.func)
+    return ""
+
+
 def _redirected(ctx: FileContext, stmt: ast.AST) -> str:
     """The ``with redirect_stdout(...)`` around ``stmt`` in its function, if any."""
     for parent in ctx.ancestors(stmt):
         if isinstance(parent, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
             return ""
         if isinstance(parent, (ast.With, ast.AsyncWith)):
-            for item in parent.items:
-                expr = item.context_expr
-                if type(expr) is ast.Call and ctx.provenance.imports.qualify(expr.func) in REDIRECTS:
-                    return ctx.code(expr.func)
+            redirect = _redirect(ctx, parent)
+            if redirect:
+                return redirect
     return ""
 
 
@@ -847,12 +855,8 @@ def _redirected_elsewhere(ctx: FileContext, stmt: ast.AST) -> bool:
     if not ctx.memo("redirects streams", lambda: redirects_streams(ctx.source)):
         return False
     here = ctx.enclosing_function(stmt)
-    for block in ctx.nodes(ast.With, ast.AsyncWith):
-        if any(type(item.context_expr) is ast.Call  # type: ignore[attr-defined]
-               and ctx.provenance.imports.qualify(item.context_expr.func) in REDIRECTS  # type: ignore[attr-defined]
-               for item in block.items) and ctx.enclosing_function(block) is not here:  # type: ignore[attr-defined]
-            return True
-    return False
+    return any(_redirect(ctx, block) and ctx.enclosing_function(block) is not here  # type: ignore[arg-type]
+               for block in ctx.nodes(ast.With, ast.AsyncWith))
 
 
 _LINE_START = re.compile(r"[ \t\f]*")
