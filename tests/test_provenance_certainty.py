@@ -554,14 +554,42 @@ def test_a_model_built_on_the_meta_device_elsewhere_leaves_host_tensors_on_the_h
     assert [f.rule for r in together.files for f in r.findings] == []
 
 
-def test_numpy_of_a_tensor_is_no_host_sync_but_a_graph_break_in_traced_code():
+def test_numpy_of_a_tensor_is_no_host_sync_and_no_graph_break():
     # ``.numpy()`` raises for a device tensor: a tensor it reads is in host memory already.
+    # In traced code Dynamo traces it as a NumPy array (torch 2.13: ``forward`` returning
+    # ``x.numpy()`` compiles with ``fullgraph=True``), so it costs nothing there either.
     code = (
         "import torch\nfrom torch import nn\n\n"
         "def f(x: torch.Tensor):\n    return x.detach().numpy(), x.cpu().numpy()\n\n"
         "class M(nn.Module):\n    def forward(self, x):\n        return x.numpy()\n"
     )
-    assert [(f.line, f.costs) for f in scan(code)] == [(5, ("host-sync",)), (9, ("graph-break",))]
+    assert [(f.line, f.costs) for f in scan(code)] == [(5, ("host-sync",))]
+
+
+def test_a_copy_to_host_memory_costs_no_graph_break():
+    # Dynamo traces ``.cpu()`` into the graph: a device tensor's copy is a host sync only,
+    # and a copy of a tensor in host memory costs nothing, in traced code or not.
+    code = (
+        "import numpy as np\nimport torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n    def forward(self, x):\n"
+        "        arr = np.ones((2, 2), dtype=np.float32)\n"
+        "        y = torch.from_numpy(arr.copy()).float().cpu()\n"
+        "        return x.cpu() + y\n"
+    )
+    assert [(f.rule, f.line, f.costs) for f in scan(code)] == [("FX003", 9, ("host-sync",))]
+
+
+def test_a_value_compared_with_a_string_is_a_python_bool():
+    # ``mode == "edit"`` reads nothing whatever ``mode`` is (a tensor compared with a string is
+    # ``False``), so ``forward``'s presumed-tensor parameters are not tested there.
+    code = (
+        "import torch\n\nclass M(torch.nn.Module):\n    def forward(self, x, mode, texts):\n"
+        "        if mode == \"edit\":\n            x = x + 1\n"
+        "        if len(texts) == 1 and texts[0] != \" \":\n            x = x * 2\n"
+        "        if mode == 0:\n            x = x * 3\n"
+        "        return x\n"
+    )
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX101", 9)]
 
 
 @pytest.mark.parametrize(

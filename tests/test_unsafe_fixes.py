@@ -71,6 +71,17 @@ def test_a_fix_that_would_keep_the_read_it_claims_is_no_fix():
     assert any("`idx.item()`" in f.message for f in result.findings if f.rule != "FX102")
 
 
+def test_a_branch_that_reads_a_value_itself_is_not_selected(tmp_path):
+    # ``m.mean().item() if m.any() else 0.0``: ``torch.where`` would evaluate the branch on
+    # every call, keep its read, and turn the Python number into a tensor.
+    source = FIXTURES / "branch_reads.py"
+    result = _apply(source)
+    assert result.new_text is None and not result.applied
+    selections = [f for f in result.findings if f.rule in ("FX101", "FX102")]
+    assert [(f.rule, f.line, f.fix) for f in selections] == [("FX102", 6, "none"), ("FX101", 11, "none")]
+    assert all("a branch reads `mask.float().mean().item()` itself" in f.note for f in selections)
+
+
 def _findings_by_function(path: Path):
     import ast
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from .. import gen
 from ..model.context import COMPOUND, FUNCTIONS, FileContext
 from ..model.provenance import Kind, Scope
+from ..model.syncs import SELF_READING_KINDS, SyncSite
 from ..model.tree import nodes_within, walk
 
 
@@ -394,6 +395,20 @@ PARAMETERLESS_MODULES = frozenset(
         "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
     }
 )
+
+
+def branch_read_problem(ctx: FileContext, sites: Sequence[SyncSite], values: Sequence[gen.Expr_ | None]) -> str:
+    """Why a selection of ``values`` (the branches' values) by ``torch.where`` keeps a read:
+    a value that reads a tensor itself (``m.mean().item() if m.any() else 0.0``) is still
+    read, and on every pass, where the original read it only when its branch ran."""
+    for value in values:
+        if not isinstance(value, ast.AST):
+            continue
+        for site in ctx.sites_below(sites, value):
+            if site.kind in SELF_READING_KINDS:
+                return (f"a branch reads `{ctx.code(site.node)}` itself; `torch.where` would still read it, "
+                        "and on every pass where the original read it only when its branch was taken")
+    return ""
 
 
 def branch_only_parameters(ctx: FileContext, anchor: ast.AST, taken: gen.Expr_, other: gen.Expr_) -> str:

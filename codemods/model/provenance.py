@@ -1384,7 +1384,7 @@ class Provenance:
                 # operands are still read: what a name's kind read is part of the answer.)
                 return Kind.NUMBER
             kinds = [self.kind(expr.left)] + [self.kind(c) for c in expr.comparators]  # type: ignore[attr-defined]
-            if ops_are_identity:
+            if ops_are_identity or _equals_text(expr):  # type: ignore[arg-type]
                 return Kind.NUMBER
             if Kind.TENSOR in kinds and len(expr.ops) == 1:  # type: ignore[attr-defined]
                 return Kind.TENSOR
@@ -2569,6 +2569,14 @@ class Provenance:
         if callee is Kind.MODULE:
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+def _equals_text(compare: ast.Compare) -> bool:
+    """``mode == "edit"``: a Python bool, whatever ``mode`` is (a tensor compared with a
+    string gives ``False``, or ``True`` for ``!=``, and reads nothing)."""
+    return all(type(op) is ast.Eq or type(op) is ast.NotEq for op in compare.ops) and any(
+        type(side) is ast.JoinedStr or type(side) is ast.Constant and type(side.value) in (str, bytes)
+        for side in (compare.left, *compare.comparators))
 
 
 def _spelling(name: ast.Name | ast.arg) -> str:

@@ -37,6 +37,10 @@ SYNCHRONIZE_CALLS = frozenset(
 )
 
 
+# Reads that Dynamo traces into the graph: they cost a host sync on a device, no graph break.
+_TRACED_KINDS = frozenset({"synchronize", "cpu", "numpy"})
+
+
 @dataclass(eq=False)
 class SyncSite:
     node: ast.AST  # the expression that syncs
@@ -61,8 +65,9 @@ class SyncSite:
     def graph_break(self) -> bool:
         """In traced code, does it break the graph? Every read does, unless the program's
         configuration lets Dynamo trace it (``captured``); torch traces an explicit
-        ``synchronize()`` into the graph."""
-        return self.kind != "synchronize" and not self.captured
+        ``synchronize()`` into the graph, and a copy to host memory (``t.cpu()``, and
+        ``t.numpy()``, which Dynamo traces as a NumPy array)."""
+        return self.kind not in _TRACED_KINDS and not self.captured
 
 
 def is_item_call(node: ast.AST) -> bool:
@@ -111,8 +116,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
         on_host = kind != "synchronize" and (host or ctx.on_cpu(value))
-        if on_host and not ctx.in_traced_code(node):
-            return  # a host tensor read outside traced code costs nothing
+        if on_host and (kind in _TRACED_KINDS or not ctx.in_traced_code(node)):
+            return  # a host tensor read outside traced code costs nothing, nor a copy of one anywhere
         sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
 
     def possible(value: ast.expr) -> bool:

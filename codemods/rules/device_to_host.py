@@ -14,11 +14,12 @@ class DeviceToHost(SiteRule):
     `t.to("cpu")`, also of a module's output (`model(x).cpu()` where `model`
     is a parameter or a local: reported "if `model(x)` is a tensor"). A
     tensor already in host memory (`torch.from_numpy(a).numpy()`) is not
-    copied, and not reported.
+    copied, and not reported, in compiled code or not.
 
     ## Why is this bad?
-    On an accelerator the copy waits for the value (a **host sync**), and
-    `.numpy()` leaves the graph (a **graph break** in compiled code).
+    On an accelerator the copy waits for the value (a **host sync**). It
+    costs no graph break: Dynamo traces `.cpu()` and `.to("cpu")` into the
+    graph, and `.numpy()` as a NumPy array (measured on torch 2.13).
 
     ## Example
     ```python

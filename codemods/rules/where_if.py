@@ -14,6 +14,7 @@ from ..fixes.branches import (
     branch_assignments,
     branch_local,
     branch_only_parameters,
+    branch_read_problem,
     defined_before,
     in_one_line_suite,
     kept_value_problem,
@@ -576,12 +577,12 @@ class WhereIf(Rule):
                 if found is None:
                     continue
                 test_sites, stored = found
-            report = self._report(ctx, node, test_sites, stored)
+            report = self._report(ctx, node, test_sites, sites, stored)
             if report.fix is None and checks_finite(ctx, node.test) and NAN_ADVICE not in report.note:
                 report.note = f"{report.note.rstrip('.')}. {NAN_ADVICE}"  # NaN-skip logic: the device can decide
             yield report
 
-    def _report(self, ctx: FileContext, node: ast.If, test_sites: list[SyncSite],
+    def _report(self, ctx: FileContext, node: ast.If, test_sites: list[SyncSite], sites: list[SyncSite],
                 stored: dict[ast.AST, gen.Expr_] | None = None) -> Report:
         message = f"`if {ctx.code(node.test)}:` reads a tensor value on the host"
         if stored:
@@ -640,6 +641,9 @@ class WhereIf(Rule):
             verdict = purity(ctx, assignment.value)
             if verdict.blocking:
                 return Report(node, message, sites=test_sites, note=f"no fix: {verdict.reason}")
+        kept = branch_read_problem(ctx, sites, [a.value for a in [*body, *(orelse or [])]])
+        if kept:
+            return Report(node, message, sites=test_sites, note=f"no fix: {kept}")
         flows: dict[str, str] = {}  # a Python number selected: where the name's value goes
         for index, assignment in enumerate(body):
             if index in temporaries:

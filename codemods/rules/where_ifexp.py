@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.branches import branch_only_parameters, new_tensor_problems
+from ..fixes.branches import branch_only_parameters, branch_read_problem, new_tensor_problems
 from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
@@ -70,7 +70,9 @@ class WhereIfExp(Rule):
     later needed as a Python number (a size, `range`, an index, a `-> float`
     return, Python control flow), or when the rewrite would keep the read
     (`torch.tensor(y.item()) > 0` still reads `y.item()`: such a fix would
-    remove no sync).
+    remove no sync), or when a branch reads a value itself (`m.mean().item()
+    if m.any() else 0.0`: `torch.where` evaluates both branches, so the read
+    would stay, and run where the original skipped it).
     """
 
     code = "FX102"
@@ -233,6 +235,10 @@ class WhereIfExp(Rule):
                 continue
             if condition is None:
                 yield Report(node, message, sites=test_sites, note=UNKNOWN_VALUE_NOTE)
+                continue
+            kept = branch_read_problem(ctx, sites, (node.body, node.orelse))
+            if kept:
+                yield Report(node, message, sites=test_sites, note=f"no fix: {kept}")
                 continue
             refused = [_not_selectable(ctx, v) for v in (node.body, node.orelse)]
             if any(refused):
