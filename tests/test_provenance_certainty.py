@@ -632,3 +632,39 @@ def test_an_attribute_the_class_makes_on_the_host_is_read_without_a_sync(init, o
     ctx = context(code)
     assert ctx.on_cpu(expression(ctx, "self.ixes[i]")) is on_host
     assert len(scan(code)) == (0 if on_host else 1)
+
+
+def test_the_binding_a_read_sees_decides_where_its_tensor_lives():
+    # detr's segmentation: ``m_id`` is rebound to ``torch.from_numpy(...)`` before it is read.
+    code = (
+        "import torch\n\n"
+        "def f(masks, arr):\n"
+        "    x = torch.randn(3).cuda()\n    x = x.float()\n    print(x.sum().item())\n"
+        "    m_id = masks.argmax(-1)\n    m_id = torch.from_numpy(arr)\n    print(m_id.eq(1).sum().item())\n"
+        "    y = torch.from_numpy(arr)\n    y = y.float()\n    print(y.sum().item())\n"
+    )
+    assert [f.line for f in scan(code)] == [6]
+
+
+NET = (
+    "import torch\nfrom torch import nn\n\n"
+    "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n"
+    "def test():\n    net = Net()\n    net.eval()\n    y = net(torch.randn(1, 4))\n    print(y)\n\n"
+    "def builtin():\n    net = nn.Linear(4, 2)\n    print(net(torch.randn(1, 4)))\n"
+)
+
+
+def test_a_module_built_and_never_moved_gives_host_tensors_of_host_tensors():
+    # pytorch-cifar's ``test()`` beside each model: nothing there waits for a device.
+    assert scan(NET) == []
+    moved = NET + "\ndef moved():\n    net = nn.Linear(4, 2)\n    net.cuda()\n    print(net(torch.randn(1, 4)))\n"
+    # A file that moves a module somewhere: its own classes' outputs may be on a device (line
+    # 16); ``nn.Linear`` built and never moved in its function is still on the host (line 20).
+    assert [f.line for f in scan(moved)] == [16, 25]
+    others = NET + (
+        "\ndef given(x):\n    net = nn.Linear(4, 2)\n    print(net(x))\n"
+        "\ndef passed(prepare):\n    net = nn.Linear(4, 2)\n    prepare(net)\n    print(net(torch.randn(1, 4)))\n"
+        "\ndef placed():\n    net = nn.Linear(4, 2, device='cuda')\n    print(net(torch.randn(1, 4)))\n"
+    )
+    assert [f.line for f in scan(others)] == [16, 24, 29, 33]  # (``device=`` in the file: line 16 too)

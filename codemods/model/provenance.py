@@ -690,6 +690,7 @@ class Provenance:
         self._tensor_use_cache: dict[tuple[int, str], bool] = {}
         self._cpu_cache: dict[ast.AST, bool] = {}
         self._default_device: bool | None = None  # does the file change the default device?
+        self._moves: bool | None = None  # does anything in the file move to a device?
         self._defaults: dict[int, ast.expr | None] = {}  # id(ast.arg) -> its default value
         # Flow facts (filled while scopes are collected, resolved after):
         # ``t.loss = v`` of a local object ``t``: (scope of ``t``, "t.loss") -> how it is bound;
@@ -2269,6 +2270,11 @@ class Provenance:
             key = (id(scope), name)
             if key in seen:
                 return True  # ``x = x + 1``: as the other bindings say
+            value = self.reaching(expr) if t is ast.Name else None  # type: ignore[arg-type]
+            if value is not None and type(value) is not ast.arg:
+                # ``m = masks.argmax(-1)``, then ``m = torch.from_numpy(a)``: the binding this
+                # read sees decides, not every binding of the name.
+                return self._deeper(lambda: self._cpu(value, seen))
             bindings = scope.bindings.get(name, [])
             if not bindings:
                 return False
@@ -2356,7 +2362,56 @@ class Provenance:
             if method.endswith("_") and not method.startswith("_"):
                 return True  # ``x.uniform_(a, b)`` is ``x``, updated in place where it lives
             return all(self._cpu_or_not_tensor(argument_value(a), seen) for a in arguments)
+        if type(func) is ast.Name and self._module_on_host(func):
+            # ``net = ResNet18()`` ... ``y = net(torch.randn(1, 3, 32, 32))``: a module never
+            # moved, of host tensors.
+            tensors = [a for a in arguments if self.kind(argument_value(a)) is Kind.TENSOR]
+            return bool(tensors) and all(self._cpu_or_not_tensor(argument_value(a), seen) for a in arguments)
         return False
+
+    def _module_on_host(self, name: ast.Name) -> bool:
+        """Is ``name`` a module built in its function, in host memory, and never moved? Bound
+        once to a constructor (``torch.nn.Conv2d(...)``, or a module class of this file, which
+        moves nothing anywhere: no ``.cuda()``, ``.to(...)`` or ``device=``), without a
+        ``device``, and used only as modules are used where nothing moves them: called, or
+        ``net.eval()``."""
+        scope = self.scope_of(name).lookup(name.id)
+        if scope is None or scope.node is self.module or self._default_device_changed():
+            return False
+        bindings = scope.bindings.get(name.id, [])
+        if len(bindings) != 1 or bindings[0][0] != "value" or type(bindings[0][1]) is not ast.Call:
+            return False
+        built = bindings[0][1]
+        if any(k.arg == "device" or k.arg is None for k in built.keywords):  # type: ignore[attr-defined]
+            return False
+        q = self.imports.qualify(built.func) or ""  # type: ignore[attr-defined]
+        parts = q.split(".")
+        if not (len(parts) == 3 and parts[:2] == ["torch", "nn"] and parts[2][:1].isupper()):
+            constructor = built.func  # type: ignore[attr-defined]
+            if not (type(constructor) is ast.Name and constructor.id in self.module_classes
+                    and any(c.name == constructor.id for c in nodes_within(self.module, ast.ClassDef))  # type: ignore[attr-defined]
+                    and not self._moves_to_devices()):
+                return False
+        for use in nodes_within(scope.node, ast.Name):
+            if use.id != name.id or self.scope_of(use).lookup(name.id) is not scope:  # type: ignore[attr-defined]
+                continue
+            parent = self.parents.get(use)
+            if type(parent) is ast.Call and parent.func is use:  # type: ignore[attr-defined]
+                continue
+            if type(parent) is ast.Attribute and parent.attr in _STAYING_MODULE_METHODS:  # type: ignore[attr-defined]
+                continue
+            if type(parent) is ast.Assign and use in parent.targets:  # type: ignore[attr-defined]
+                continue  # its binding
+            return False
+        return True
+
+    def _moves_to_devices(self) -> bool:
+        """Does anything in this file move to a device, or make a tensor on one?"""
+        if self._moves is None:
+            self._moves = any(
+                node.attr in ("cuda", "to", "to_empty", "xpu", "mps") for node in nodes_within(self.module, ast.Attribute)  # type: ignore[attr-defined]
+            ) or any(k.arg == "device" for node in nodes_within(self.module, ast.Call) for k in node.keywords)  # type: ignore[attr-defined]
+        return self._moves
 
     def _is_dtype(self, expr: ast.expr) -> bool:
         q = self.imports.qualify(expr) or ""
@@ -2569,6 +2624,13 @@ class Provenance:
         if callee is Kind.MODULE:
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+
+# What a module may be asked without moving it.
+_STAYING_MODULE_METHODS = frozenset({
+    "eval", "train", "forward", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
+    "named_modules", "children", "state_dict", "zero_grad", "requires_grad_",
+})
 
 
 def _equals_text(compare: ast.Compare) -> bool:
