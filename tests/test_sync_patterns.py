@@ -249,3 +249,19 @@ def test_a_tensor_given_to_a_metric_writer_is_read_by_it():
     assert (metric.rule, metric.line, metric.fix) == ("FX005", 7, "none") and "metric writer" in metric.message
     assert (deferred.rule, deferred.line, deferred.fix) == ("FX201", 8, "safe")
     assert [f.line for f in process(Path("a.py"), code, all_rules(), fix=True).applied] == [8]
+
+
+def test_a_read_used_as_the_key_of_a_python_container_is_an_index_not_a_tensor_test():
+    # detr's panoptic post-processing: the ``if`` tests what the dict holds, a Python value;
+    # the read is the key (FX006), which no ``torch.where`` can keep on the device.
+    code = (
+        "import torch\n\n"
+        "def stuff_ids(label: torch.Tensor, is_thing_map: dict, probs: torch.Tensor, y: torch.Tensor):\n"
+        "    if not is_thing_map[label.item()]:\n        print(1)\n"
+        "    z = 1.0 if is_thing_map[label.item()] else 0.0\n"
+        "    assert is_thing_map[label.item()]\n"
+        "    w = y * 0.5 if probs[label.item()] > 0.5 else y  # a tensor's element: tested on the device\n"
+        "    return z, w\n"
+    )
+    found = [(f.rule, f.line, f.col) for f in scan(code)]
+    assert found == [("FX006", 4, 25), ("FX006", 6, 29), ("FX006", 7, 25), ("FX102", 8, 9), ("FX006", 8, 26)]

@@ -731,6 +731,19 @@ def sites_within(ctx: FileContext, sites, root: ast.AST) -> list:
     return [site for site in ctx.sites_below(sites, root) if site.kind not in ("elements", "metric")]
 
 
+def tensor_sites_within(ctx: FileContext, sites, root: ast.AST) -> list:
+    """The sites below ``root`` whose value a tensor rewrite of ``root`` could keep on the
+    device: a read used as the key of what is not a tensor (``is_thing_map[label.item()]``)
+    must reach the host whatever ``root`` becomes (FX006 reports it)."""
+    return [site for site in sites_within(ctx, sites, root) if not _key_of_python_container(ctx, site.node)]
+
+
+def _key_of_python_container(ctx: FileContext, node: ast.AST) -> bool:
+    parent = ctx.parents.get(node)
+    return (type(parent) is ast.Subscript and parent.slice is node  # type: ignore[attr-defined]
+            and ctx.kind(parent.value) is not Kind.TENSOR)  # type: ignore[attr-defined]
+
+
 LINE_LENGTH = 88
 
 

@@ -14,7 +14,7 @@ from ..fixes.tensor_code import (
     convert_condition,
     fit_line,
     is_boolean,
-    sites_within,
+    tensor_sites_within,
     torch_call,
 )
 from ..model.context import FUNCTIONS, FileContext
@@ -272,7 +272,7 @@ class AssertAsync(Rule):
                 if raise_stmt is None:
                     continue  # not a check: FX101 reports it
                 test, message, raised = node.test, _raise_message(raise_stmt), _exception_name(ctx, raise_stmt)
-            test_sites = [s for s in sites_within(ctx, sites, test) if s not in claimed]
+            test_sites = [s for s in tensor_sites_within(ctx, sites, test) if s not in claimed]
             if not test_sites:
                 continue  # sizes, shapes, Python values: no sync
             if ctx.compile_guard(node) is not None:

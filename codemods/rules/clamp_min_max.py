@@ -9,7 +9,7 @@ from ..fixes.tensor_code import (
     NotConvertible,
     convert_value,
     exact_in_every_float_dtype,
-    sites_within,
+    tensor_sites_within,
 )
 from ..model.context import FileContext
 from ..model.dtypes import tensors_met, visibly_floating, zero_dim_dtype_problem
@@ -173,7 +173,7 @@ class ClampMinMax(Rule):
             assert isinstance(node, ast.Call)
             if not (type(node.func) is ast.Name and node.func.id in ("max", "min")):
                 continue
-            inner = [s for s in sites_within(ctx, sites, node) if s not in claimed]
+            inner = [s for s in tensor_sites_within(ctx, sites, node) if s not in claimed]
             if not inner:
                 continue
             message = f"`{node.func.id}(...)` of a tensor value read on the host"

@@ -30,7 +30,7 @@ from ..fixes.tensor_code import (
     exact_in_every_float_dtype,
     fit_statement,
     purity,
-    sites_within,
+    tensor_sites_within,
     threshold_rounding,
     torch_call,
     zero_dim_condition,
@@ -568,7 +568,7 @@ class WhereIf(Rule):
             parent = ctx.parents.get(node)
             if _is_elif(ctx, parent, node):
                 continue  # an ``elif``: part of its parent's report
-            test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
+            test_sites = [s for s in tensor_sites_within(ctx, sites, node.test) if s not in claimed]
             stored: dict[ast.AST, gen.Expr_] = {}
             if not test_sites:
                 # ``energy = float(t)`` ... ``if energy > 4.0:``: the read is kept as a

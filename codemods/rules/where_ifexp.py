@@ -5,14 +5,18 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..fixes.branches import branch_only_parameters, branch_read_problem, new_tensor_problems
+from ..fixes.branches import (
+    branch_only_parameters,
+    branch_read_problem,
+    new_tensor_problems,
+)
 from ..fixes.tensor_code import (
     NotConvertible,
     convert_condition,
     exact_in_every_float_dtype,
     fit_line,
     purity,
-    sites_within,
+    tensor_sites_within,
     threshold_rounding,
     torch_call,
     zero_dim_condition,
@@ -220,7 +224,7 @@ class WhereIfExp(Rule):
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         for node in ctx.nodes(ast.IfExp):
             assert isinstance(node, ast.IfExp)
-            test_sites = [s for s in sites_within(ctx, sites, node.test) if s not in claimed]
+            test_sites = [s for s in tensor_sites_within(ctx, sites, node.test) if s not in claimed]
             if not test_sites:
                 continue
             message = f"`... if {ctx.code(node.test)} else ...` reads a tensor value on the host"
