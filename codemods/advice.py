@@ -23,8 +23,8 @@ _STORES = (ast.Assign, ast.AnnAssign, ast.Dict, ast.List, ast.Tuple)
 
 
 def usage(ctx: FileContext, node: ast.AST) -> str:
-    """``size``, ``output``, ``accumulate`` (``accumulate_tensor`` into a tensor), ``condition``,
-    ``returned``, ``stored`` or ``other``."""
+    """``size``, ``output``, ``text`` (formatted, not printed), ``accumulate`` (``accumulate_tensor``
+    into a tensor), ``condition``, ``returned``, ``stored`` or ``other``."""
     child = node
     for parent in ctx.ancestors(node):
         t = type(parent)
@@ -37,10 +37,10 @@ def usage(ctx: FileContext, node: ast.AST) -> str:
                 return "output"
             if name in SIZE_FUNCTIONS and child is not func:
                 return "size"
-        if t is ast.JoinedStr or t is ast.FormattedValue:
-            return "output"
-        if t is ast.BinOp and type(parent.op) is ast.Mod and _is_string(parent.left):  # type: ignore[attr-defined]
-            return "output"  # ``"%.3f" % loss``
+        if t is ast.JoinedStr or t is ast.FormattedValue or (
+                t is ast.BinOp and type(parent.op) is ast.Mod and _is_string(parent.left)):  # type: ignore[attr-defined]
+            # ``f"{loss:.3f}"``, ``"%.3f" % loss``: printed or logged, or text kept (a file name)
+            return "output" if _in_output_call(ctx, parent) else "text"
         if t is ast.AugAssign:
             # ``totals[0] += loss.item()``: the total is a tensor already.
             return "accumulate_tensor" if ctx.kind(parent.target) is Kind.TENSOR else "accumulate"  # type: ignore[attr-defined]
@@ -56,6 +56,16 @@ def usage(ctx: FileContext, node: ast.AST) -> str:
             break
         child = parent
     return "other"
+
+
+def _in_output_call(ctx: FileContext, node: ast.AST) -> bool:
+    """Is ``node`` part of an argument of a print or logging call of its statement?"""
+    for parent in ctx.ancestors(node):
+        if type(parent) is ast.Call and output_call(ctx, parent) is not None:  # type: ignore[arg-type]
+            return True
+        if isinstance(parent, ast.stmt):
+            break
+    return False
 
 
 def _indexes(ctx: FileContext, parent: ast.AST, child: ast.AST) -> bool:
@@ -93,6 +103,10 @@ ADVICE = {
         "printing or logging every step waits for the device each time. Log every N steps, or pass the "
         "value read with `.item()` straight into the call: `fixitem apply` defers such calls into an "
         "on-device buffer"
+    ),
+    "text": (
+        "the value is formatted into text (a name, a message kept for later), which needs it on the host. "
+        "Keep the tensor, and make the text where it is used, once (after the loop, or every N steps)"
     ),
     "output_tensor": (
         "formatting a tensor reads it every time. Log every N steps, or format `t.item()` of a "
@@ -383,7 +397,7 @@ def detailed_usage(ctx: FileContext, node: ast.AST) -> str:
 
 
 # What a read stored in a name is used for, most demanding first.
-_STORED_USES = ("size", "condition", "output", "accumulate", "accumulate_tensor", "returned")
+_STORED_USES = ("size", "condition", "output", "text", "accumulate", "accumulate_tensor", "returned")
 
 
 def _use_of_stored_name(ctx: FileContext, node: ast.AST, use: str) -> tuple[str, ast.AST]:

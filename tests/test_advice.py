@@ -31,6 +31,9 @@ def test_each_pattern_gets_its_own_advice():
     assert leaves.startswith("FX001") and "leaves the program" in leaves
     loop = notes[_line("# an early exit on a tensor")]
     assert "torch.cond" in loop or "out of the compiled code" in loop
+    # detr's COCO file names: formatted into text that is kept, not printed or logged.
+    text = notes[_line("# a value formatted into a name")]
+    assert "formatted into text" in text and "printing or logging" not in text
 
 
 def test_a_comprehension_filter_on_the_elements_of_a_tensor_reads_one_per_element():

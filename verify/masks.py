@@ -50,7 +50,7 @@ DEFAULT_MASKS: tuple[Mask, ...] = (
          r"\1<duration>"),
     Mask("address", r"\b0x[0-9a-fA-F]{4,}\b"),  # object reprs
     Mask("trailing-space", r"[ \t]+(?=\r|\n|$)", ""),  # a progress bar pads to the previous line's width
-    # Line numbers in warnings and tracebacks: a rewrite adds an import line.
+    # Line numbers in warnings and tracebacks: a rewrite adds lines (the import, a call over more lines).
     Mask("line", r"(\.py):\d+:", r"\1:<line>:"),
     Mask("line", r'(File "[^"]*", line )\d+', r"\1<line>"),
 )

@@ -1018,8 +1018,13 @@ class DeferredLogging(Rule):
     shows are `logging` loggers (`logging.getLogger(...)`, a library's
     `logging.get_logger(...)`, a `logging.Logger` annotation, `self.logger`
     assigned one of these).
-    Logging records keep their `lineno` (the call stays on one line when it
-    fits) but `funcName` becomes `<lambda>` and `created` is the replay time.
+    A replayed logging record keeps the `funcName` of the function that made
+    the call, the time it was made (`created`, what `%(asctime)s` shows) and,
+    as its `lineno`, the line where the rewritten call starts. Line numbers
+    are the one printed difference: the import fixitem adds, and a call
+    rewritten over more lines than it took, move every later line of the
+    file down (`%(lineno)d` of later log calls, the lines warnings and
+    tracebacks name).
     The logger checks its level when the call is replayed: a call whose level
     is disabled printed nothing before and prints nothing after; a change of
     level, handler or format replays the pending calls first, so each is
