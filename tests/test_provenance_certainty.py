@@ -668,3 +668,16 @@ def test_a_module_built_and_never_moved_gives_host_tensors_of_host_tensors():
         "\ndef placed():\n    net = nn.Linear(4, 2, device='cuda')\n    print(net(torch.randn(1, 4)))\n"
     )
     assert [f.line for f in scan(others)] == [16, 24, 29, 33]  # (``device=`` in the file: line 16 too)
+
+
+def test_a_copy_to_host_that_is_read_shows_its_receiver_is_a_tensor():
+    # guided-diffusion's ``ts.cpu().numpy()`` and detr's ``tup.cpu().tolist()`` on parameters:
+    # a module's ``cpu()`` gives the module, which has no ``numpy()``; an array has no ``cpu()``.
+    code = (
+        "import torch\n\n"
+        "def log_loss_dict(ts, values):\n"
+        "    for t, loss in zip(ts.cpu().numpy(), values.detach().cpu().numpy()):\n        print(t, loss)\n\n"
+        "def to_tuple(tup):\n    return tuple(tup.cpu().tolist())\n\n"
+        "def moved(model):\n    model.cpu()\n    return model\n"
+    )
+    assert [(f.rule, f.line, f.col) for f in scan(code)] == [("FX003", 4, 24), ("FX003", 4, 42), ("FX003", 8, 18)]

@@ -884,6 +884,11 @@ class Provenance:
                             _tensor_like_call(method, node):  # type: ignore[arg-type]
                         if receiver.id not in ("self", "cls"):
                             scope.evidence.add(receiver.id)
+                    elif type(receiver) is ast.Name and method in ("cpu", "cuda") and receiver.id not in (
+                            "self", "cls") and _read_after_copy(node, self.parents):  # type: ignore[arg-type]
+                        # ``ts.cpu().numpy()``: a module's ``cpu()`` gives the module, which has no
+                        # ``numpy()`` (nor ``tolist()``, ``item()``); numpy arrays have no ``cpu()``.
+                        scope.evidence.add(receiver.id)
                     elif method == "save_for_backward":
                         # ``ctx.save_for_backward`` takes tensors only.
                         for arg in arguments:
@@ -2631,6 +2636,17 @@ _STAYING_MODULE_METHODS = frozenset({
     "eval", "train", "forward", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
     "named_modules", "children", "state_dict", "zero_grad", "requires_grad_",
 })
+
+
+def _read_after_copy(call: ast.Call, parents: Mapping[ast.AST, ast.AST]) -> bool:
+    """``x.cpu().numpy()``, ``x.cpu().tolist()``, ``x.cpu().item()``: the copy is read."""
+    if call.args or call.keywords:
+        return False
+    attribute = parents.get(call)
+    if type(attribute) is not ast.Attribute or attribute.attr not in ("numpy", "tolist", "item"):  # type: ignore[attr-defined]
+        return False
+    read = parents.get(attribute)
+    return type(read) is ast.Call and read.func is attribute  # type: ignore[attr-defined]
 
 
 def _equals_text(compare: ast.Compare) -> bool:
