@@ -59,9 +59,10 @@ def usage(ctx: FileContext, node: ast.AST) -> str:
 
 
 def _in_output_call(ctx: FileContext, node: ast.AST) -> bool:
-    """Is ``node`` part of an argument of a print or logging call of its statement?"""
+    """Is ``node`` part of an argument of a print or logging call of its statement (or of a
+    function whose name says it writes output: ``print0``)?"""
     for parent in ctx.ancestors(node):
-        if type(parent) is ast.Call and output_call(ctx, parent) is not None:  # type: ignore[arg-type]
+        if type(parent) is ast.Call and (output_call(ctx, parent) is not None or _output_name(parent.func)):  # type: ignore[arg-type,attr-defined]
             return True
         if isinstance(parent, ast.stmt):
             break
@@ -189,6 +190,11 @@ def advice(ctx: FileContext, node: ast.AST) -> str:
 
 # Parts of a function's name that say it writes output (``print0``, ``log_rank0``, ``master_print``).
 _OUTPUT_WORDS = ("print", "log", "write", "echo", "report", "info", "warn", "debug")
+
+
+def _output_name(func: ast.AST) -> bool:
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
+    return any(word in name.lower() for word in _OUTPUT_WORDS)
 
 
 def unseen_callee_advice(ctx: FileContext, node: ast.AST) -> str:
