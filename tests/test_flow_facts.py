@@ -578,3 +578,25 @@ def test_the_builtin_max_or_min_of_tensors_one_by_one_is_a_host_comparison():
     found = _findings(code)
     assert [(f.rule, f.line) for f in found] == [("FX004", 3), ("FX004", 4), ("FX004", 6)], found
     assert all("one host sync per element" in f.note for f in found)
+
+
+def test_a_comprehension_in_a_comprehension_has_its_own_names():
+    # whisper's decoding: ``[[t[1:] for t in s] for s in tokens]``, then each row's elements read.
+    code = (
+        "import torch\n\n"
+        "def finalize(tokens: torch.Tensor):\n"
+        "    rows = [[t[1:] for t in s] for s in tokens]\n"
+        "    return [t[0].tolist() for t in rows]\n"
+    )
+    assert [(f.rule, f.line) for f in _findings(code, "FX002")] == [("FX002", 5)]
+
+
+def test_the_first_iterable_of_a_comprehension_is_read_where_the_comprehension_stands():
+    # It sees the function's bindings: ``x`` there is the host copy made the line before.
+    code = (
+        "import torch\n\n"
+        "def f():\n"
+        "    x = torch.zeros(3, device='cuda')\n    x = x.cpu()\n"
+        "    return [v for v in x.tolist()]\n"
+    )
+    assert [(f.rule, f.line) for f in _findings(code)] == [("FX003", 5)]

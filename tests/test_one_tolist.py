@@ -223,7 +223,6 @@ def test_numpy_arrays_and_lists_are_left_alone():
         "    return [v.item() + v.sum().item() for v in t]\n",
         "    out = []\n    for v in t:\n        out.append(v.item())\n        out.append(v)\n    return out\n",
         "    out = []\n    for v in t:\n        v = v.item()\n        out.append(v)\n    return out\n",
-        "    return [[x.item() for x in row] for row in t.unbind(0)]\n",
     ],
 )
 def test_element_used_as_a_tensor_is_not_fixed(body):
@@ -231,6 +230,17 @@ def test_element_used_as_a_tensor_is_not_fixed(body):
     outcome = rewrite(code, unsafe=True)
     assert all(f.rule != "FX303" for f in outcome.applied)
     assert "FX303" not in [f.rule for f in process(Path("p.py"), code, all_rules()).findings]
+
+
+def test_a_comprehension_nested_in_another_reads_its_own_row_once():
+    # The outer comprehension uses each row as a tensor (it iterates it); the inner one only
+    # reads the row's elements, one sync each: it reads the row once instead.
+    code = HEADER + "def f(t: torch.Tensor):\n    return [[x.item() for x in row] for row in t.unbind(0)]\n"
+    outcome = rewrite(code, unsafe=False)
+    assert [f.rule for f in outcome.applied] == ["FX303"]
+    assert "    return [row.reshape(len(row)).tolist() for row in t.unbind(0)]\n" in outcome.new_text
+    t = torch.arange(6.0).reshape(2, 3)
+    assert define(outcome.new_text)(t) == [[x.item() for x in row] for row in t.unbind(0)]
 
 
 @pytest.mark.parametrize(

@@ -836,6 +836,12 @@ class Provenance:
                 self.scopes[node] = inner
                 for comp in node.generators:  # type: ignore[attr-defined]
                     self._bind_target(inner, comp.target, "iter", comp.iter)
+                # What the comprehension evaluates in its own scope (all but the first iterable),
+                # with the comprehensions and lambdas nested there: ``[[t[1:] for t in s] for s in x]``.
+                parts = [node.key, node.value] if t is ast.DictComp else [node.elt]  # type: ignore[attr-defined]
+                for k, comp in enumerate(node.generators):  # type: ignore[attr-defined]
+                    parts += ([comp.iter] if k else []) + list(comp.ifs)
+                self._fill_scope(inner, parts)
             elif t is ast.Assign:
                 for target in node.targets:  # type: ignore[attr-defined]
                     self._bind_target(scope, target, "value", node.value)  # type: ignore[attr-defined]
@@ -980,6 +986,7 @@ class Provenance:
         scopes = self.scopes
         parents = self.parents
         current: ast.AST | None = node
+        below: ast.AST | None = None  # the child of ``current`` on the way up
         while current is not None:
             parent = parents.get(current)
             if parent is not None and parent in scopes:
@@ -987,11 +994,15 @@ class Provenance:
                 # scope; a function's parameters (their annotations and default values
                 # included, as libcst's ``Parameters`` did) and its statements to its own.
                 if type(parent) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
-                    current = parent
+                    below, current = current, parent
                     continue
                 # The first iterable of a comprehension is evaluated outside it.
+                if type(current) is ast.comprehension and below is current.iter and \
+                        current is parent.generators[0]:  # type: ignore[attr-defined]
+                    below, current = current, parent
+                    continue
                 return scopes[parent]
-            current = parent
+            below, current = current, parent
         return scopes[self.module]
 
     def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
@@ -1788,9 +1799,23 @@ class Provenance:
                 held = self._name_element_types(node, "iter")  # type: ignore[arg-type]
                 inner = [self._annotation_element_types(t, of) for t in held or []]
                 if not held or any(i is None for i in inner):
-                    return None
+                    kinds = []
+                    break
                 kinds += [self._annotation_kind(t) for types in inner for t in types]  # type: ignore[union-attr]
-            return kinds
+            if kinds:
+                return kinds
+        if bindings and all(how == "iter" and isinstance(node, ast.expr) for how, node in bindings):
+            # ``rows = [[t[1:] for t in s] for s in tokens]`` ... ``for row in rows``: the
+            # elements of ``row`` are those of the elements of ``rows``.
+            return self._elements_of_elements(scope, name.id, [node for _, node in bindings], of)
+        value = self.reaching(name)
+        if value is not None and type(value) is not ast.arg and len(bindings) > 1:
+            # ``tokens: Tensor`` rebound to ``[[...] for s in tokens]``: as the binding this read sees.
+            self._element_guard.add((id(scope), name.id))
+            try:
+                return self._deeper(lambda: self._elements(value, of))  # type: ignore[arg-type]
+            finally:
+                self._element_guard.discard((id(scope), name.id))
         if not bindings or any(not (how == "value" and isinstance(node, ast.expr) or how == "param")
                                for how, node in bindings):
             return None
@@ -1809,6 +1834,30 @@ class Provenance:
             return None if found is None else annotated + found
         finally:
             self._element_guard.discard((id(scope), name.id))
+
+    def _elements_of_elements(self, scope: Scope, name: str, iterables: list[ast.expr],
+                              of: str) -> list[ast.expr | Kind] | None:
+        key = (id(scope), name)
+        self._element_guard.add(key)
+        try:
+            found: list[ast.expr | Kind] = []
+            for iterable in iterables:
+                outer = self._deeper(lambda iterable=iterable: self._elements(iterable, "iter"))
+                if outer is None:
+                    return None
+                for element in outer:
+                    if isinstance(element, Kind):
+                        if element not in (Kind.TENSOR, Kind.NUMPY):
+                            return None
+                        found.append(element)  # the rows of a row
+                        continue
+                    inner = self._deeper(lambda element=element: self._elements(element, of))
+                    if inner is None:
+                        return None
+                    found += inner
+            return found
+        finally:
+            self._element_guard.discard(key)
 
     def _sum_kind(self, call: ast.Call) -> Kind:
         """``sum(xs)``, ``sum(xs, start)``: a tensor when ``xs`` is one (the sum of its rows)
