@@ -681,3 +681,13 @@ def test_a_copy_to_host_that_is_read_shows_its_receiver_is_a_tensor():
         "def moved(model):\n    model.cpu()\n    return model\n"
     )
     assert [(f.rule, f.line, f.col) for f in scan(code)] == [("FX003", 4, 24), ("FX003", 4, 42), ("FX003", 8, 18)]
+    # sam3_video's processor: under ``isinstance(sizes, torch.Tensor)`` the copy says nothing
+    # of ``sizes`` elsewhere (a list there: ``int(sizes[0])`` reads no tensor); the copy itself
+    # is a tensor's (narrowed by the test).
+    guarded = (
+        "import torch\n\n"
+        "def dims(sizes):\n"
+        "    if isinstance(sizes, torch.Tensor):\n        sizes = sizes.cpu().tolist()\n"
+        "    return int(sizes[0]), int(sizes[1])\n"
+    )
+    assert [(f.rule, f.line) for f in scan(guarded)] == [("FX003", 5)]

@@ -891,9 +891,11 @@ class Provenance:
                         if receiver.id not in ("self", "cls"):
                             scope.evidence.add(receiver.id)
                     elif type(receiver) is ast.Name and method in ("cpu", "cuda") and receiver.id not in (
-                            "self", "cls") and _read_after_copy(node, self.parents):  # type: ignore[arg-type]
+                            "self", "cls") and _read_after_copy(node, self.parents) and not _type_tested_around(
+                            node, receiver.id, self.parents):  # type: ignore[arg-type]
                         # ``ts.cpu().numpy()``: a module's ``cpu()`` gives the module, which has no
                         # ``numpy()`` (nor ``tolist()``, ``item()``); numpy arrays have no ``cpu()``.
+                        # (Under ``if isinstance(ts, torch.Tensor):`` it says nothing of ``ts`` elsewhere.)
                         scope.evidence.add(receiver.id)
                     elif method == "save_for_backward":
                         # ``ctx.save_for_backward`` takes tensors only.
@@ -2696,6 +2698,27 @@ def _read_after_copy(call: ast.Call, parents: Mapping[ast.AST, ast.AST]) -> bool
         return False
     read = parents.get(attribute)
     return type(read) is ast.Call and read.func is attribute  # type: ignore[attr-defined]
+
+
+def _type_tested_around(node: ast.AST, name: str, parents: Mapping[ast.AST, ast.AST]) -> bool:
+    """Is ``node`` in a branch of an ``if`` (or a conditional expression) of its function whose
+    test checks the type of ``name`` (``isinstance(name, ...)``, ``torch.is_tensor(name)``)?"""
+    child, current = node, parents.get(node)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if type(current) in (ast.If, ast.IfExp) and child is not current.test:  # type: ignore[attr-defined]
+            for call in _calls_in(current.test):  # type: ignore[attr-defined]
+                callee = dotted_name(call.func) or ""
+                if callee.rsplit(".", 1)[-1] in ("isinstance", "is_tensor") and call.args and \
+                        type(call.args[0]) is ast.Name and call.args[0].id == name:  # type: ignore[attr-defined]
+                    return True
+        child, current = current, parents.get(current)
+    return False
+
+
+def _calls_in(expr: ast.AST) -> Iterator[ast.Call]:
+    for node in ast.walk(expr):
+        if type(node) is ast.Call:
+            yield node  # type: ignore[misc]
 
 
 def _equals_text(compare: ast.Compare) -> bool:
