@@ -48,6 +48,9 @@ from fixitem.codemods.driver.engine import (
     release,
 )
 from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
+from fixitem.codemods.driver.line_length import DEFAULT as DEFAULT_LINE_LENGTH
+from fixitem.codemods.driver.line_length import forget as forget_line_lengths
+from fixitem.codemods.driver.line_length import line_length
 from fixitem.codemods.driver.notebooks import is_notebook, process_notebook
 from fixitem.codemods.driver.one_fix import fix_one
 from fixitem.codemods.driver.registry import UnknownRule, select_rules
@@ -153,6 +156,7 @@ class _Job:
     # which analysis of the run this is: 0 the first, then 1, 2... for the files analysed
     # again for what traced code elsewhere calls (see ``_run_project``)
     round: int = 0
+    line_length: int = DEFAULT_LINE_LENGTH  # the project's, that rewritten lines fit
 
 
 @dataclass
@@ -166,11 +170,13 @@ class _Plan:
     cache_dir: str | None = None
     facts: RunFacts = field(default_factory=RunFacts)  # what a file of the run changes for the others
     without_runtime: set[Path] = field(default_factory=set)  # files that ``no-runtime`` keeps the runtime out of
+    project_style: bool = True  # rewritten lines fit the project's line length (False: ``isolated``, 88)
 
     def jobs(self, fix: bool, unsafe: bool, write: bool) -> list[_Job]:
         return [_Job(f, self.codes[f], fix, unsafe, write, self.flush_every, self.cache_dir,
                      default_device=self.facts.default_device, replaced_streams=self.facts.replaced_streams(f),
-                     runtime=f not in self.without_runtime)
+                     runtime=f not in self.without_runtime,
+                     line_length=line_length(f) if self.project_style else DEFAULT_LINE_LENGTH)
                 for f in self.files]
 
 
@@ -275,8 +281,10 @@ def _plan(
         without = {f for f in files if any(glob_matches(f, pattern, cwd) for pattern in globs)}
     else:
         without = {f for f in files if cfg.runtime_kept_out(f)} if cfg.no_runtime else set()
+    if not isolated:
+        forget_line_lengths()  # read the project's configuration as it is now
     return _Plan(files, codes, list(rules), unsafe, flush, cfg, _cache_dir(cache, cfg),
-                 run_facts(files), without)
+                 run_facts(files), without, project_style=not isolated)
 
 
 # --------------------------------------------------------------------------- one file
@@ -303,6 +311,8 @@ def _engine_options(job: _Job) -> dict[str, Any]:
         options["traced_roots"] = job.traced_roots
     if not job.follow_calls:
         options["follow_calls"] = False
+    if job.line_length != DEFAULT_LINE_LENGTH:
+        options["line_length"] = job.line_length
     return options
 
 
@@ -355,7 +365,7 @@ def _run_notebook(job: _Job) -> FileResult:
     def run(fix: bool) -> FileResult:
         return process_notebook(
             job.path, _display(job.path), rules_for(job.codes, job.runtime), fix=fix, unsafe=job.unsafe,
-            as_it_was=fix and not job.write, flush_every=job.flush_every,
+            as_it_was=fix and not job.write, flush_every=job.flush_every, line_length=job.line_length,
         )
 
     result = run(job.fix)
@@ -401,7 +411,7 @@ def _run_file_job(job: _Job) -> FileResult:
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,
-                   job.traced_roots, job.replaced_streams) if kept else ""
+                   job.traced_roots, job.replaced_streams, job.line_length) if kept else ""
     outcome: FileResult | None = None
     analyses: Analyses | None = None
     marks: list[tuple[str, str]] = []
@@ -729,7 +739,8 @@ def _interactive_file(job: _Job, confirm: ConfirmHook, state: dict[str, bool]) -
         if pick is None:
             break
         finding, key = pick
-        one = fix_one(display, text, rules, finding, unsafe=job.unsafe, flush_every=job.flush_every)
+        one = fix_one(display, text, rules, finding, unsafe=job.unsafe, flush_every=job.flush_every,
+                      line_length=job.line_length)
         if one.error or one.new_text is None or one.new_text == text:
             declined.add(key)  # nothing to show: leave it for the report
             continue

@@ -74,16 +74,18 @@ class ResultCache:
 
     def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
             default_device: bool = False, runtime: bool = True, traced_roots: tuple[str, ...] = (),
-            replaced_streams: bool = False) -> str:
+            replaced_streams: bool = False, line_length: int = 88) -> str:
         """``default_device``: another file of the run sets torch's default device (then
         no tensor made without ``device=`` is taken for a CPU tensor). ``runtime=False``:
         fixes that import ``fixitem.runtime`` are report-only (``no-runtime``).
         ``traced_roots``: the file's functions that traced code of other modules calls.
-        ``replaced_streams``: a file of the run assigns ``sys.stdout`` or ``sys.stderr``."""
+        ``replaced_streams``: a file of the run assigns ``sys.stdout`` or ``sys.stderr``.
+        ``line_length``: the project's, that rewritten lines fit."""
         digest = hashlib.sha256(code_fingerprint().encode())
         for part in (display_path, ",".join(codes), str(flush_every),
                      *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",)),
                      *(("replaced-streams",) if replaced_streams else ()),
+                     *((f"line-length:{line_length}",) if line_length != 88 else ()),
                      *(("traced:" + ",".join(traced_roots),) if traced_roots else ())):
             digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))

@@ -63,6 +63,7 @@ from fixitem import __version__
 from fixitem.api import fix_one, rules_for
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.driver.engine import Finding, process
+from fixitem.codemods.driver.line_length import line_length
 from fixitem.codemods.driver.notebooks import NotebookError, analyse_cells, as_python
 from fixitem.codemods.driver.registry import UnknownRule, rule_class, select_rules
 from fixitem.codemods.model.suppression import _PATTERN as IGNORE_COMMENT
@@ -164,10 +165,11 @@ class Analyser:
         self.runs += 1
         if finding is None:
             outcome = process(settings.path, text, rules, fix=True, unsafe=False, flush_every=settings.flush_every,
-                              follow_calls=False)
+                              follow_calls=False, line_length=line_length(settings.path))
         else:
             unsafe = finding.fix == "unsafe"
-            outcome = fix_one(settings.path, text, rules, finding, unsafe=unsafe, flush_every=settings.flush_every)
+            outcome = fix_one(settings.path, text, rules, finding, unsafe=unsafe, flush_every=settings.flush_every,
+                              line_length=line_length(settings.path))
         new_text = outcome.new_text if outcome.error is None and outcome.new_text != text else None
         return self._remember(self._fixes, key, new_text)
 

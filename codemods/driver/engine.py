@@ -26,6 +26,7 @@ from ..model.traced import traced_root_names
 from ..model.tree import parse_module
 from ..rule import Fix, Report, Rule, Safety
 from .line_blocks import line_blocks
+from .line_length import DEFAULT as DEFAULT_LINE_LENGTH
 
 MAX_PASSES = 8
 _BARE_NEWLINE = re.compile(r"(?<!\r)\n")
@@ -333,7 +334,7 @@ class Analyses:
 def _analysis(
     outcome: FileResult, current: str, text: str, rules: Sequence[Rule], flush_every: int | None,
     analyses: Analyses | None, tree: ast.Module | None = None, external: External | None = None,
-    traced_roots: tuple[str, ...] = (),
+    traced_roots: tuple[str, ...] = (), line_length: int = DEFAULT_LINE_LENGTH,
 ) -> tuple[FileContext, list[tuple[Rule, Report]]] | None:
     """The analysis of ``current`` (the file's ``text`` or a rewrite of it), or None with
     ``outcome.error`` set (and the rewrite dropped) when it cannot be analysed."""
@@ -343,6 +344,7 @@ def _analysis(
     path = outcome.path
     try:
         ctx = FileContext.build(path, current, flush_every, tree, external, traced_roots)
+        ctx.line_length = line_length
     except (SyntaxError, ValueError) as exc:
         if current is text:
             outcome.error = (_syntax_error(path, exc) if isinstance(exc, SyntaxError)
@@ -392,16 +394,18 @@ def process(
     analyses: Analyses | None = None,
     traced_roots: tuple[str, ...] = (),
     follow_calls: bool = True,
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> FileResult:
     """``analyses``: reuse (and keep) the analyses of earlier calls for this file with
-    the same ``rules``, ``flush_every`` and ``traced_roots``. ``traced_roots``: functions
+    the same ``rules``, ``flush_every``, ``traced_roots`` and ``line_length``. ``line_length``:
+    the project's, that rewritten lines fit (see :mod:`.line_length`). ``traced_roots``: functions
     of the file (``"f"``, ``"Class.method"``) that traced code of other modules calls.
     ``follow_calls``: find the functions of other modules that the file's traced code
     calls (``traced_elsewhere``); False leaves it None (a run of one file, where no
     other file of the run could be analysed again for them)."""
     with shortcuts.collection_paused():
         return _process(path, text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every, analyses=analyses,
-                        traced_roots=traced_roots, follow_calls=follow_calls)
+                        traced_roots=traced_roots, follow_calls=follow_calls, line_length=line_length)
 
 
 def _external(path: Path, analyses: Analyses | None) -> External | None:
@@ -434,6 +438,7 @@ def _process(
     analyses: Analyses | None,
     traced_roots: tuple[str, ...] = (),
     follow_calls: bool = True,
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> FileResult:
     outcome = FileResult(path)
     if not worth_parsing(text):
@@ -443,7 +448,8 @@ def _process(
     tree: ast.Module | None = None  # the parse of ``current``, once a rewrite made it
     first = True
     for _ in range(MAX_PASSES):
-        analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree, external, traced_roots)
+        analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree, external, traced_roots,
+                             line_length)
         if external is not None:
             outcome.depends = dict(external.consulted)
         if analysed is None:  # ``outcome.error`` says why

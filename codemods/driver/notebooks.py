@@ -43,6 +43,7 @@ from typing import Any
 
 from ..rule import Rule
 from .engine import FileResult, Finding, in_original, process
+from .line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from .one_fix import fix_one
 
 SUFFIX = ".ipynb"
@@ -636,6 +637,7 @@ def analyse_cells(
     unsafe: bool = False,
     flush_every: int | None = None,
     only: Finding | None = None,
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> list[CellResult]:
     """A notebook's cells analysed (with ``fix``, rewritten) as one module, in order.
 
@@ -661,9 +663,11 @@ def analyse_cells(
         if line is None:
             return results
         target = replace(only, line=line, cell=None)
-        outcome = fix_one(path, module.text, rules, target, unsafe=unsafe, flush_every=flush_every)
+        outcome = fix_one(path, module.text, rules, target, unsafe=unsafe, flush_every=flush_every,
+                          line_length=line_length)
     else:
-        outcome = process(path, module.text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every)
+        outcome = process(path, module.text, rules, fix=fix, unsafe=unsafe, flush_every=flush_every,
+                          line_length=line_length)
     if outcome.error is not None:
         raise NotebookError(outcome.error)
     texts = None
@@ -696,6 +700,7 @@ def process_notebook(
     flush_every: int | None = None,
     data: bytes | None = None,
     as_it_was: bool = False,
+    line_length: int = DEFAULT_LINE_LENGTH,
 ) -> FileResult:
     """Scan (or, with ``fix``, rewrite) one notebook; never raises for a problem in the user's file.
 
@@ -715,7 +720,8 @@ def process_notebook(
         return result
     sources = [cell.text if cell.cell_type == "code" else None for cell in notebook.cells]
     try:
-        cells = analyse_cells(sources, rules, name=display, fix=fix, unsafe=unsafe, flush_every=flush_every)
+        cells = analyse_cells(sources, rules, name=display, fix=fix, unsafe=unsafe, flush_every=flush_every,
+                              line_length=line_length)
     except NotebookError as exc:
         result.error = str(exc)
         return result

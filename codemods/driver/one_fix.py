@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..rule import Report, Rule
 from .engine import FileResult, Finding, process
+from .line_length import DEFAULT as DEFAULT_LINE_LENGTH
 
 
 class OneFix(Rule):
@@ -41,7 +42,7 @@ class OneFix(Rule):
 
 def fix_one(
     path: Path, text: str, rules: Sequence[Rule], finding: Finding, *, unsafe: bool = False,
-    flush_every: int | None = None,
+    flush_every: int | None = None, line_length: int = DEFAULT_LINE_LENGTH,
 ) -> FileResult:
     """``text`` with the fix of ``finding`` alone applied (one of ``process(path, text, rules)``'s findings).
 
@@ -49,6 +50,7 @@ def fix_one(
     added, the result must parse), with the fixes of every other finding held
     back. ``new_text`` is None when the fix changes nothing (or needs ``unsafe``).
     """
-    options = {"flush_every": flush_every} if flush_every is not None else {}
+    options: dict = {"flush_every": flush_every} if flush_every is not None else {}
+    options["line_length"] = line_length
     spent = {"spent": False}
     return process(path, text, [OneFix(r, finding, spent) for r in rules], fix=True, unsafe=unsafe, **options)

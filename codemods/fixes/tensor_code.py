@@ -744,8 +744,6 @@ def _key_of_python_container(ctx: FileContext, node: ast.AST) -> bool:
             and ctx.kind(parent.value) is not Kind.TENSOR)  # type: ignore[attr-defined]
 
 
-LINE_LENGTH = 88
-
 
 def _call_of_file(call: ast.Call) -> gen.Call:
     """A call of the file as new code, its function and arguments kept as written."""
@@ -767,7 +765,8 @@ def one_argument_per_line(call: Code) -> gen.Call:
 
 
 def fit_line(ctx: FileContext, old: ast.AST, new: gen.Call) -> gen.Call:
-    """``new`` replaces ``old``; wrap it when the line would grow past 88 columns."""
+    """``new`` replaces ``old``; wrap it when the line would grow past the project's line
+    length (88 columns unless its ruff or black configuration says otherwise)."""
     line_number = ctx.position(old)[0]
     lines = ctx.memo("lines", ctx.source.splitlines)
     line = lines[line_number - 1] if line_number <= len(lines) else ""
@@ -784,7 +783,7 @@ def fit_line(ctx: FileContext, old: ast.AST, new: gen.Call) -> gen.Call:
         first = ctx.line(leading[0])
         old_len = len(first.removeprefix(indent))
     length = len(line) - old_len + len(gen.show(ctx, new))
-    return one_argument_per_line(new) if length > LINE_LENGTH else new
+    return one_argument_per_line(new) if length > ctx.line_length else new
 
 
 def fit_statement(ctx: FileContext, indent: int | str, statement: gen.Statement) -> gen.Statement:
@@ -799,7 +798,7 @@ def fit_statement(ctx: FileContext, indent: int | str, statement: gen.Statement)
         return statement
     column = indent if isinstance(indent, int) else len(indent)
     text = f"{statement.body(ctx, ' ' * column)}{statement.trailing}"
-    if column + len(text) <= LINE_LENGTH:
+    if column + len(text) <= ctx.line_length:
         return statement
     return gen.Assign(statement.targets, one_argument_per_line(value), statement.comments, statement.trailing)
 

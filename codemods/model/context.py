@@ -57,6 +57,7 @@ class FileContext:
     suppressions: Suppressions
     flush_every: int | None = None  # ``apply --flush-every N`` for the deferred-logging runtime
     tree_index: Index | None = field(default=None, repr=False)
+    line_length: int = 88  # the project's (ruff's or black's): rewritten lines are wrapped beyond it
     # Indexes of this file built on first use (see :meth:`memo`).
     _memo: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
 

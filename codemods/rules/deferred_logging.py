@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import gen
-from ..fixes.tensor_code import LINE_LENGTH, sites_within
+from ..fixes.tensor_code import sites_within
 from ..model.aliasing import changed_in_place
 from ..model.context import FileContext
 from ..model.dtypes import certainly_integer
@@ -1697,7 +1697,7 @@ class DeferredLogging(Rule):
                              else moved)
         record = gen.Call(gen.Attribute(gen.Name(alias), "record"), arguments)
         text = record.render(ctx, block)
-        if "\n" in text or ctx.positions[stmt].start.column + len(text) > LINE_LENGTH:
+        if "\n" in text or ctx.positions[stmt].start.column + len(text) > ctx.line_length:
             record = record.with_one_per_line()
         if found.kind.logs and "\n" in record.render(ctx, block) and \
                 (ctx.provenance.imports.qualify(call.func) or "").startswith("absl."):
