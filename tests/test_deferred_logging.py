@@ -89,7 +89,22 @@ def test_an_expression_read_gets_a_generated_parameter_and_float_is_kept():
     )
     fixed = _fixed(code)
     assert fixed is not None
-    assert "deferred.record(lambda value, n: print(value, float(n), int(n)), out.sum(), n)" in fixed
+    assert "deferred.record(lambda out_sum, n: print(out_sum, float(n), int(n)), out.sum(), n)" in fixed
+
+
+def test_a_computed_value_is_named_after_what_computes_it():
+    # A name a person would give: one operation on a name, through copies and casts; a value
+    # computed any other way is ``value``; a name the call reads (``loss``) is not taken again.
+    code = (
+        "import torch\n"
+        "def f(out: torch.Tensor, loss: torch.Tensor, a: torch.Tensor, b: torch.Tensor):\n"
+        "    print(out.norm().item(), loss.detach().mean().item(), torch.sum(a).item())\n"
+        "    print((a - b).abs().max().item(), a.sum(0).max().item(), loss.float().item(), loss.item())\n"
+    )
+    fixed = _fixed(code)
+    assert fixed is not None
+    assert "lambda out_norm, loss_mean, a_sum: print(out_norm, loss_mean, a_sum)" in fixed
+    assert "lambda value, value_1, value_2, loss: print(value, value_1, value_2, loss)" in fixed
 
 
 def test_a_tensor_read_and_its_shape_pass_the_tensor_and_the_shape():

@@ -43,7 +43,7 @@ def test_reads_whose_error_a_handler_catches_are_not_deferred(copy_fixture):
     assert after.stdout == before.stdout and "acc n/a" in after.stdout
     # The full reduction holds one element whatever the shape: its read is deferred.
     assert [f.line for f in result.applied if f.rule == "FX201"] == [21]
-    assert "lambda value: print(f\"total {value:.3f}\")" in text
+    assert "lambda scores_sum: print(f\"total {scores_sum:.3f}\")" in text
     for read in ("per_class.item()", "float(per_class)", "int(scores.max())"):
         assert read in text
 

@@ -213,7 +213,7 @@ def test_a_notebook_in_another_layout_keeps_it(tmp_path):
         'import torch\nfrom fixitem import runtime as deferred\nscore = torch.randn(3, device="cuda")  # Schätzwert\n'
     )
     assert cells[1]["source"] == (
-        "!nvidia-smi\ndeferred.record(lambda value: print(value), score.sum())\ndeferred.flush()"
+        "!nvidia-smi\ndeferred.record(lambda score_sum: print(score_sum), score.sum())\ndeferred.flush()"
     )
     assert "Sch\\u00e4tzwert" in after  # escaped as the file had it
 

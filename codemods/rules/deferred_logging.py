@@ -485,6 +485,39 @@ _KIND_RECEIVERS = {OutputKind.METRICS: "writer", OutputKind.LOGGER: "logger", Ou
                    OutputKind.PRINT: "stream", OutputKind.PROGRESS: "bar"}
 
 
+# Methods that give the same value (another dtype, device or copy): not part of a name.
+_SAME_VALUE_METHODS = frozenset({
+    "detach", "float", "double", "half", "bfloat16", "cpu", "cuda", "to", "clone", "contiguous", "squeeze",
+})
+
+
+def _computed_hint(ctx: FileContext, call: ast.Call) -> str:
+    """What a person would call the value a call computes from a name: ``out.norm()`` ->
+    ``out_norm``, ``loss.detach().mean()`` -> ``loss_mean``, ``torch.sum(hits)`` -> ``hits_sum``,
+    ``self.loss.float()`` -> ``loss``; "" for anything else (``(a - b).abs().max()``)."""
+    operation = ""
+    node: ast.expr = call
+    qualify = ctx.provenance.imports.qualify
+    while type(node) is ast.Call and type(node.func) is ast.Attribute and not (  # type: ignore[attr-defined]
+            qualify(node.func) or "").startswith("torch."):  # type: ignore[attr-defined]
+        method = node.func.attr  # type: ignore[attr-defined]
+        if method not in _SAME_VALUE_METHODS:
+            if operation or node.args or node.keywords:  # type: ignore[attr-defined]
+                return ""  # one operation without arguments, as ``x.sum()``, names well; more does not
+            operation = method
+        node = node.func.value  # type: ignore[attr-defined]
+    if type(node) is ast.Call:
+        function = qualify(node.func) or ""  # type: ignore[attr-defined]
+        if operation or not function.startswith("torch.") or len(node.args) != 1 or node.keywords:  # type: ignore[attr-defined]
+            return ""
+        operation, node = function.rsplit(".", 1)[1], node.args[0]  # type: ignore[attr-defined]
+    root = node.id if type(node) is ast.Name else node.attr if type(node) is ast.Attribute else ""  # type: ignore[attr-defined]
+    root = root.strip("_")
+    if not root or not operation.isidentifier():
+        return root if root and not operation else ""
+    return f"{root}_{operation.strip('_')}"
+
+
 def _receiver_hint(expr: ast.expr) -> str:
     """What a person would call the object a method is called on: ``self.writer``
     -> ``writer``, ``writers[i]`` -> ``writer``, ``get_writer(i)`` -> ``writer``,
@@ -1592,6 +1625,8 @@ class DeferredLogging(Rule):
                 key = _single_index(ctx, hint)
                 if key is not None and _simple_string(ctx, key) and isinstance(key.value, str):  # type: ignore[attr-defined]
                     name = key.value  # type: ignore[attr-defined]
+            elif type(hint) is ast.Call:
+                name = _computed_hint(ctx, hint)  # ``out.norm()`` as ``out_norm``
             if name.isidentifier() and not keyword.iskeyword(name) and name not in taken and name not in params \
                     and name not in BUILTINS:
                 return name
