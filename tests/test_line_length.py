@@ -94,3 +94,21 @@ def test_a_kept_result_is_not_reused_for_another_line_length(tmp_path):
     assert WRAPPED in _added(fixitem.apply([path], write=False, cache=cache))
     (tmp_path / "ruff.toml").write_text("line-length = 120\n")
     assert ONE_LINE in _added(fixitem.apply([path], write=False, cache=cache))
+
+
+def test_a_call_in_the_middle_of_a_line_is_not_wrapped_there(tmp_path):
+    # Wrapped at 88 columns, ``torch.where(`` would open in the middle of the dict and close
+    # before its next entry; the long line is left to the project's formatter. A call that ends
+    # its line is wrapped as black wraps it.
+    path = tmp_path / "step.py"
+    path.write_text(
+        "import torch\n\n\n"
+        "def step(x: torch.Tensor, y: torch.Tensor):\n"
+        "    logs = {}\n"
+        '    logs.update({"ratio_with_a_long_name": x * 0.5 if y.sum() > 0 else x * 0.25, "other": x.sum()})\n'
+        "    ratio_with_a_long_name_that_is_long = x * 0.5 if y.sum() > 0 else x * 0.2500000000000000\n"
+        "    return logs, ratio_with_a_long_name_that_is_long\n"
+    )
+    added = _added(fixitem.apply([path], write=False, cache=False, isolated=True))
+    assert '    logs.update({"ratio_with_a_long_name": torch.where(y.sum() > 0, x * 0.5, x * 0.25), "other": x.sum()})\n' in added
+    assert "    ratio_with_a_long_name_that_is_long = torch.where(\n        y.sum() > 0,\n" in added

@@ -20,6 +20,7 @@ parentheses that belong to it, as libcst printed an original node with its
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Union
@@ -783,7 +784,22 @@ def fit_line(ctx: FileContext, old: ast.AST, new: gen.Call) -> gen.Call:
         first = ctx.line(leading[0])
         old_len = len(first.removeprefix(indent))
     length = len(line) - old_len + len(gen.show(ctx, new))
-    return one_argument_per_line(new) if length > ctx.line_length else new
+    if length <= ctx.line_length or not _ends_its_line(ctx, old):
+        # (A call wrapped in the middle of a line, with more of the expression after it, reads
+        # worse than the long line: the wrapping is left to the project's formatter.)
+        return new
+    return one_argument_per_line(new)
+
+
+_CLOSING = re.compile(r"[)\]}]*,?:?\s*(#.*)?")
+
+
+def _ends_its_line(ctx: FileContext, node: ast.AST) -> bool:
+    """Does only closing brackets (a comma, a colon, a comment) follow ``node`` on its last line?"""
+    end = ctx.positions[node].end
+    lines = ctx.memo("lines", ctx.source.splitlines)
+    tail = lines[end.line - 1][end.column:] if end.line <= len(lines) else ""
+    return _CLOSING.fullmatch(tail.rstrip("\r")) is not None
 
 
 def fit_statement(ctx: FileContext, indent: int | str, statement: gen.Statement) -> gen.Statement:
