@@ -265,3 +265,17 @@ def test_a_read_used_as_the_key_of_a_python_container_is_an_index_not_a_tensor_t
     )
     found = [(f.rule, f.line, f.col) for f in scan(code)]
     assert found == [("FX006", 4, 25), ("FX006", 6, 29), ("FX006", 7, 25), ("FX102", 8, 9), ("FX006", 8, 26)]
+
+
+def test_the_message_of_a_check_is_read_only_when_the_check_fails():
+    # transformers' torch_compilable_check(cond, lambda: f"... {int(num_tokens)}"), as torch._check:
+    # the lambda runs when the check fails. A lambda given otherwise (a callback) still counts.
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor, n: torch.Tensor, run):\n"
+        "    torch._check(x.shape[0] == 3, lambda: f'bad {int(n)}')\n"
+        "    torch_compilable_check(n.sum() == 3, msg=lambda: f'got {n.sum()}')\n"
+        "    run(x, lambda: print(int(n)))\n"
+        "    return x\n"
+    )
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX001", 6)]

@@ -312,18 +312,35 @@ def _is_text(ctx: FileContext, expr: ast.AST) -> bool:
 
 
 def _on_error_path(ctx: FileContext, node: ast.AST) -> bool:
-    """Inside ``raise ...`` or an ``assert``'s message: runs only when the program
-    is failing anyway, so the read costs nothing in a working run."""
+    """Inside ``raise ...``, an ``assert``'s message, or the message of a check that makes it
+    only when the check fails (``torch._check(cond, lambda: f"... {int(n)}")``): runs only
+    when the program is failing anyway, so the read costs nothing in a working run."""
     child = node
     for parent in ctx.ancestors(node):
         if type(parent) is ast.Raise:
             return True
         if type(parent) is ast.Assert:
             return parent.msg is not None and child is parent.msg  # type: ignore[attr-defined]
+        if type(child) is ast.Lambda and _message_of_check(ctx, parent, child):  # type: ignore[arg-type]
+            return True
         if isinstance(parent, ast.stmt):
             return False
         child = parent
     return False
+
+
+def _message_of_check(ctx: FileContext, parent: ast.AST, message: ast.Lambda) -> bool:
+    """``message`` is what the call it is given to (``torch._check(cond, msg)``, or a function
+    of the program named as one: ``torch_compilable_check``, ``_check_shape``) says when it fails."""
+    call = ctx.parents.get(parent) if type(parent) is ast.keyword else parent
+    if type(call) is not ast.Call:
+        return False
+    func = call.func  # type: ignore[attr-defined]
+    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
+    if "check" not in name.lower() or message.args.args:
+        return False
+    return (len(call.args) > 1 and call.args[1] is message) or any(
+        k.arg in ("msg", "message") and k.value is message for k in call.keywords)
 
 
 def _moves_to_cpu(call: ast.Call) -> bool:
