@@ -73,7 +73,7 @@ def assert_same(before, after, *args):
 
 MODEL = """
 '''Values read with `.item()` only to feed tensor operations (FX302): a fill
-value, a clamp bound, a `torch.where` branch and a divisor.'''
+value, a clamp bound, a `torch.where` branch and a factor.'''
 
 import torch
 from torch import nn
@@ -94,7 +94,7 @@ class KeepScalar(nn.Module):
         h = torch.where(mask, h, top)
         # an integer count: it never decides the result's dtype
         count = torch.clamp(mask.count_nonzero(), min=1).item()
-        return h.sum(dim=-1) / count
+        return h.sum(dim=-1) * count
 
 
 def make():
@@ -195,12 +195,18 @@ CONSUMER_ARGS = {
 
 @pytest.fixture(scope="module")
 def consumers(tmp_path_factory):
-    return rewrite(tmp_path_factory.mktemp("consumers"), CONSUMERS_SOURCE)
+    return rewrite(tmp_path_factory.mktemp("consumers"), CONSUMERS_SOURCE, unsafe=True)
 
 
-def test_every_consumer_is_fixed_safely(consumers):
+def test_every_consumer_is_fixed_and_a_divisor_unsafely(consumers):
+    # ATen's CUDA division multiplies by the reciprocal of a Python number and divides by a 0-dim
+    # tensor (BinaryDivTrueKernel.cu): float results may differ in the last bit there.
     _, _, result, text = consumers
     assert [f.rule for f in result.applied] == ["FX302"] * len(CONSUMER_ARGS)
+    assert [f.fix for f in result.applied] == ["unsafe", "safe", "safe", "safe", "unsafe"]
+    divisor, in_place = result.applied[0], result.applied[-1]
+    assert "`/` by a Python number multiplies by its reciprocal" in divisor.note
+    assert "`/=` by a Python number multiplies by its reciprocal" in in_place.note
     assert ".item()" not in text and "float(" not in text
     assert "value = fallback.type_as(scores).detach().reshape(())\n" in text
 

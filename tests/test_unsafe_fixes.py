@@ -205,3 +205,26 @@ def test_a_fix_of_a_later_pass_is_said_on_the_line_of_the_file_as_it_is(tmp_path
     applied = {f.rule: f for f in fixitem.apply([path], unsafe=True, write=False, cache=False).applied}
     assert scanned["FX301"].line == applied["FX301"].line == 6 and scanned["FX301"].fix == "unsafe"
     assert scanned["FX202"].line == applied["FX202"].line == 6
+
+
+def test_a_read_that_divides_or_raises_to_a_power_is_an_unsafe_operand():
+    # Measured on CPU: `v.item() / x` is computed as `x.reciprocal() * v`, `v.detach() / x` divides;
+    # `x ** 2.0` squares where `x ** tensor(2.0)` takes pow. (On CUDA, `x / v.item()` multiplies
+    # by the reciprocal too.) `+`, `-` and `*` give the same values.
+    code = (
+        "import torch\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    a = x.mean().item() / x\n"
+        "    b = x ** x.mean().item()\n"
+        "    c = x / x.mean().item()\n"
+        "    d = x - x.mean().item()\n"
+        "    return a, b, c, d\n"
+    )
+    result = process(Path("ops.py"), code, all_rules(), fix=True, unsafe=False)
+    assert [(f.rule, f.line) for f in result.applied] == [("FX301", 7)]
+    assert [(f.line, f.fix) for f in result.findings] == [(4, "unsafe"), (5, "unsafe"), (6, "unsafe")]
+    x = torch.rand(1000) * 10 + 0.1
+    x[0] = 2.0
+    v = x.mean()
+    assert not torch.equal(v.item() / x, v.detach() / x)
+    assert not torch.equal(x ** x[0].item(), x ** x[0].detach())

@@ -587,6 +587,38 @@ def same_dtype(ctx: FileContext, a: ast.expr, b: ast.expr) -> bool:
     return (always_a and always_b) or visibly_floating(ctx, a) or visibly_floating(ctx, b) or visibly_floating(ctx, root_a)
 
 
+_OPERATORS = {ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+
+
+def scalar_operand_rounding(op: ast.operator, value_on_left: bool, augmented: bool = False) -> str:
+    """Why a 0-dim tensor may not give the values the Python number gave as an operand of ``op``
+    (the value on the left of it, or on the right); "" where it gives the same (``+``, ``-``,
+    ``*``). Measured on torch 2.13 CPU, and read in ATen's CUDA kernels:
+
+    - ``v / x``: Python computes a number divided by a tensor as ``x.reciprocal() * v``; a 0-dim
+      tensor divides (CPU: a quarter of float32 results differ in the last bit);
+    - ``x / v``, ``x // v``, ``x % v``: ATen's CUDA kernels multiply by the reciprocal of a
+      Python number (a CPU scalar) and divide by a 0-dim device tensor;
+    - ``x ** v``, ``v ** x``: a Python exponent takes pow's special paths (``x ** 2`` squares,
+      ``x ** 0.5`` takes the square root); a tensor one the general pow (CPU: values differ).
+    """
+    operator = _OPERATORS.get(type(op))
+    if operator is None:
+        return ""
+    if augmented:
+        operator += "="
+    if operator.startswith("**"):
+        return (f"`{operator}` with a Python number takes pow's special paths (`x ** 2` squares) and with a "
+                "0-dim tensor the general pow: values may differ in the last bit")
+    if value_on_left:
+        if operator != "/":
+            return ""
+        return ("Python divides a number by a tensor as the tensor's reciprocal times the number, a 0-dim "
+                "tensor divides: float results differ in the last bit")
+    return (f"on CUDA, `{operator}` by a Python number multiplies by its reciprocal (ATen's scalar path) and "
+            "by a 0-dim tensor divides: float results may differ in the last bit")
+
+
 def zero_dim_dtype_problem(
     ctx: FileContext,
     value: str,

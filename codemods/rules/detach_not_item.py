@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from ..model.context import FileContext
-from ..model.dtypes import zero_dim_dtype_problem
+from ..model.dtypes import scalar_operand_rounding, zero_dim_dtype_problem
 from ..model.provenance import Kind
 from ..model.scalar_shapes import detached_scalar
 from ..model.syncs import SyncSite
@@ -53,7 +53,13 @@ class DetachNotItem(Rule):
     dtype, where the Python number was applied in higher precision
     (measured on CUDA: the results can differ in the last bit).
 
-    **Unsafe** otherwise, with the reason: against another 0-dim tensor (a
+    **Unsafe** when the value divides, is divided, or is a power's base or
+    exponent: Python divides a number by a tensor as the tensor's reciprocal
+    times the number (a quarter of float32 results differ in the last bit,
+    measured on CPU); ATen's CUDA kernels multiply by the reciprocal of a
+    Python divisor; and `x ** 2` with a Python exponent squares where a
+    tensor exponent takes the general pow. Also unsafe, with the reason,
+    against another 0-dim tensor (a
     loss, `x.sum()`, or a parameter fixitem cannot see the shape of)
     PyTorch promotes the two dtypes, so `loss * w.item()` with a float32
     `loss` and a float64 `w` becomes float64; and an *integer* tensor
@@ -124,6 +130,10 @@ class DetachNotItem(Rule):
                 continue  # a Python number there would turn into a tensor
             detached = detached_scalar(ctx, site.value)
             message = f"`{ctx.code(site.node)}` is read on the host only to be used with a tensor again"
-            problem = zero_dim_dtype_problem(ctx, ctx.code(site.node), other, sources=[site.value])
-            safety = Safety.UNSAFE if problem else Safety.SAFE
-            yield Report(site.node, message, fix=Fix({site.node: detached}, safety, problem, imports=()), sites=[site])
+            problems = [p for p in (
+                zero_dim_dtype_problem(ctx, ctx.code(site.node), other, sources=[site.value]),
+                scalar_operand_rounding(parent.op, value_on_left=parent.left is site.node),  # type: ignore[attr-defined]
+            ) if p]
+            safety = Safety.UNSAFE if problems else Safety.SAFE
+            yield Report(site.node, message, fix=Fix({site.node: detached}, safety, "; ".join(problems), imports=()),
+                         sites=[site])

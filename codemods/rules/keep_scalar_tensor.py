@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .. import gen
 from ..model.context import FileContext
-from ..model.dtypes import zero_dim_dtype_problem
+from ..model.dtypes import scalar_operand_rounding, zero_dim_dtype_problem
 from ..model.provenance import Kind
 from ..model.scalar_shapes import detached_scalar, is_none_argument, split_arguments
 from ..model.syncs import SyncSite
@@ -84,6 +84,7 @@ CONSUMERS: dict[str, Consumer] = {
 # `nan_to_num` (they take a Python scalar: graph break, and on CUDA a sync).
 
 ARITHMETIC_EITHER_SIDE = (ast.Add, ast.Sub, ast.Mult)
+
 ARITHMETIC_VALUE_RIGHT = (ast.Div, ast.FloorDiv, ast.Mod)
 # The operators of ``x += v``, ``x -= v``, ``x *= v``, ``x /= v`` (``ast`` gives an ``AugAssign``
 # the binary operator).
@@ -171,13 +172,15 @@ class KeepScalarTensor(Rule):
     divided by a float64 value gives float64). Then dtypes are the
     same and values equal up to rounding: on CPU exactly, except `v * x` with a
     bfloat16/float16 `x`, which rounds a wider value to `x`'s dtype first; on
-    CUDA, float32 `+`, `-`, `*` are exact, `x / v` can differ in the last bit
-    (Python multiplies by the reciprocal of a number), and bfloat16/float16
-    tensors round the value to their dtype before the operation. In eager
+    CUDA, float32 `+`, `-`, `*` are exact, and bfloat16/float16 tensors round
+    the value to their dtype before the operation. In eager
     CUDA code `masked_fill` still reads a 0-dim value back itself (one sync,
     as before); compiled code does not.
 
-    **Unsafe** (needs `--unsafe`) when Python arithmetic is done on the number
+    **Unsafe** (needs `--unsafe`) when the value is a divisor (`x / v`,
+    `x // v`, `x % v`, `x /= v`): on CUDA, ATen multiplies by the reciprocal
+    of a Python number and divides by a 0-dim tensor, so float results may
+    differ in the last bit; when Python arithmetic is done on the number
     first (`logits.min().item() - 1.0`): it now runs in the value's dtype
     rather than in float64; when fixitem cannot tell that a tensor the
     value meets is floating point: an integer or bool tensor combined with a
@@ -221,6 +224,7 @@ class KeepScalarTensor(Rule):
                     return loss_sum / num_boxes
                 """
             ),
+            unsafe=True,  # a divisor: on CUDA it may round differently in the last bit
         ),
         Invalid(
             dedent(
@@ -515,12 +519,18 @@ def _consumer_use(ctx: FileContext, node: ast.expr, walked: bool = False) -> Use
             return None
         operator = _OPERATOR_TEXT[type(parent.op)]
         role = "a divisor" if operator == "/" else f"an operand of `{operator}`"
+        rounding = scalar_operand_rounding(parent.op, value_on_left=not on_right)
+        if rounding:
+            problems.append(rounding)
         return _meets(ctx, "arithmetic", role, other, problems)
     if type(parent) is ast.AugAssign and parent.value is node:
         if not isinstance(parent.op, AUGMENTED) or type(parent.target) is not ast.Name:
             return None
         if not _always_tensor(ctx, parent.target):
             return None
+        rounding = scalar_operand_rounding(parent.op, value_on_left=False, augmented=True)
+        if rounding:
+            problems.append(rounding)
         return Use("augmented", f"the operand of an in-place `{_OPERATOR_TEXT[type(parent.op)]}=`", problems)
     # An argument, not starred: positional (``Call.args``) or by keyword (``**kwargs`` has no name).
     if type(parent) is ast.Call and any(a is node for a in parent.args):
