@@ -84,6 +84,7 @@ def _fixed(code: str, unsafe: bool = False) -> str | None:
 def test_an_expression_read_gets_a_generated_parameter_and_float_is_kept():
     code = (
         "import torch\n"
+        "@torch.no_grad()\n"
         "def f(out: torch.Tensor, n: torch.Tensor):\n"
         "    print(out.sum().item(), float(n), int(n))\n"
     )

@@ -5,6 +5,7 @@ whole tensors."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -435,3 +436,43 @@ def test_a_read_of_an_attribute_is_passed_under_the_attributes_name():
     )
     fixed = _fixed(code)
     assert "lambda i, loss: print(f'iter {i}: train loss {loss:.5f}')," in fixed and "    t.loss,\n" in fixed, fixed
+
+
+FLOAT_OF_A_LOSS = """import torch
+
+
+def main():
+    torch.manual_seed(0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    w = torch.randn(3, requires_grad=True).to(device)
+    opt = torch.optim.SGD([w], lr=0.1)
+    for step in range(2):
+        loss = (w ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        acc = (w > 0).float().mean()
+        print("loss {:.4f}".format(float(loss)))
+        print("acc {:.4f}".format(float(acc)))
+        with torch.no_grad():
+            print("norm {:.4f}".format(float(w.norm())))
+
+
+main()
+"""
+
+
+def test_float_of_a_tensor_that_may_require_grad_is_deferred_only_unsafely(tmp_path):
+    # torch 2.13 warns on stderr for float() of a tensor that requires grad; a replayed number
+    # does not. A value that visibly takes no gradient, or read under no_grad, warns neither way.
+    path = tmp_path / "train.py"
+    path.write_text(FLOAT_OF_A_LOSS)
+    found = {f.line: (f.fix, f.note) for f in process(path, FLOAT_OF_A_LOSS, all_rules()).findings if f.rule == "FX201"}
+    assert found[15][0] == "unsafe" and "`float(loss)` may be of a tensor that requires grad" in found[15][1]
+    assert found[16][0] == "safe" and found[18][0] == "safe"
+    before = _run(path)
+    assert "UserWarning: Converting a tensor with requires_grad=True" in before.stderr
+    fixitem.apply([path], cache=False)
+    after = _run(path)
+    line = re.compile(r"\.py:\d+:")  # (the added import moves the warning's line down)
+    assert after.stdout == before.stdout and line.sub(".py:N:", after.stderr) == line.sub(".py:N:", before.stderr)

@@ -691,3 +691,13 @@ def test_a_copy_to_host_that_is_read_shows_its_receiver_is_a_tensor():
         "    return int(sizes[0]), int(sizes[1])\n"
     )
     assert [(f.rule, f.line) for f in scan(guarded)] == [("FX003", 5)]
+
+
+def test_a_parameter_annotated_with_a_torch_nn_module_class_is_a_module():
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "def evaluate(model: nn.Linear, x: torch.Tensor):\n"
+        "    with torch.no_grad():\n        loss = model(x).sum()\n"
+        "    print(float(loss))\n"
+    )
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX201", 7)]

@@ -567,6 +567,30 @@ def _gradient_cut(ctx: FileContext, expr: ast.AST) -> set[int]:
     return cut
 
 
+def visibly_without_gradient(ctx: FileContext, expr: ast.expr, depth: int = 0) -> bool:
+    """Can ``expr``'s value be seen to take no gradient: every tensor it reads passes through
+    something that passes none on (``(pred == y).sum()``, ``x.detach()``, ``x.argmax()``), or
+    is a name of its function whose every binding is such a value (followed a few levels)?
+    False where anything else is read (a parameter, a module's output, a name bound elsewhere)."""
+    cut = _gradient_cut(ctx, expr)
+    for node in walk(expr):
+        if id(node) in cut:
+            continue
+        t = type(node)
+        if t is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
+            return False
+        if t is not ast.Name or ctx.kind(node) in (Kind.NUMBER, Kind.OTHER, Kind.MODULE):  # type: ignore[arg-type]
+            continue
+        scope = ctx.provenance.scope_of(node).lookup(node.id)  # type: ignore[attr-defined]
+        bindings = scope.bindings.get(node.id, []) if scope is not None else []  # type: ignore[attr-defined]
+        if depth >= 3 or not bindings or scope is None or scope.node is ctx.module:
+            return False
+        for how, value in bindings:
+            if how != "value" or not isinstance(value, ast.expr) or not visibly_without_gradient(ctx, value, depth + 1):
+                return False
+    return True
+
+
 def _bindings_seen_by(ctx: FileContext, anchor: ast.AST | None, read: ast.AST | None, bindings):
     """The bindings a read may see: those outside ``anchor`` (the ``if`` being
     rewritten), and for a read inside one of its branches, the earlier ones of

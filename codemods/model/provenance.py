@@ -1327,8 +1327,8 @@ class Provenance:
         q = self.imports.qualify(annotation)
         if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
             return Kind.TENSOR
-        if q in ("torch.nn.Module", "torch.nn.modules.module.Module") or (q is not None and q in self.module_classes):
-            return Kind.MODULE
+        if q in ("torch.nn.Module", "torch.nn.modules.module.Module") or is_module_class(q, self.module_classes):
+            return Kind.MODULE  # (``model: nn.Linear`` too)
         if q in ("int", "float", "bool"):
             return Kind.NUMBER
         if q in ("str", "list", "dict", "tuple", "bytes"):

@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import gen
+from ..fixes.branches import visibly_without_gradient
 from ..fixes.tensor_code import sites_within
 from ..model.aliasing import changed_in_place
 from ..model.context import FileContext
 from ..model.dtypes import certainly_integer
 from ..model.effects import PURE_BUILTINS, Effect, call_effect
 from ..model.exceptions import catching_handler, read_exceptions
+from ..model.grad_mode import gradients_off
 from ..model.optimizers import setting_is_number
 from ..model.output_calls import (
     OutputCall,
@@ -33,7 +35,12 @@ from ..model.output_calls import (
 )
 from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
 from ..model.signs import zero_divisor
-from ..model.streams import program_replaces_streams, redirects_streams, replaces_streams, writes_streams_directly
+from ..model.streams import (
+    program_replaces_streams,
+    redirects_streams,
+    replaces_streams,
+    writes_streams_directly,
+)
 from ..model.syncs import SyncSite
 from ..model.tree import children_of, nodes_within, walk
 from ..rule import Fix, Invalid, Report, Rule, Safety, Valid, dedent
@@ -1064,7 +1071,11 @@ class DeferredLogging(Rule):
     handled under the configuration it was made under.
     `warning_once` keeps its once-per-message behaviour (it is called once
     per replayed record, as before).
-    **Unsafe** when a name passed may be a mutable object (a dict, a list,
+    **Unsafe** when `float(t)` may be of a tensor that requires grad (a
+    loss, a parameter of the function): torch warns on stderr for such a
+    conversion and the replayed number does not (safe under `torch.no_grad()`
+    and for values that visibly take no gradient, such as `(pred == y).sum()`);
+    when a name passed may be a mutable object (a dict, a list,
     `self`, a parameter of unknown type), or an attribute or item passed may
     be one (`stats["r"]`, `run.returns`: a numpy array reset in place after
     the call), or a numpy array the code changes in place (`window[i] = v`):
@@ -1718,6 +1729,11 @@ class DeferredLogging(Rule):
                 new_expr: gen.Node = gen.Name(param)
                 if site.kind in ("float", "int", "complex"):  # the conversion as written: the same type
                     new_expr = gen.Call(gen.Name(site.kind), [gen.Name(param)])
+                if site.kind == "float" and not gradients_off(ctx, site.node) and not visibly_without_gradient(
+                        ctx, value):
+                    plan.unsafe.append(
+                        f"`{ctx.code(site.node)}` may be of a tensor that requires grad: such a `float()` warns on "
+                        "stderr (a `UserWarning`), the replayed number does not")
                 body_replacements[item] = new_expr  # type: ignore[index]
         writer = _writing_call(ctx, values) if len(values) > 1 else None
         if writer is not None:
