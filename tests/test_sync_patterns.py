@@ -279,3 +279,18 @@ def test_the_message_of_a_check_is_read_only_when_the_check_fails():
         "    return x\n"
     )
     assert [(f.rule, f.line) for f in scan(code)] == [("FX001", 6)]
+
+
+def test_a_copy_that_is_read_is_of_a_tensor_whatever_else_the_name_holds():
+    # yunjey's tensorboard tutorial: ``images`` is rebound after the read (a loop over a dict of
+    # arrays), so the name's bindings disagree; the copy read with ``.numpy()`` is a tensor's.
+    code = (
+        "import torch\n\n"
+        "def log(loader, device):\n"
+        "    for batch in loader:\n"
+        "        images = batch.to(device)\n"
+        "        info = {'images': images.cpu().numpy(), 'first': images[0].cpu().tolist()}\n"
+        "        for tag, images in info.items():\n"
+        "            print(tag)\n"
+    )
+    assert [(f.rule, f.line, f.col) for f in scan(code)] == [("FX003", 6, 27), ("FX003", 6, 58)]

@@ -2433,7 +2433,7 @@ class Provenance:
         ``net.eval()``."""
         scope = self.scope_of(name).lookup(name.id)
         if scope is None or scope.node is self.module or self._default_device_changed():
-            return False
+            return False  # (a module of the file's top level: another module may import and move it)
         bindings = scope.bindings.get(name.id, [])
         if len(bindings) != 1 or bindings[0][0] != "value" or type(bindings[0][1]) is not ast.Call:
             return False

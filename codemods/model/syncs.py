@@ -85,6 +85,22 @@ def _no_arguments(call: ast.Call) -> bool:
     return not call.args and not call.keywords
 
 
+def _host_copy(expr: ast.expr) -> bool:
+    """``x.cpu()``: of a tensor, whatever ``x`` was bound to elsewhere, when ``.numpy()`` reads it
+    (a module's ``cpu()`` gives the module, which has no ``numpy()``)."""
+    return type(expr) is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr == "cpu" and \
+        _no_arguments(expr)  # type: ignore[attr-defined,arg-type]
+
+
+def _copy_read(ctx: FileContext, call: ast.Call) -> bool:
+    """``x.cpu().tolist()`` / ``.item()`` / ``.numpy()``: the copy's values are read, so ``x`` is a tensor."""
+    attribute = ctx.parents.get(call)
+    if type(attribute) is not ast.Attribute or attribute.attr not in ("numpy", "tolist", "item"):  # type: ignore[attr-defined]
+        return False
+    read = ctx.parents.get(attribute)
+    return type(read) is ast.Call and read.func is attribute  # type: ignore[attr-defined]
+
+
 # Sites where the node itself reads the value (``t.item()``, ``float(t)``): wherever
 # that node stands, it still reads. (A truth test or a formatting syncs by where the
 # tensor stands: moved into ``torch.where``, it reads nothing.)
@@ -134,7 +150,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                     add(call, "item", receiver)
             elif method == "tolist" and _no_arguments(call) and ctx.is_tensor(receiver):
                 add(call, "tolist", receiver)
-            elif method == "numpy" and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
+            elif method == "numpy" and (ctx.is_tensor(receiver) or module_output(ctx, receiver) or _host_copy(receiver)):
                 # ``x.detach().cpu().numpy()`` is one copy, of ``x``.
                 inner = receiver
                 chain = []
@@ -149,7 +165,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(call, "numpy", inner if chain and ctx.certainty(inner) is not Certainty.NOT_TENSOR else receiver,
                     host=not copies)
                 seen.update(id(c) for c in chain)
-            elif method == "cpu" and _no_arguments(call) and (ctx.is_tensor(receiver) or module_output(ctx, receiver)):
+            elif method == "cpu" and _no_arguments(call) and (
+                    ctx.is_tensor(receiver) or module_output(ctx, receiver) or _copy_read(ctx, call)):
                 add(call, "cpu", receiver)
             elif method == "to" and _moves_to_cpu(call) and ctx.is_tensor(receiver):
                 add(call, "cpu", receiver)
