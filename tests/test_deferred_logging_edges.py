@@ -476,3 +476,16 @@ def test_float_of_a_tensor_that_may_require_grad_is_deferred_only_unsafely(tmp_p
     after = _run(path)
     line = re.compile(r"\.py:\d+:")  # (the added import moves the warning's line down)
     assert after.stdout == before.stdout and line.sub(".py:N:", after.stderr) == line.sub(".py:N:", before.stderr)
+
+
+def test_a_name_bound_to_a_choice_of_strings_is_plain_text():
+    # nanochat-style ``dev = "cuda" if ok else "cpu"`` printed beside a read: a string, passed as
+    # it is (the note had said it "may be a tensor").
+    code = (
+        "import torch\n\n"
+        "def report(x: torch.Tensor):\n"
+        "    dev = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    print('device', dev, 'sum', x.sum().item())\n"
+    )
+    (found,) = _fx201(code)
+    assert found.fix == "safe", found.note

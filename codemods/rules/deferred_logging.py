@@ -418,6 +418,8 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
     """
     if how not in ("value", "unpack"):
         return False
+    if type(value) is ast.IfExp:  # ``"cuda" if ok else "cpu"``: one of two fresh values
+        return _fresh_binding(ctx, how, value.body) and _fresh_binding(ctx, how, value.orelse)  # type: ignore[attr-defined]
     if type(value) is ast.JoinedStr or (
             type(value) is ast.Constant and not isinstance(value.value, bool)  # type: ignore[attr-defined]
             and isinstance(value.value, (str, bytes, int, float))):  # type: ignore[attr-defined]
@@ -462,11 +464,18 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     if type(expr) is ast.Name:
         scope = ctx.provenance.scope_of(expr).lookup(expr.id)
         bindings = scope.bindings.get(expr.id, []) if scope is not None else []
-        if bindings and all(how == "value" and (_is_literal(v) or _is_text(v)) for how, v in bindings):
+        if bindings and all(how == "value" and _literal_value(v) for how, v in bindings):
             return False
         if ctx.provenance.declared_text(expr):
             return False  # ``name`` of ``names: Sequence[str]``
     return kind in (Kind.UNKNOWN, Kind.OTHER)
+
+
+def _literal_value(value: object) -> bool:
+    """A literal, text made by ``str(...)``, or a choice between them (``"cuda" if ok else "cpu"``)."""
+    if type(value) is ast.IfExp:
+        return _literal_value(value.body) and _literal_value(value.orelse)  # type: ignore[attr-defined]
+    return isinstance(value, ast.AST) and (_is_literal(value) or _is_text(value))
 
 
 def _of_a_module(ctx: FileContext, expr: ast.expr) -> bool:
