@@ -7,7 +7,7 @@ import ast
 from .model.context import FUNCTIONS, FileContext
 from .model.output_calls import argument_values, output_call
 from .model.provenance import Kind, dotted_name
-from .model.tree import walk
+from .model.tree import callee_name, walk
 
 SIZE_FUNCTIONS = frozenset(
     {
@@ -32,7 +32,7 @@ def usage(ctx: FileContext, node: ast.AST) -> str:
             return "size"
         if t is ast.Call:
             func = parent.func  # type: ignore[attr-defined]
-            name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+            name = callee_name(func)
             if output_call(ctx, parent) is not None:  # type: ignore[arg-type]
                 return "output"
             if name in SIZE_FUNCTIONS and child is not func:
@@ -193,8 +193,7 @@ _OUTPUT_WORDS = ("print", "log", "write", "echo", "report", "info", "warn", "deb
 
 
 def _output_name(func: ast.AST) -> bool:
-    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
-    return any(word in name.lower() for word in _OUTPUT_WORDS)
+    return any(word in callee_name(func).lower() for word in _OUTPUT_WORDS)
 
 
 def unseen_callee_advice(ctx: FileContext, node: ast.AST) -> str:
@@ -454,8 +453,7 @@ def checks_finite(ctx: FileContext, node: ast.AST) -> bool:
     for sub in walk(test):
         t = type(sub)
         if t is ast.Call:
-            func = sub.func  # type: ignore[attr-defined]
-            name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+            name = callee_name(sub.func)  # type: ignore[attr-defined]
             if name in NAN_CHECKS:
                 return True
         elif t is ast.Compare and len(sub.ops) == 1 and type(sub.ops[0]) is ast.NotEq and (  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ from .context import FUNCTIONS, FileContext
 from .dtypes import certainly_floating, certainly_integer, certainly_integer_or_bool
 from .output_calls import output_call
 from .provenance import Kind
+from .tree import callee_name
 from .value_flow import SIZE_TAKING, name_uses
 
 SCALARS = "capture_scalar_outputs"
@@ -201,7 +202,7 @@ def _climb(ctx: FileContext, node: ast.AST, found: list[Use], depth: int, seen: 
     if t is ast.Call:
         if parent.func is node:  # type: ignore[attr-defined]
             return
-        name = _called_name(parent)  # type: ignore[arg-type]
+        name = callee_name(parent.func)  # type: ignore[arg-type]
         if type(parent.func) is ast.Name and name in NUMERIC_BUILTINS:  # type: ignore[attr-defined]
             _climb(ctx, parent, found, depth, seen, False, origin)
             return
@@ -280,11 +281,6 @@ def _unpacked_into(ctx: FileContext, element: ast.AST, container: ast.AST) -> as
     return None
 
 
-def _called_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
-
-
 def _call_use(ctx: FileContext, call: ast.Call, value: ast.AST, argument: ast.AST, sequence: bool,
               given: ast.AST) -> Use:
     """How a call uses ``value`` (a list when ``sequence``), which reaches it as ``given``, its
@@ -293,7 +289,7 @@ def _call_use(ctx: FileContext, call: ast.Call, value: ast.AST, argument: ast.AS
 
 
 def _call_kind(ctx: FileContext, call: ast.Call, value: ast.AST, argument: ast.AST, sequence: bool) -> str:
-    name = _called_name(call)
+    name = callee_name(call.func)
     qualified = ctx.provenance.imports.qualify(call.func) or ""
     if qualified in ("torch._check", "torch._check_is_size", "torch._check_with") or name.startswith("_check"):
         return "check"
@@ -346,7 +342,7 @@ def _dynamic_shape_ops(ctx: FileContext) -> list[ShapeOp]:
     found: list[ShapeOp] = []
     for call in ctx.nodes(ast.Call):
         assert type(call) is ast.Call
-        name = _called_name(call)
+        name = callee_name(call.func)
         if name not in DYNAMIC_SHAPE_OPS and name not in (REPEATS, "where"):
             continue
         if not ctx.in_traced_code(call):
@@ -414,7 +410,7 @@ def is_bool_tensor(ctx: FileContext, expr: ast.AST, depth: int = 0) -> bool:
         return is_bool_tensor(ctx, expr.operand, depth + 1)  # type: ignore[attr-defined]
     if t is ast.BinOp and type(expr.op) in (ast.BitAnd, ast.BitOr, ast.BitXor):  # type: ignore[attr-defined]
         return is_bool_tensor(ctx, expr.left, depth + 1) and is_bool_tensor(ctx, expr.right, depth + 1)  # type: ignore[attr-defined]
-    if t is ast.Call and _called_name(expr) in _BOOL_FUNCTIONS and ctx.kind(expr) is Kind.TENSOR:  # type: ignore[arg-type]
+    if t is ast.Call and callee_name(expr.func) in _BOOL_FUNCTIONS and ctx.kind(expr) is Kind.TENSOR:  # type: ignore[arg-type]
         return True
     if t is ast.Name:
         values = ctx.provenance.assigned_values(expr)
@@ -685,7 +681,7 @@ def guard_needed(ctx: FileContext, use: Use) -> Guard | None:
     expression Ne(u0, 0)"); eager raises for ``n <= 0`` there (a zero or negative size next to
     ``-1`` is an error), so ``n > 0`` is what the program requires already."""
     call = use.node
-    if use.kind != "size" or type(call) is not ast.Call or _called_name(call) != "unflatten":
+    if use.kind != "size" or type(call) is not ast.Call or callee_name(call.func) != "unflatten":
         return None
     sizes = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "sizes"), None)  # type: ignore[attr-defined]
     if type(sizes) not in (ast.Tuple, ast.List):

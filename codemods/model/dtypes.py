@@ -25,7 +25,7 @@ from .context import COMPOUND, FileContext
 from .name_reads import reads_of
 from .provenance import Kind, Scope, is_module_class
 from .scalar_shapes import arg_keyword, arg_star, arg_value, call_arguments
-from .tree import number_of, subtree_stop, walk
+from .tree import callee_name, number_of, subtree_stop, walk
 
 # torch.nn.functional losses not named ``*_loss``.
 FLOATING_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
@@ -206,8 +206,7 @@ def _sort_like(expr: ast.expr) -> bool:
     """``torch.topk(...)`` / ``x.sort(...)`` / ``x.max(dim)``: the ``.indices`` are int64."""
     if type(expr) is not ast.Call:
         return False
-    func = expr.func  # type: ignore[attr-defined]
-    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    name = callee_name(expr.func)  # type: ignore[attr-defined]
     if name in ("topk", "sort", "kthvalue", "mode", "cummax", "cummin"):
         return True
     return name in ("max", "min", "median") and bool(expr.args or expr.keywords)  # type: ignore[attr-defined]

@@ -891,7 +891,7 @@ class Provenance:
                         if receiver.id not in ("self", "cls"):
                             scope.evidence.add(receiver.id)
                     elif type(receiver) is ast.Name and method in ("cpu", "cuda") and receiver.id not in (
-                            "self", "cls") and _read_after_copy(node, self.parents) and not _type_tested_around(
+                            "self", "cls") and copy_is_read(node, self.parents) and not _type_tested_around(
                             node, receiver.id, self.parents):  # type: ignore[arg-type]
                         # ``ts.cpu().numpy()``: a module's ``cpu()`` gives the module, which has no
                         # ``numpy()`` (nor ``tolist()``, ``item()``); numpy arrays have no ``cpu()``.
@@ -2689,8 +2689,9 @@ _STAYING_MODULE_METHODS = frozenset({
 })
 
 
-def _read_after_copy(call: ast.Call, parents: Mapping[ast.AST, ast.AST]) -> bool:
-    """``x.cpu().numpy()``, ``x.cpu().tolist()``, ``x.cpu().item()``: the copy is read."""
+def copy_is_read(call: ast.Call, parents: Mapping[ast.AST, ast.AST]) -> bool:
+    """``x.cpu().numpy()``, ``x.cpu().tolist()``, ``x.cpu().item()``: the copy's values are read,
+    so ``x`` is a tensor (a module's ``cpu()`` gives the module, which has none of these)."""
     if call.args or call.keywords:
         return False
     attribute = parents.get(call)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from .. import gen
 from .context import FileContext
 from .output_calls import LOG_METHODS, argument_values, call_arguments, output_call  # noqa: F401  (LOG_METHODS: re-exported)
-from .provenance import Certainty, Kind, dotted_name, is_text
+from .provenance import Certainty, Kind, copy_is_read, dotted_name, is_text
+from .tree import callee_name
 
 # Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
 SYNCHRONIZE_CALLS = frozenset(
@@ -90,15 +91,6 @@ def _host_copy(expr: ast.expr) -> bool:
     (a module's ``cpu()`` gives the module, which has no ``numpy()``)."""
     return type(expr) is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr == "cpu" and \
         _no_arguments(expr)  # type: ignore[attr-defined,arg-type]
-
-
-def _copy_read(ctx: FileContext, call: ast.Call) -> bool:
-    """``x.cpu().tolist()`` / ``.item()`` / ``.numpy()``: the copy's values are read, so ``x`` is a tensor."""
-    attribute = ctx.parents.get(call)
-    if type(attribute) is not ast.Attribute or attribute.attr not in ("numpy", "tolist", "item"):  # type: ignore[attr-defined]
-        return False
-    read = ctx.parents.get(attribute)
-    return type(read) is ast.Call and read.func is attribute  # type: ignore[attr-defined]
 
 
 # Sites where the node itself reads the value (``t.item()``, ``float(t)``): wherever
@@ -166,7 +158,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                     host=not copies)
                 seen.update(id(c) for c in chain)
             elif method == "cpu" and _no_arguments(call) and (
-                    ctx.is_tensor(receiver) or module_output(ctx, receiver) or _copy_read(ctx, call)):
+                    ctx.is_tensor(receiver) or module_output(ctx, receiver) or copy_is_read(call, ctx.parents)):
                 add(call, "cpu", receiver)
             elif method == "to" and _moves_to_cpu(call) and ctx.is_tensor(receiver):
                 add(call, "cpu", receiver)
@@ -352,9 +344,7 @@ def _message_of_check(ctx: FileContext, parent: ast.AST, message: ast.Lambda) ->
     call = ctx.parents.get(parent) if type(parent) is ast.keyword else parent
     if type(call) is not ast.Call:
         return False
-    func = call.func  # type: ignore[attr-defined]
-    name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
-    if "check" not in name.lower() or message.args.args:
+    if "check" not in callee_name(call.func).lower() or message.args.args:  # type: ignore[attr-defined]
         return False
     return (len(call.args) > 1 and call.args[1] is message) or any(
         k.arg in ("msg", "message") and k.value is message for k in call.keywords)

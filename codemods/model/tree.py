@@ -500,6 +500,12 @@ def index(module: ast.Module, source: str) -> Index:
     return Index(module, source)
 
 
+def callee_name(func: ast.AST) -> str:
+    """The last name a called expression spells: ``print`` of ``print(...)``, ``info`` of
+    ``logger.info(...)``; "" for anything else (``fns[0](...)``)."""
+    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""  # type: ignore[attr-defined]
+
+
 def children_of(node: ast.AST) -> list[ast.AST]:
     """The children of ``node`` in source order."""
     return _in_source_order(node)
