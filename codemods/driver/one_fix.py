@@ -50,7 +50,6 @@ def fix_one(
     added, the result must parse), with the fixes of every other finding held
     back. ``new_text`` is None when the fix changes nothing (or needs ``unsafe``).
     """
-    options: dict = {"flush_every": flush_every} if flush_every is not None else {}
-    options["line_length"] = line_length
     spent = {"spent": False}
-    return process(path, text, [OneFix(r, finding, spent) for r in rules], fix=True, unsafe=unsafe, **options)
+    return process(path, text, [OneFix(r, finding, spent) for r in rules], fix=True, unsafe=unsafe,
+                   flush_every=flush_every, line_length=line_length)

@@ -476,18 +476,28 @@ def _collect_sources(ctx: FileContext, anchor: ast.AST | None, expr: gen.Expr_, 
             else:
                 _collect_sources(ctx, anchor, part, found, seen)
         return
+    for node in _gradient_reads(ctx, expr):
+        if type(node) is ast.Attribute:
+            if _may_hold_parameters(ctx, node):
+                found.add(f"self.{node.attr}")  # type: ignore[attr-defined]
+        elif node.id != "self":  # type: ignore[attr-defined]
+            _collect_name(ctx, anchor, node, node.id, found, seen)  # type: ignore[attr-defined]
+
+
+def _gradient_reads(ctx: FileContext, expr: ast.AST) -> Iterator[ast.AST]:
+    """The reads of ``expr`` a gradient may come through: the attributes of ``self`` it reads
+    (``self.scale``, not its ``self`` again) and the other names, other than those below
+    something that passes no gradient on (see :func:`_gradient_cut`)."""
     cut = _gradient_cut(ctx, expr)
     for node in walk(expr):
         if id(node) in cut:
             continue
         t = type(node)
         if t is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
-            if _may_hold_parameters(ctx, node):
-                found.add(f"self.{node.attr}")  # type: ignore[attr-defined]
-            continue
-        if t is not ast.Name or node.id == "self":  # type: ignore[attr-defined]
-            continue
-        _collect_name(ctx, anchor, node, node.id, found, seen)  # type: ignore[attr-defined]
+            cut.add(id(node.value))
+            yield node
+        elif t is ast.Name:
+            yield node
 
 
 def _collect_name(ctx: FileContext, anchor: ast.AST | None, node: ast.Name | None, name: str, found: set[str],
@@ -572,14 +582,10 @@ def visibly_without_gradient(ctx: FileContext, expr: ast.expr, depth: int = 0) -
     something that passes none on (``(pred == y).sum()``, ``x.detach()``, ``x.argmax()``), or
     is a name of its function whose every binding is such a value (followed a few levels)?
     False where anything else is read (a parameter, a module's output, a name bound elsewhere)."""
-    cut = _gradient_cut(ctx, expr)
-    for node in walk(expr):
-        if id(node) in cut:
-            continue
-        t = type(node)
-        if t is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":  # type: ignore[attr-defined]
-            return False
-        if t is not ast.Name or ctx.kind(node) in (Kind.NUMBER, Kind.OTHER, Kind.MODULE):  # type: ignore[arg-type]
+    for node in _gradient_reads(ctx, expr):
+        if type(node) is ast.Attribute:
+            return False  # ``self.scale``: a parameter, maybe
+        if ctx.kind(node) in (Kind.NUMBER, Kind.OTHER, Kind.MODULE):  # type: ignore[arg-type]
             continue
         scope = ctx.provenance.scope_of(node).lookup(node.id)  # type: ignore[attr-defined]
         bindings = scope.bindings.get(node.id, []) if scope is not None else []  # type: ignore[attr-defined]
