@@ -103,6 +103,26 @@ def test_modules_that_import_each_other_are_read_once_each(tmp_path):
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``f`` returns a tensor, read from a.py
 
 
+def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, monkeypatch):
+    # Finding ``g`` reads b.py's summary; what ``g`` returns then needs b.py's analysis:
+    # it takes the tree the summary was read from.
+    (tmp_path / "b.py").write_text("import torch\n\n\ndef g(x: torch.Tensor):\n    return x * 2\n")
+    (tmp_path / "a.py").write_text("import torch\nfrom b import g\n\n\ndef f(x: torch.Tensor):\n"
+                                   "    y = g(x)\n    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counting(source, *args, **options):
+        parsed.append(source.splitlines()[-1].strip())
+        return parse(source, *args, **options)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    project.forget()
+    found = findings([tmp_path / "a.py"])
+    assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``g`` returns a tensor, read from b.py
+    assert parsed.count("return x * 2") == 1
+
+
 def test_a_module_whose_called_function_is_traced_already_is_not_analysed_again(tmp_path, monkeypatch):
     # ``helper`` is traced in its own module (its ``forward`` calls it): the mark from
     # model.py changes nothing there, so layers.py is analysed once. ``other`` is not

@@ -37,7 +37,6 @@ import importlib.util
 import re
 import sys
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from typing import TypeVar
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
 from .provenance import Imports, Kind, Provenance, is_module_class
-from .tree import Text, activated, keeping_active, walk
+from .tree import Text, activated, keeping_active, parse_module, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
 # ``__init__``), and how many base classes up, before a name is taken as unknown.
@@ -55,6 +54,8 @@ MAX_HOPS = 4
 # How many analyses of modules are made one inside another (a function that returns what a
 # function of a third module returns...) before the next is taken as unknown.
 MAX_NESTED_READS = 3
+# Parsed modules kept between a summary and an analysis of the same file.
+KEEP_PARSED = 8
 T = TypeVar("T")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NN_MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -151,6 +152,10 @@ class Project:
         self._summaries: OrderedDict[Path, Summary | None] = OrderedDict()
         self._reads: OrderedDict[Path, _Read] = OrderedDict()
         self._pinned: dict[Path, _Read] = {}
+        # The last few modules parsed for a summary, by path: (digest, tree). A file whose
+        # summary was asked for is often analysed next (what one of its functions returns),
+        # and its analysis then takes this tree rather than parsing the text again.
+        self._parsed: OrderedDict[Path, tuple[str, ast.Module]] = OrderedDict()
         self._reading: set[Path] = set()
         self._answers: dict[tuple, object] = {}
         self._computing: set[tuple] = set()
@@ -240,11 +245,14 @@ class Project:
         read = self._text(path)
         if read is not None and read[0] is not None:
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    found = Summary(ast.parse(read[0]), read[1], read[0])
+                module = parse_module(read[0])
+                found = Summary(module, read[1], read[0])
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 found = None
+            else:
+                self._parsed[path] = (read[1], module)
+                while len(self._parsed) > KEEP_PARSED:
+                    self._parsed.popitem(last=False)
         self._summaries[path] = found
         while len(self._summaries) > self._keep_summaries:
             self._summaries.popitem(last=False)
@@ -264,12 +272,14 @@ class Project:
         if read is None:
             return None
         text, digest = read
+        parsed = self._parsed.pop(path, None)
+        module = parsed[1] if parsed is not None and parsed[0] == digest else None
         self._reading.add(path)
         context: FileContext | None = None
         try:
             if text is not None:
                 with keeping_active():  # the file asking goes on with its own index
-                    context = FileContext.build(path, text, external=External(self, path))
+                    context = FileContext.build(path, text, module=module, external=External(self, path))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             context = None
         finally:
