@@ -209,6 +209,8 @@ def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture
     ("    sys.stderr = utils.Tee(path)", True),
     ("sys.stdout = self.old_stdout", False),  # put back after a capture
     ('sys.stderr = open(os.devnull, "w")', False),  # where there is none (pyinstaller)
+    ('sys.stdout = open("log.txt", "w")', True),  # a log file: a line replayed later misses it
+    ("sys.stdout = open(args.log, 'a', buffering=1)", True),
     ("sys.stdout = io.StringIO()", False),  # a capture
     ("if sys.stdout == old:", False),
 ])

@@ -20,10 +20,13 @@ from contextlib import AbstractContextManager
 from .run_flags import RunFlag
 
 # ``sys.stdout = Logger(...)`` at a statement's start: an object of the program's own put in
-# place of the stream (a tee), not a name put back (``sys.stdout = self.old``), a file
-# (``open(os.devnull, "w")`` where there is none) or a buffer that captures (``io.StringIO()``).
+# place of the stream (a tee), or a log file (``open("log.txt", "w")``: a line replayed after
+# the stream is put back would miss the file). Not a name put back (``sys.stdout = self.old``),
+# the null device (``open(os.devnull, "w")``, where there is no stream or output is silenced:
+# what it gets is lost either way) or a buffer that captures (``io.StringIO()``).
 _ASSIGNS = re.compile(
-    r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=[ \t]*(?!open\b|io\.StringIO\b|StringIO\b)"
+    r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=[ \t]*"
+    r"(?!open[ \t]*\([ \t]*os[ \t]*\.[ \t]*devnull\b|io\.StringIO\b|StringIO\b)"
     r"[A-Za-z_][\w.]*[ \t]*\(",
     re.MULTILINE,
 )
