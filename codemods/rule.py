@@ -76,6 +76,10 @@ class Rule:
     summary: ClassVar[str]
     graph_breaks: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[list[Valid | Invalid]] = []
+    # Its fix can turn a Python value into a tensor (``total += loss.item()`` becoming a sum on
+    # the device): what other code of the file reads may then be a tensor, and another pass of
+    # ``apply`` may find other things to fix.
+    fix_makes_tensors: ClassVar[bool] = False
 
     def check(self, ctx: FileContext, sites: list[SyncSite], claimed: set[SyncSite]) -> Iterator[Report]:
         raise NotImplementedError

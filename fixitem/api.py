@@ -440,7 +440,9 @@ def _run_file_job(job: _Job) -> FileResult:
         rewrites: dict[bool, FileResult] = {}
         if job.previous is not None and job.previous[0] == found:
             outcome.findings = list(job.previous[1])  # the same findings: their tags stand
-        elif not job.fix and outcome.error is None and any(_fixable(f, True) for f in outcome.findings):
+        elif not job.fix and outcome.error is None and outcome.fixes_interact and \
+                any(_fixable(f, True) for f in outcome.findings):
+            # Fixes that interact: what ``apply`` makes of them is found by making them.
             outcome.findings, rewrites = _as_applied(
                 Path(display), source.text, rules, job, outcome.findings, analyses,
             )
@@ -472,7 +474,8 @@ def _as_applied(
     around a fixed ``if b.item() > 0:``). So the file is rewritten in memory
     both ways, and each finding is tagged ``safe`` if ``apply`` fixes it,
     ``unsafe`` if only ``apply --unsafe`` does, else ``none``: the summary's
-    counts are then what the two commands fix.
+    counts are then what the two commands fix. (Called only where fixes interact: see
+    :func:`codemods.driver.engine._fixes_interact`.)
 
     Also returns the rewrites by mode (``False``: safe fixes, ``True``: unsafe ones
     too): what ``apply`` would give, kept for an ``apply`` after this scan.
@@ -787,8 +790,8 @@ def scan(
 
     Each finding's ``fix`` says what :func:`apply` does with it: ``"safe"``
     when ``apply`` fixes it, ``"unsafe"`` when only ``apply(unsafe=True)``
-    does, so counting them gives what each would fix (files with fixes are
-    rewritten in memory to find out).
+    does, so counting them gives what each would fix (files whose fixes
+    interact are rewritten in memory to find out).
 
     ``select``/``ignore``: rule codes or prefixes; ``exclude``: globs of files
     or folders to skip; each replaces the configuration's value when given.

@@ -1,15 +1,15 @@
 """Per-file results kept between runs, so that unchanged files are not parsed again.
 
-Analysing a file means parsing it with libcst and following tensor values
+Analysing a file means parsing it and following tensor values
 through it: tens of milliseconds per file, minutes on a large tree. The
 answer depends only on the file's text and name, the rules that run on it,
 the ``flush-every`` setting and fixitem's own code, so it is kept under a key
 made of all of these. A later ``scan`` of an unchanged file reads the answer
 back; ``apply`` skips a file whose kept answer has nothing to fix. For a
-file with fixes, ``scan`` rewrites it in memory with safe and with unsafe
-fixes to tag its findings; those rewrites are kept too, so that an ``apply``
-after a ``scan`` of an unchanged file writes the kept rewrite instead of
-analysing the file again.
+file whose fixes interact, ``scan`` rewrites it in memory with safe and with
+unsafe fixes to tag its findings; those rewrites are kept too, so that an
+``apply`` after a ``scan`` of an unchanged file writes the kept rewrite
+instead of analysing the file again.
 
 The folder is ``.fixitem_cache`` beside the configuration file (or in the
 current folder), or ``FIXITEM_CACHE_DIR``; ``FIXITEM_NO_CACHE=1`` or

@@ -99,6 +99,9 @@ class FileResult:
     # apply: a pass offered an unsafe fix (without one, ``--unsafe`` would have made the same choices)
     offered_unsafe: bool = field(default=False, compare=False)
     found_digest: str = field(default="", compare=False)  # scan: a digest of the findings as the analysis gave them, before tagging
+    # scan: ``apply`` may fix other findings than those that have a fix here (see
+    # :func:`_fixes_interact`); False when it fixes exactly those.
+    fixes_interact: bool = field(default=True, compare=False)
 
 
 def in_original(findings: Sequence[Finding], before: str, after: str) -> list[Finding]:
@@ -223,6 +226,40 @@ class _Taken:
         for span in spans:
             bisect.insort(self._spans, span)
             self._longest = max(self._longest, span[1] - span[0])
+
+
+def _fixes_interact(ctx: FileContext, reports: list[tuple[Rule, Report]]) -> bool:
+    """Could ``apply`` fix other findings than those that have a fix in this analysis (safe
+    or unsafe)? It can when the edits of two fixes overlap (one waits for a later pass, and
+    may not be made at all), when a fix edits code inside another finding (which may have
+    a fix once that is made: ``if a.item() > 0:`` around a fixed ``if b.item() > 0:``), and
+    when a fix can turn a Python value into a tensor (``Rule.fix_makes_tensors``). Otherwise
+    each pass of ``apply`` makes the fixes of this one and the next finds nothing to fix."""
+    taken = _Taken()
+    edits: list[tuple[int, int, int]] = []  # start, end, number of the report
+    for number, (rule, report) in enumerate(reports):
+        if report.fix is None:
+            continue
+        if rule.fix_makes_tensors:
+            return True
+        spans = _span(ctx, report.fix)
+        if taken.overlaps(spans):
+            return True
+        taken.add(spans)
+        edits.extend((start, end, number) for start, end in spans)
+    if not edits:
+        return False
+    # The edits do not overlap: in the order of their starts, their ends are in order too.
+    edits.sort()
+    ends = [end for _, end, _ in edits]
+    for number, (_, report) in enumerate(reports):
+        start, end = ctx.positions.span(report.node)
+        for edit_start, edit_end, owner in edits[bisect.bisect_right(ends, start):]:
+            if edit_start >= end:
+                break
+            if owner != number and (edit_start < edit_end or start < edit_start):
+                return True
+    return False
 
 
 def _edit(ctx: FileContext, node: ast.AST, replacement: gen.Replacement) -> tuple[int, int, str]:
@@ -477,6 +514,8 @@ def _process(
                 chosen.append((rule, report))
         if not chosen:
             outcome.findings = [_finding(ctx, rule, report, path) for rule, report in reports]
+            if not fix:
+                outcome.fixes_interact = _fixes_interact(ctx, reports)
             break
         edits: list[tuple[int, int, str]] = []
         imports: list[str] = []

@@ -75,6 +75,7 @@ class ClampMinMax(Rule):
     code = "FX103"
     name = "clamp-min-max"
     summary = "`max`/`min` of a tensor value: use `torch.clamp` / `torch.maximum` / `torch.minimum`"
+    fix_makes_tensors = True
     graph_breaks = ("GB0124",)
     examples = [
         Invalid(

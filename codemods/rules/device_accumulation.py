@@ -525,6 +525,7 @@ class DeviceAccumulation(Rule):
     code = "FX202"
     name = "device-accumulation"
     summary = "running sum of `.item()` values: accumulate on the device, read once"
+    fix_makes_tensors = True
     graph_breaks = ("GB0124",)
     examples = [
         Invalid(

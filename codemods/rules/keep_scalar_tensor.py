@@ -201,6 +201,7 @@ class KeepScalarTensor(Rule):
     code = "FX302"
     name = "keep-scalar-tensor"
     summary = "value read with `.item()` only to feed tensor operations: keep it as a 0-dim tensor"
+    fix_makes_tensors = True
     graph_breaks = ("GB0124",)
     examples = [
         Invalid(
