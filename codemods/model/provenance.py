@@ -1398,7 +1398,7 @@ class Provenance:
             return Kind.UNKNOWN
         if t is ast.Compare:
             ops_are_identity = all(type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn) for op in expr.ops)  # type: ignore[attr-defined]
-            if ops_are_identity and not self._solving:
+            if (ops_are_identity or _equals_text(expr)) and not self._solving:  # type: ignore[arg-type]
                 # A Python bool whatever the operands are. (While names are solved the
                 # operands are still read: what a name's kind read is part of the answer.)
                 return Kind.NUMBER
