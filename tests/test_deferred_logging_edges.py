@@ -489,3 +489,29 @@ def test_a_name_bound_to_a_choice_of_strings_is_plain_text():
     )
     (found,) = _fx201(code)
     assert found.fix == "safe", found.note
+
+
+# -- a metric writer the program closes ----------------------------------------------------------
+
+
+def test_a_metric_writer_the_file_closes_is_not_deferred_as_safe(copy_fixture):
+    path = copy_fixture("logging/writer_closed.py")
+    before = _run(path)
+    assert "events written before close: 3" in before.stdout
+    [finding] = fixitem.scan([path], cache=False, isolated=True).findings
+    assert (finding.rule, finding.fix) == ("FX201", "unsafe")
+    assert "`writer.close()` in this file" in finding.note
+    assert not fixitem.apply([path], cache=False, isolated=True).files[0].diff
+    # Deferred anyway, the values reach the writer after it was closed.
+    fixitem.apply([path], unsafe=True, cache=False, isolated=True)
+    after = _run(path)
+    assert "events written before close: 0" in after.stdout and "closed writer" in after.stderr
+
+
+def test_a_metric_writer_the_file_never_closes_is_deferred():
+    code = ("import torch\n\n\ndef log(writer, loss: torch.Tensor, step: int):\n"
+            "    writer.add_scalar('loss', loss.item(), step)\n")
+    [finding] = _fx201(code)
+    assert finding.fix == "safe"
+    [finding] = _fx201(code + "\n\ndef end(writer):\n    writer.flush()\n")
+    assert finding.fix == "unsafe" and "`writer.flush()`" in finding.note

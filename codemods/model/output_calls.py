@@ -456,6 +456,35 @@ def own_file(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
     return ""
 
 
+# Methods that write out, or end, what a metric writer was given so far: TensorBoard's
+# ``SummaryWriter.flush()`` / ``close()``, ``wandb.finish()``, an MLflow or Comet run's ``end()``.
+_WRITER_ENDS = frozenset({"flush", "close", "finish", "end"})
+
+
+def writer_ended_by(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
+    """For a metric writer's call (:attr:`OutputKind.METRICS`: ``writer.add_scalar(...)``,
+    ``wandb.log(...)``), a call of the file that flushes or closes the same writer
+    (``writer.close()``, ``wandb.finish()``), as written; "" when there is none.
+
+    A value given to the writer before that call is written by it (or, after ``close()``,
+    given to a closed writer): replayed later, it would miss the flush, or reach a writer
+    closed by then (TensorBoard's opens a new event file; wandb's raises).
+    """
+    if found.kind is not OutputKind.METRICS or type(call.func) is not ast.Attribute:
+        return ""
+    writer = ctx.code(call.func.value)  # type: ignore[attr-defined]
+
+    def find() -> dict[str, str]:
+        ends: dict[str, str] = {}
+        for other in ctx.nodes(ast.Call):
+            func = other.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and func.attr in _WRITER_ENDS:
+                ends.setdefault(ctx.code(func.value), ctx.code(other))
+        return ends
+
+    return ctx.memo("writer ends", find).get(writer, "")
+
+
 def flushes_now(call: ast.Call) -> bool:
     """``print(..., flush=True)``: the program asks for the text to reach the stream
     now, before it goes on (a line that must survive a hard kill right after)."""

@@ -31,6 +31,7 @@ from ..model.output_calls import (
     output_call,
     output_wrappers,
     own_file,
+    writer_ended_by,
     stable_receiver,
 )
 from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
@@ -1112,7 +1113,10 @@ class DeferredLogging(Rule):
     function other than a builtin, `math` or `numpy` is called on a read
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
-    source line); for loguru loggers (their default format shows the
+    source line); for a metric writer the file flushes or closes
+    (`writer.add_scalar(...)` with `writer.close()`, `wandb.log(...)` with
+    `wandb.finish()`: a value replayed after it misses what it writes, or
+    reaches a closed writer); for loguru loggers (their default format shows the
     function, `<lambda>` at replay); for a module formatted at replay; for
     `print(..., flush=True)`, which asks for the text now (deferred, it is
     written within 2 s, and a `kill -9` meanwhile loses it); and in traced
@@ -1595,6 +1599,10 @@ class DeferredLogging(Rule):
         if flushes_now(call):
             plan.unsafe.append("`flush=True` asks for the text now: deferred, it is written later (within 2 s), and a "
                                "process killed meanwhile (`kill -9`, the OOM killer) loses it")
+        ended = writer_ended_by(ctx, call, found)
+        if ended:
+            plan.unsafe.append(f"`{ended}` in this file writes out or closes the writer: a value replayed after it "
+                               "misses what it writes, or reaches a closed writer")
         if found.kind is OutputKind.WARNING:
             plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
