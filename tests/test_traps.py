@@ -330,6 +330,28 @@ def test_a_bare_forward_parameter_tested_for_truth_is_a_flag():
     assert "if interpolate_pos_encoding:" in outcome.new_text
 
 
+def test_a_comparison_of_a_bare_forward_parameter_is_a_python_bool():
+    """``teacher_force = random.random() < teacher_forcing_ratio`` in a seq2seq ``forward``
+    (the ratio is 0.5 or 0 at every call): ``random.random() < t`` is a tensor only if
+    the caller passes one, as a bare parameter tested for truth is."""
+    code = (
+        "import random\n"
+        "import torch\n"
+        "from torch import nn\n\n"
+        "class Seq2Seq(nn.Module):\n"
+        "    def forward(self, src, trg, teacher_forcing_ratio, limit):\n"
+        "        teacher_force = random.random() < teacher_forcing_ratio\n"
+        "        x = trg if teacher_force else src\n"
+        "        if limit > 0:\n"
+        "            x = x * 2\n"
+        "        if src.sum() < limit:\n"
+        "            x = x + 1\n"
+        "        return x\n"
+    )
+    outcome = run(code, unsafe=True)
+    assert [f.line for f in outcome.findings + outcome.applied] == [11]  # `src.sum()` is used as a tensor
+
+
 def test_the_kept_value_of_an_if_without_else_may_be_none():
     """``image_embeds = None`` before ``if ...: image_embeds = ...`` (transformers' Phi-4
     multimodal): ``torch.where(c, new, None)`` fails at run time."""

@@ -704,6 +704,7 @@ class Provenance:
         self._uses_by_name: dict[str, list[ast.Name]] | None = None  # for the call sites of functions
         self._exported = False
         self._passing: set[int] = set()  # parameters whose passed values are being worked out
+        self._presuming: set[ast.AST] = set()  # values being asked whether a parameter heuristic alone makes them tensors
         # the functions and methods of this file, and the values they return.
         self.functions: dict[str, ast.FunctionDef] = {}
         self.methods: dict[tuple[ast.ClassDef, str], ast.FunctionDef] = {}
@@ -2477,7 +2478,13 @@ class Provenance:
         """Is ``expr`` a tensor only by the ``forward`` parameter heuristic: a bare,
         unannotated parameter without default, never rebound and never used as a
         tensor in its function? Such a parameter tested for truth (``if
-        interpolate_pos_encoding:``) is far more often a Python flag."""
+        interpolate_pos_encoding:``) is far more often a Python flag. So is a comparison
+        that is a tensor only through such parameters (``random.random() < ratio``), and a
+        name assigned once from one (``teacher_force = random.random() < ratio``)."""
+        if type(expr) is ast.Compare:
+            sides = [expr.left, *expr.comparators]  # type: ignore[attr-defined]
+            presumed = [self.presumed_tensor(side) for side in sides]
+            return any(presumed) and all(p or self.kind(side) is not Kind.TENSOR for p, side in zip(presumed, sides))
         if type(expr) is not ast.Name and type(expr) is not ast.arg:
             return False
         name = _spelling(expr)  # type: ignore[arg-type]
@@ -2485,6 +2492,15 @@ class Provenance:
         if scope is None or name in scope.evidence:
             return False
         bindings = scope.bindings.get(name, [])
+        if len(bindings) == 1 and bindings[0][0] == "value" and type(bindings[0][1]) is ast.Compare:
+            value = bindings[0][1]
+            if value in self._presuming:  # ``done = done < 1``
+                return False
+            self._presuming.add(value)
+            try:
+                return self.presumed_tensor(value)
+            finally:
+                self._presuming.discard(value)
         if len(bindings) != 1 or bindings[0][0] != "param":
             return False
         param = bindings[0][1]
