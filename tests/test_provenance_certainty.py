@@ -634,6 +634,20 @@ def test_an_attribute_the_class_makes_on_the_host_is_read_without_a_sync(init, o
     assert len(scan(code)) == (0 if on_host else 1)
 
 
+@pytest.mark.parametrize(("body", "on_host"), [
+    ("losses = torch.zeros(n)\n    return losses.mean()", True),
+    ("if n:\n        return torch.zeros(n).mean()\n    return torch.ones(1).sum()", True),
+    ("return torch.zeros(n, device='cuda').mean()", False),
+    ("return x.mean()", False),  # what it is given may be anywhere
+    ("if n:\n        return torch.zeros(n).mean()", True),  # or ``None``: nothing to wait for either way
+    ("return summary(n - 1) * 2", False),  # asks for itself
+])
+def test_what_a_function_of_the_file_returns_is_in_host_memory_when_every_return_is(body, on_host):
+    code = f"import torch\n\n\ndef summary(n: int, x: torch.Tensor):\n    {body}\n\n\nprint(summary(3, y))\n"
+    ctx = context(code)
+    assert ctx.on_cpu(expression(ctx, "summary(3, y)")) is on_host
+
+
 def test_the_binding_a_read_sees_decides_where_its_tensor_lives():
     # detr's segmentation: ``m_id`` is rebound to ``torch.from_numpy(...)`` before it is read.
     code = (
