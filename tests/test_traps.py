@@ -370,3 +370,39 @@ def test_the_kept_value_of_an_if_without_else_may_be_none():
     outcome = run(code, unsafe=True)
     assert outcome.new_text is None and len(outcome.findings) == 2
     assert all("may still be `None`" in f.note for f in outcome.findings)
+
+
+CHAINED = (
+    "import torch\n\n\n"
+    "def f(t: torch.Tensor, x: torch.Tensor, lo: float, hi: float):\n"
+    "    if lo <= t <= hi:\n"
+    "        x = x * 2\n"
+    "    return x\n"
+)
+
+
+def test_a_chained_comparison_of_a_tensor_takes_its_truth():
+    """``lo <= t <= hi`` is ``lo <= t and t <= hi``: the truth of ``lo <= t`` is read (edm's
+    and k-diffusion's samplers test ``S_tmin <= t_cur <= S_tmax`` every step)."""
+    import torch
+
+    assert [(f.rule, f.line) for f in scan(CHAINED)] == [("FX101", 5)]
+    # Outside an ``if`` too: ``ok`` is the last comparison, a tensor (its truth is read again).
+    named = CHAINED.replace("    if lo <= t <= hi:\n", "    ok = lo <= t <= hi\n    if ok:\n")
+    assert [(f.rule, f.line) for f in scan(named)] == [("FX004", 5)]
+    assert scan(CHAINED.replace("t: torch.Tensor", "t: float")) == []
+    outcome = run(CHAINED)
+    assert "x = torch.where((lo <= t) & (t <= hi), x * 2, x)" in outcome.new_text
+    original, rewritten = {}, {}
+    exec(compile(CHAINED, "original", "exec"), original)
+    exec(compile(outcome.new_text, "rewritten", "exec"), rewritten)
+    x = torch.arange(3.0)
+    for value in (-1.0, 0.0, 0.5, 1.0, 2.0):
+        t = torch.tensor(value)
+        assert torch.equal(original["f"](t, x, 0.0, 1.0), rewritten["f"](t, x, 0.0, 1.0))
+
+
+def test_a_chained_comparison_splits_only_around_a_value_read_twice_alike():
+    outcome = run(CHAINED.replace("lo <= t <= hi", "lo <= t.norm() <= hi"))
+    [finding] = outcome.findings
+    assert finding.fix == "none" and "evaluated twice" in finding.note

@@ -470,6 +470,21 @@ def _convert_boolean(ctx: FileContext, expr: ast.BoolOp, values: list[ast.expr])
     return Converted(new, left.reads + right.reads)
 
 
+def _names_only(expr: ast.expr) -> bool:
+    """Is ``expr`` a name, a constant, or attributes and subscripts of them (``self.lo``,
+    ``t[0]``): evaluated twice, it gives the same and does nothing else?"""
+    while True:
+        t = type(expr)
+        if t is ast.Name or t is ast.Constant:
+            return True
+        if t is ast.Attribute:
+            expr = expr.value  # type: ignore[attr-defined]
+        elif t is ast.Subscript and _names_only(expr.slice):  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        else:
+            return False
+
+
 def convert_condition(ctx: FileContext, expr: ast.expr) -> Converted | None:
     """A Python truth test over tensor values as a boolean tensor expression.
 
@@ -502,10 +517,16 @@ def convert_condition(ctx: FileContext, expr: ast.expr) -> Converted | None:
         if all(c is None for c in converted):
             if any(is_tensor) and len(ops) == 1:
                 return Converted(expr, [expr])  # ``t > 0``: a bool tensor already
-            return None
-        for o, c in zip(operands, converted):
-            if c is None and not _plain_number(ctx, o):
+            if not any(is_tensor):
+                return None
+            # ``lo <= t <= hi``: Python takes the truth of ``lo <= t`` (a read), then of ``t <= hi``.
+        for o, c, tensor in zip(operands, converted, is_tensor):
+            if c is None and not (tensor and ctx.certainly_tensor(o)) and not _plain_number(ctx, o):
                 raise NotConvertible(f"`{ctx.code(o)}` may not be a number")
+        for middle in operands[1:-1]:
+            if not _names_only(middle):
+                raise NotConvertible(f"`{ctx.code(middle)}` is evaluated once in a chained comparison; "
+                                     "split in two comparisons it would be evaluated twice")
         values: list[Code] = [c.expr if c else o for o, c in zip(operands, converted)]
         reads = [r for c in converted if c for r in c.reads]
         pairs: list[gen.Node] = []
@@ -521,7 +542,7 @@ def convert_condition(ctx: FileContext, expr: ast.expr) -> Converted | None:
         new: gen.Node = _paren(pairs[0])
         for pair in pairs[1:]:
             new = gen.BinaryOperation(new, "&", _paren(pair))
-        return Converted(new, reads)
+        return Converted(new, reads or [expr])
     value = convert_value(ctx, expr)
     if value is not None:
         # ``if t.item():`` tests for non-zero.

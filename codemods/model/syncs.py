@@ -236,6 +236,19 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(comparison, "contains", comparator)
             element = comparator
 
+    for comparison in ctx.nodes(ast.Compare):
+        # ``lo <= t <= hi`` is ``lo <= t and t <= hi``: Python takes the truth of each
+        # comparison but the last, ``bool()`` of a tensor where one side is one.
+        operands = [comparison.left, *comparison.comparators]  # type: ignore[attr-defined]
+        ops = comparison.ops  # type: ignore[attr-defined]
+        for i in range(len(ops) - 1):
+            if type(ops[i]) in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
+                continue
+            tensor = next((o for o in operands[i:i + 2] if ctx.is_tensor(o)), None)
+            if tensor is not None:
+                add(comparison, "truth", tensor)
+                break
+
     for test in _truth_tests(ctx):
         if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):
             add(test, "truth", test)
