@@ -515,3 +515,37 @@ def test_a_metric_writer_the_file_never_closes_is_deferred():
     assert finding.fix == "safe"
     [finding] = _fx201(code + "\n\ndef end(writer):\n    writer.flush()\n")
     assert finding.fix == "unsafe" and "`writer.flush()`" in finding.note
+
+
+def test_a_closed_writer_the_runtime_hooks_is_deferred():
+    # The runtime replays what is pending before TensorBoard's and wandb's own calls,
+    # flushes and closes.
+    code = ("import torch\nimport wandb\nfrom torch.utils.tensorboard import SummaryWriter\n\n"
+            "writer = SummaryWriter('runs')\nrun = wandb.init()\n\n\n"
+            "def log(loss: torch.Tensor, step: int):\n"
+            "    writer.add_scalar('loss', loss.item(), step)\n"
+            "    wandb.log({'loss': loss.item()})\n\n\n"
+            "def end():\n    writer.close()\n    run.finish()\n    wandb.finish()\n")
+    assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
+
+
+# -- values the standard library makes -------------------------------------------------------------
+
+ETA = (
+    "import datetime\nimport json\nimport sys\nimport time\nimport torch\n\n\n"
+    "def train(losses: list[torch.Tensor], start: float, config: str):\n"
+    "    for i, loss in enumerate(losses):\n"
+    "        time_left = datetime.timedelta(seconds=(3 - i) * (time.time() - start))\n"
+    "        settings = json.loads(config)\n"
+    "        sys.stdout.write('[%d] [loss: %f] ETA: %s\\n' % (i, loss.item(), time_left))\n"
+    "        print(loss.item(), settings)\n"
+)
+
+
+def test_an_immutable_value_of_the_standard_library_is_passed_as_it_is():
+    # PyTorch-GAN's ``time_left = datetime.timedelta(...)``: no tensor, and it cannot change
+    # before the replay. ``json.loads`` makes no tensor either, but a dict the code may change.
+    eta, printed = _fx201(ETA)
+    assert eta.fix == "safe"
+    assert printed.fix == "unsafe" and "`settings` is passed by reference" in printed.note
+    assert "may be a tensor" not in printed.note

@@ -456,23 +456,37 @@ def own_file(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
     return ""
 
 
-# Methods that write out, or end, what a metric writer was given so far: TensorBoard's
-# ``SummaryWriter.flush()`` / ``close()``, ``wandb.finish()``, an MLflow or Comet run's ``end()``.
+# Methods that write out, or end, what a metric writer was given so far: ``flush()``,
+# ``close()``, ``finish()``, an MLflow or Comet run's ``end()``.
 _WRITER_ENDS = frozenset({"flush", "close", "finish", "end"})
+# Writers whose calls, flushes and closes the runtime sees (``fixitem.runtime`` hooks them):
+# it replays what is pending before the program's own call of any of them.
+HOOKED_WRITERS = frozenset({
+    "wandb", "wandb.init", "torch.utils.tensorboard.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter",
+    "tensorboardX.SummaryWriter", "tensorboardX.writer.SummaryWriter",
+})
 
 
 def writer_ended_by(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
-    """For a metric writer's call (:attr:`OutputKind.METRICS`: ``writer.add_scalar(...)``,
-    ``wandb.log(...)``), a call of the file that flushes or closes the same writer
-    (``writer.close()``, ``wandb.finish()``), as written; "" when there is none.
+    """For a metric writer's call (:attr:`OutputKind.METRICS`: ``writer.add_scalar(...)``)
+    of a writer the runtime does not hook, a call of the file that flushes or closes the
+    same writer (``writer.close()``), as written; "" when there is none.
 
-    A value given to the writer before that call is written by it (or, after ``close()``,
+    A value given to such a writer before that call is written by it (or, after ``close()``,
     given to a closed writer): replayed later, it would miss the flush, or reach a writer
-    closed by then (TensorBoard's opens a new event file; wandb's raises).
+    closed by then. TensorBoard's ``SummaryWriter`` and wandb are hooked by the runtime,
+    which replays what is pending first (:data:`HOOKED_WRITERS`).
     """
     if found.kind is not OutputKind.METRICS or type(call.func) is not ast.Attribute:
         return ""
-    writer = ctx.code(call.func.value)  # type: ignore[attr-defined]
+    receiver = call.func.value  # type: ignore[attr-defined]
+    imports = ctx.provenance.imports
+    if imports.qualify(receiver) in HOOKED_WRITERS:
+        return ""  # ``wandb.log(...)``
+    made = ctx.provenance.assigned_values(receiver)
+    if made and all(type(v) is ast.Call and imports.qualify(v.func) in HOOKED_WRITERS for v in made):  # type: ignore[attr-defined]
+        return ""  # ``writer = SummaryWriter(...)``, ``run = wandb.init(...)``
+    writer = ctx.code(receiver)
 
     def find() -> dict[str, str]:
         ends: dict[str, str] = {}

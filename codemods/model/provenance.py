@@ -89,6 +89,28 @@ NON_TENSOR_RESULTS = {
     "torch.cuda.device_count": "number", "torch.cuda.is_available": "number",
     "torch.distributed.get_rank": "number", "torch.distributed.get_world_size": "number",
 }
+# Modules of Python's standard library whose functions and classes make values of their own
+# (``datetime.timedelta(...)``, ``os.path.join(...)``, ``time.strftime(...)``, ``json.dumps(...)``),
+# never one of the objects they are given: what they return is no tensor. (No stubs of the
+# standard library come with Python; generic modules that may hand back what they are given,
+# ``copy``, ``functools``, ``itertools``, ``operator``, ``random.choice``, ``statistics``,
+# ``pickle``, are not listed.)
+STDLIB_VALUE_MODULES = frozenset(
+    {"argparse", "base64", "calendar", "csv", "datetime", "getpass", "glob", "gzip", "hashlib", "json",
+     "locale", "os", "pathlib", "platform", "re", "shlex", "shutil", "socket", "string", "subprocess",
+     "sysconfig", "tempfile", "textwrap", "time", "urllib", "uuid", "zipfile", "zlib"}
+)
+# Of those, the modules whose values cannot change once made (``datetime.timedelta``, the
+# strings of ``os.path.join`` and ``time.strftime``, ``uuid.UUID``).
+STDLIB_IMMUTABLE_MODULES = frozenset({"base64", "calendar", "datetime", "getpass", "os.path", "platform",
+                                      "shlex", "string", "textwrap", "time", "uuid"})
+# Of those (and ``random``), the functions that give a number.
+STDLIB_NUMBERS = frozenset(
+    {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.thread_time", "time.time_ns",
+     "time.perf_counter_ns", "time.monotonic_ns", "os.getpid", "os.cpu_count", "random.random", "random.uniform",
+     "random.randint", "random.randrange", "random.gauss", "random.normalvariate", "random.betavariate",
+     "random.expovariate", "random.triangular", "random.getrandbits"}
+)
 # Calls that wrap a module (or a function) into one that runs the same way:
 # the result is a module when the argument is one, else a callable.
 WRAPPING_CALLS = frozenset(
@@ -2425,10 +2447,11 @@ class Provenance:
             # file returns is a host tensor (or no tensor) whatever it is given.
             key = (id(function), "return")
             returns = self._returns.get(function)  # type: ignore[call-overload]
-            if not returns or key in seen or any(v is None for v in returns):
+            if not returns or key in seen or any(v is None for v in returns) or \
+                    self._reaching_depth > MAX_REACHING_DEPTH:
                 return False
             return any(self.kind(v) is Kind.TENSOR for v in returns) and all(
-                self._cpu_or_not_tensor(v, seen | {key}) for v in returns)
+                self._deeper(lambda v=v: self._cpu_or_not_tensor(v, seen | {key})) for v in returns)
         if type(func) is ast.Name and self._module_on_host(func):
             # ``net = ResNet18()`` ... ``y = net(torch.randn(1, 3, 32, 32))``: a module never
             # moved, of host tensors.
@@ -2483,6 +2506,20 @@ class Provenance:
     def _is_dtype(self, expr: ast.expr) -> bool:
         q = self.imports.qualify(expr) or ""
         return q.count(".") == 1 and q.startswith("torch.") and q.split(".")[1] in DTYPES
+
+    def made_by_the_standard_library(self, expr: ast.AST, immutable: bool = False) -> bool:
+        """Is ``expr`` a call of the standard library that makes a value of its own, never
+        one it was given (``datetime.timedelta(...)``, ``time.strftime(...)``): no tensor,
+        nor a container that could hold one? ``immutable``: and one that cannot change."""
+        if type(expr) is not ast.Call:
+            return False
+        q = self.imports.qualify(expr.func) or ""  # type: ignore[attr-defined]
+        if q in STDLIB_NUMBERS:
+            return True
+        module = q.rpartition(".")[0]
+        if immutable:
+            return module in STDLIB_IMMUTABLE_MODULES or module.split(".")[0] in STDLIB_IMMUTABLE_MODULES - {"os"}
+        return "." in q and q.split(".")[0] in STDLIB_VALUE_MODULES
 
     def presumed_tensor(self, expr: ast.AST) -> bool:
         """Is ``expr`` a tensor only by the ``forward`` parameter heuristic: a bare,
@@ -2621,6 +2658,10 @@ class Provenance:
                 return Kind.NUMPY  # a host array (or a JAX array, which reads like one): not a tensor
             if q in NON_TENSOR_RESULTS:
                 return Kind.NUMBER if NON_TENSOR_RESULTS[q] == "number" else Kind.OTHER
+            if q in STDLIB_NUMBERS:
+                return Kind.NUMBER
+            if root in STDLIB_VALUE_MODULES and "." in q:
+                return Kind.OTHER
             if q in WRAPPING_CALLS:
                 arguments = call_arguments(call)
                 wrapped = self.kind(argument_value(arguments[0])) if arguments else Kind.UNKNOWN

@@ -425,6 +425,8 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
             type(value) is ast.Constant and not isinstance(value.value, bool)  # type: ignore[attr-defined]
             and isinstance(value.value, (str, bytes, int, float))):  # type: ignore[attr-defined]
         return True
+    if ctx.provenance.made_by_the_standard_library(value, immutable=True):
+        return True  # ``datetime.timedelta(...)``, ``time.strftime(...)``
     if isinstance(value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare)):
         # Not an array: the code may change it in place, or pass it to a function that does.
         return (ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER, Kind.NUMPY) or _is_text(value)
@@ -447,6 +449,8 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
         return False
     if type(expr) is ast.BinOp and type(expr.op) is ast.Mod and is_text(expr.left):
         return False  # ``"it %d" % (n,)``: a string
+    if ctx.provenance.made_by_the_standard_library(expr):
+        return False
     if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)) and _immutable(ctx, expr, formats):
         return False  # ``x.shape``, ``tuple(x.shape)``, ``opt.param_groups[0]["lr"]``, a value formatted as a number
     style_code = formats.get(expr)
@@ -465,8 +469,9 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     if type(expr) is ast.Name:
         scope = ctx.provenance.scope_of(expr).lookup(expr.id)
         bindings = scope.bindings.get(expr.id, []) if scope is not None else []
-        if bindings and all(how == "value" and _literal_value(v) for how, v in bindings):
-            return False
+        if bindings and all(how == "value" and (_literal_value(v) or ctx.provenance.made_by_the_standard_library(v))
+                            for how, v in bindings):
+            return False  # ``time_left = datetime.timedelta(...)``
         if ctx.provenance.declared_text(expr):
             return False  # ``name`` of ``names: Sequence[str]``
     return kind in (Kind.UNKNOWN, Kind.OTHER)
@@ -1113,10 +1118,10 @@ class DeferredLogging(Rule):
     function other than a builtin, `math` or `numpy` is called on a read
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
-    source line); for a metric writer the file flushes or closes
-    (`writer.add_scalar(...)` with `writer.close()`, `wandb.log(...)` with
-    `wandb.finish()`: a value replayed after it misses what it writes, or
-    reaches a closed writer); for loguru loggers (their default format shows the
+    source line); for a metric writer the file flushes or closes, other
+    than TensorBoard's `SummaryWriter` and wandb, whose calls the runtime
+    sees (`writer.add_scalar(...)` with `writer.close()`: a value replayed
+    after it misses what it writes, or reaches a closed writer); for loguru loggers (their default format shows the
     function, `<lambda>` at replay); for a module formatted at replay; for
     `print(..., flush=True)`, which asks for the text now (deferred, it is
     written within 2 s, and a `kill -9` meanwhile loses it); and in traced
