@@ -294,3 +294,19 @@ def test_a_copy_that_is_read_is_of_a_tensor_whatever_else_the_name_holds():
         "            print(tag)\n"
     )
     assert [(f.rule, f.line, f.col) for f in scan(code)] == [("FX003", 6, 27), ("FX003", 6, 58)]
+
+
+def test_a_value_of_unknown_kind_in_a_file_that_uses_jax_is_not_reported():
+    # cleanrl's ``*_jax.py``: ``loss.item()`` of what a jitted function returns is a JAX
+    # array's read; torch is there only for TensorBoard. A certain tensor is still reported.
+    code = (
+        "import jax\nimport torch\n\n\n@jax.jit\ndef update(x):\n    return x.sum(), x * 2\n\n\n"
+        "def train(writer, xs, t: torch.Tensor):\n"
+        "    for step, x in enumerate(xs):\n"
+        "        loss, y = update(x)\n"
+        "        writer.add_scalar('loss', loss.item(), step)\n"
+        "        writer.add_scalar('t', t.sum().item(), step)\n"
+    )
+    assert [f.line for f in process(Path("example.py"), code, all_rules()).findings] == [14]
+    without = code.replace("import jax\n", "import functools as jax\n")
+    assert [f.line for f in process(Path("example.py"), without, all_rules()).findings] == [13, 14]

@@ -453,6 +453,11 @@ class Imports:
                         local = alias.asname
                     self.aliases[local] = f"{base}.{name}"
 
+    def imports_module(self, *roots: str) -> bool:
+        """Does the file import one of the packages ``roots`` (``"jax"``: ``import jax``,
+        ``import jax.numpy as jnp``, ``from jax import jit``)?"""
+        return any(module.split(".")[0] in roots and level == 0 for module, level, _ in self.origins.values())
+
     def qualify(self, node: ast.AST) -> str | None:
         """The full dotted name an expression refers to, through imports."""
         key = id(node)

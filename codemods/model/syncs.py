@@ -123,10 +123,14 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         certainty = Certainty.TENSOR if kind == "synchronize" else ctx.certainty(value)
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
+        if certainty is Certainty.POSSIBLY and uses_jax:
+            return  # a value fixitem cannot place in a file that uses JAX is as likely a JAX array
         on_host = kind != "synchronize" and (host or ctx.on_cpu(value))
         if on_host and (kind in _TRACED_KINDS or not ctx.in_traced_code(node)):
             return  # a host tensor read outside traced code costs nothing, nor a copy of one anywhere
         sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
+
+    uses_jax = ctx.provenance.imports.imports_module("jax", "flax")
 
     def possible(value: ast.expr) -> bool:
         return ctx.certainty(value) is not Certainty.NOT_TENSOR
