@@ -1118,7 +1118,8 @@ class DeferredLogging(Rule):
     function other than a builtin, `math` or `numpy` is called on a read
     (`fmt(loss.item())`: it runs at replay, not now); for
     `warnings.warn` (the warning shows the `deferred.record(...)` line as its
-    source line); for a metric writer the file flushes or closes, other
+    source line, and escapes a `warnings.catch_warnings()` or `pytest.warns`
+    around the call); for a metric writer the file flushes or closes, other
     than TensorBoard's `SummaryWriter` and wandb, whose calls the runtime
     sees (`writer.add_scalar(...)` with `writer.close()`: a value replayed
     after it misses what it writes, or reaches a closed writer); for loguru loggers (their default format shows the
@@ -1609,7 +1610,9 @@ class DeferredLogging(Rule):
             plan.unsafe.append(f"`{ended}` in this file writes out or closes the writer: a value replayed after it "
                                "misses what it writes, or reaches a closed writer")
         if found.kind is OutputKind.WARNING:
-            plan.unsafe.append("the warning is issued at replay and shows the `deferred.record(...)` line as its source")
+            plan.unsafe.append("the warning is issued at replay: it shows the `deferred.record(...)` line as its "
+                               "source, and escapes a `warnings.catch_warnings()` or `pytest.warns(...)` around the "
+                               "call")
         if found.kind is OutputKind.LOGGER and (ctx.provenance.imports.qualify(call.func) or "").startswith("loguru."):
             plan.unsafe.append("loguru's default format shows the calling function, `<lambda>` at replay")
         plan.unsafe.extend(_unknown_loggers(ctx, call, found))
