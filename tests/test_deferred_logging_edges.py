@@ -557,3 +557,36 @@ def test_a_deferred_warning_says_it_escapes_the_filters_around_the_call():
             "    warnings.warn(f'large input {x.abs().max().item():.1f}')\n")
     [finding] = _fx201(code)
     assert finding.fix == "unsafe" and "escapes a `warnings.catch_warnings()` or `pytest.warns(...)`" in finding.note
+
+
+# -- output every iteration that is not deferred ----------------------------------------------------
+
+LOOP = (
+    "import time\nimport torch\n\n\n"
+    "def train(model: torch.nn.Module, writer, xs, device, start: float):\n"
+    "    for step, x in enumerate(xs):\n"
+    "        loss = model(x.to(device)).sum()\n"
+    "        writer.add_scalar('losses/loss', loss.item(), step)\n"
+    "{after}"
+)
+
+
+@pytest.mark.parametrize(("after", "fix"), [
+    # cleanrl: each step's print makes the runtime replay the deferred call at once.
+    ("        print('SPS:', int(step / (time.time() - start)))\n", "none"),
+    ("        with torch.no_grad():\n            writer.add_scalar('charts/step', step, step)\n", "none"),
+    ("        if step % 100 == 0:\n            print('step', step)\n", "safe"),  # every 100 steps
+    ("        print('loss', loss.item())\n", "safe"),  # deferred too
+    ("", "safe"),
+])
+def test_a_deferral_that_output_every_iteration_replays_at_once_is_no_fix(after, fix):
+    findings = _fx201(LOOP.format(after=after))
+    assert findings[0].fix == fix
+    if fix == "none":
+        assert "every iteration of the loop and reads no tensor" in findings[0].note
+
+
+def test_output_before_the_call_in_the_loop_replays_it_at_the_next_iteration():
+    code = LOOP.format(after="").replace("        loss = ", "        print('step', step)\n        loss = ")
+    [finding] = _fx201(code)
+    assert finding.fix == "none" and "`print(...)` (line 7)" in finding.note

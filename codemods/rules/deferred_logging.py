@@ -477,6 +477,40 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     return kind in (Kind.UNKNOWN, Kind.OTHER)
 
 
+_LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _output_every_iteration(ctx: FileContext, stmt: ast.stmt, sites: list[SyncSite]) -> ast.Call | None:
+    """An output call that runs in every iteration of the innermost loop around ``stmt``
+    (a statement of the loop's body itself, or of a ``with`` block there) and reads no
+    tensor value: it is not deferred, so each iteration the runtime replays what is
+    pending before its output (cleanrl's ``print("SPS:", ...)`` after the deferred
+    ``writer.add_scalar(..., loss.item(), ...)`` lines). None when there is none."""
+    loop = None
+    for ancestor in ctx.ancestors(stmt):
+        if isinstance(ancestor, _LOOP_TYPES):
+            loop = ancestor
+            break
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    if loop is None:
+        return None
+    body = list(loop.body)  # type: ignore[attr-defined]
+    for statement in body:
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            body.extend(statement.body)
+            continue
+        if statement is stmt or type(statement) is not ast.Expr or type(statement.value) is not ast.Call:  # type: ignore[attr-defined]
+            continue
+        call = statement.value  # type: ignore[attr-defined]
+        found = output_call(ctx, call)
+        if found is None or live_context(found, call) or _is_deferred_record(ctx, call):
+            continue
+        if not any(ctx.below(site.node, call) for site in sites):
+            return call
+    return None
+
+
 def _literal_value(value: object) -> bool:
     """A literal, text made by ``str(...)``, or a choice between them (``"cuda" if ok else "cpu"``)."""
     if type(value) is ast.IfExp:
@@ -1151,6 +1185,11 @@ class DeferredLogging(Rule):
     steps it was not set for, and set after the bar closed it is never shown.
     `logger.exception` and calls with `exc_info=`, `stack_info=` or
     `stacklevel=` are left alone: they read the live exception or stack.
+    **No fix** either, outside traced code, where the loop around the call
+    writes other output in every iteration that reads no tensor (cleanrl's
+    `print("SPS:", ...)` after its `writer.add_scalar(..., loss.item(), ...)`
+    lines): that output is not deferred, the runtime replays what is pending
+    before it, and the read would still happen every iteration.
     """
 
     code = "FX201"
@@ -1534,6 +1573,15 @@ class DeferredLogging(Rule):
             plan = self._plan(ctx, stmt, call, found, inner)
             if not plan.reads and plan.new is None:
                 continue  # e.g. `print(x)` in forward: reported as a formatted tensor
+            if plan.new is not None and not traced:
+                every_step = _output_every_iteration(ctx, stmt, sites)
+                if every_step is not None:
+                    plan.new = None
+                    plan.blocker = (f"`{ctx.code(every_step.func)}(...)` (line {ctx.position(every_step)[0]}) "
+                                    "writes output in every iteration of the loop and reads no tensor: the "
+                                    "runtime replays what is pending before that output, so the read would "
+                                    "still happen every iteration; write that every N steps, or with the values "
+                                    "of this call")
             message = f"`{ctx.code(call.func)}(...)` " + (
                 "reads tensor values on the host" if plan.reads else "breaks the graph in traced code"
             )
