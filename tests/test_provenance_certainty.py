@@ -715,3 +715,11 @@ def test_a_parameter_annotated_with_a_torch_nn_module_class_is_a_module():
         "    print(float(loss))\n"
     )
     assert [(f.rule, f.line) for f in scan(code)] == [("FX201", 7)]
+
+
+@pytest.mark.parametrize("source", ["y.max(1)[0]", "y.max(dim=1)[1]", "y.sort(-1)[0]", "y.max(1).values"])
+def test_an_element_of_a_values_and_indices_pair_is_a_certain_tensor(source):
+    # Rainbow's ``q.max(1)[0]``: as certain as ``q.max(1).values``.
+    code = f"import torch\n\n\ndef f(y: torch.Tensor):\n    return {source}\n"
+    ctx = context(code)
+    assert ctx.certainty(expression(ctx, source)) is Certainty.TENSOR

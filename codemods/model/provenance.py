@@ -1397,6 +1397,10 @@ class Provenance:
             ):
                 return Kind.TENSOR  # ``torch.where(mask)[0]``, ``x.split(2)[-1]``
             single = len(elements) == 1 and type(elements[0]) is not ast.Slice
+            if base is Kind.OTHER and single and type(container) is ast.Call and \
+                    type(container.func) is ast.Attribute and container.func.attr in PAIR_METHODS and \
+                    self.kind(container.func.value) is Kind.TENSOR and self.tensor_pair(container):
+                return Kind.TENSOR  # ``y.max(1)[0]``: the values (or the indices) of the pair
             if _is_shape_query(container) and single and (
                 self.kind(container.value if type(container) is ast.Attribute else container) in (Kind.TENSOR, Kind.NUMPY)
             ):
