@@ -112,3 +112,35 @@ def test_a_call_in_the_middle_of_a_line_is_not_wrapped_there(tmp_path):
     added = _added(fixitem.apply([path], write=False, cache=False, isolated=True))
     assert '    logs.update({"ratio_with_a_long_name": torch.where(y.sum() > 0, x * 0.5, x * 0.25), "other": x.sum()})\n' in added
     assert "    ratio_with_a_long_name_that_is_long = torch.where(\n        y.sum() > 0,\n" in added
+
+
+LONG = (
+    "import torch\n\n\n"
+    "def train(writer, values: torch.Tensor, step: int):\n"
+    "    if step % 100 == 0:\n"
+    "        if step > 0:\n"
+    '            writer.add_scalar("losses/qf1_values", values.mean().item(), step)\n'
+    '            print(f"step {step:>8d} qf1 {values.mean().item():.6f} qf2 {values.max().item():.6f} '
+    'min {values.min().item():.6f}")\n'
+)
+
+
+def test_a_lambda_whose_line_is_too_long_has_its_call_wrapped(tmp_path):
+    """cleanrl's lambdas ran to 126 columns: the call in the lambda is wrapped as black
+    wraps it, its arguments on one line below when they fit, else one per line."""
+    path = _file(tmp_path)
+    path.write_text(LONG)
+    fixitem.apply([path], isolated=True, cache=False)
+    text = path.read_text()
+    assert (
+        "                lambda values_mean, step: writer.add_scalar(\n"
+        '                    "losses/qf1_values", values_mean, step\n'
+        "                ),\n"
+    ) in text
+    # One argument, too long itself (a string is not split): on its own line, as black leaves it.
+    assert ("                lambda step, values_mean, values_max, values_min: print(\n"
+            '                    f"step {step:>8d} qf1 {values_mean:.6f} qf2 {values_max:.6f} min {values_min:.6f}"\n'
+            "                ),\n") in text
+    assert [line for line in text.splitlines() if len(line) > DEFAULT] == [
+        '                    f"step {step:>8d} qf1 {values_mean:.6f} qf2 {values_max:.6f} min {values_min:.6f}"']
+    compile(text, str(path), "exec")

@@ -951,6 +951,43 @@ def _redirected_elsewhere(ctx: FileContext, stmt: ast.AST) -> bool:
 _LINE_START = re.compile(r"[ \t\f]*")
 
 
+class _WrappedCall(gen.Node):
+    """A one-line call of the file (with ``replacements`` inside it) as the body of a lambda
+    that stands at ``line`` indentation, its arguments on the lines below, as black wraps
+    a call: all on one line one level in when they fit, else one per line."""
+
+    kind = "Call"
+
+    def __init__(self, call: ast.Call, replacements: dict[ast.AST, gen.Expr_], line: str) -> None:
+        self.call = call
+        self.replacements = replacements
+        self.line = line
+
+    def _spliced(self, ctx: FileContext, node: ast.AST) -> str:
+        inside = {k: v for k, v in self.replacements.items() if ctx.below(k, node)}
+        return gen.Splice(node, inside).render(ctx, self.line)
+
+    def render(self, ctx: FileContext, indent: str = "") -> str:
+        func = self._spliced(ctx, self.call.func)
+        args = []
+        for arg in self.call.args:
+            args.append(self._spliced(ctx, arg))
+        for keyword in self.call.keywords:
+            value = self._spliced(ctx, keyword.value)
+            args.append(f"**{value}" if keyword.arg is None else f"{keyword.arg}={value}")
+        inner = self.line + gen.INDENT
+        hugged = f"{inner}{', '.join(args)}"
+        if len(hugged) <= ctx.line_length or len(args) == 1:  # (one argument: nothing to split at)
+            return f"{func}(\n{hugged}\n{self.line})"
+        return f"{func}(" + "".join(f"\n{inner}{a}," for a in args) + f"\n{self.line})"
+
+    def children(self) -> list[gen.Expr_]:
+        return list(self.replacements.values())
+
+    def rebuilt(self, kids: list[gen.Expr_]) -> gen.Node:
+        return _WrappedCall(self.call, dict(zip(self.replacements, kids)), self.line)
+
+
 class _Moved(gen.Node):
     """Code of the file moved into ``deferred.record(...)`` (the call as the lambda's body, a
     value passed): its lines that start inside its brackets keep their place relative to the
@@ -1325,7 +1362,9 @@ class DeferredLogging(Rule):
                 def fit(trainer, model: torch.nn.Module, batch: torch.Tensor):
                     loss = model(batch).sum()
                     deferred.record(
-                        lambda iter_num, value, loss: print("it %d n %d loss %.3f" % (iter_num, value, loss)),
+                        lambda iter_num, value, loss: print(
+                            "it %d n %d loss %.3f" % (iter_num, value, loss)
+                        ),
                         trainer.iter_num,
                         len(batch),
                         loss,
@@ -1485,7 +1524,9 @@ class DeferredLogging(Rule):
                     def forward(self, x: torch.Tensor, use_cache: bool = False):
                         if use_cache and self.training:
                             deferred.record(
-                                lambda: logger.warning_once("`use_cache=True` is incompatible with training."),
+                                lambda: logger.warning_once(
+                                    "`use_cache=True` is incompatible with training."
+                                ),
                             )
                         return x * 2
                 """
@@ -1823,6 +1864,11 @@ class DeferredLogging(Rule):
         text = record.render(ctx, block)
         if "\n" in text or ctx.positions[stmt].start.column + len(text) > ctx.line_length:
             record = record.with_one_per_line()
+            lambda_line = f"{block}{gen.INDENT}{gen.Lambda(params, body).render(ctx, block)},"
+            if "\n" not in lambda_line and len(lambda_line) > ctx.line_length and (call.args or call.keywords):
+                # The lambda's line is still too long: its call's arguments go on lines of their own.
+                arguments[0] = gen.Lambda(params, _WrappedCall(call, body_replacements, block + gen.INDENT))
+                record = gen.Call(record.func, arguments, one_per_line=True)
         if found.kind.logs and "\n" in record.render(ctx, block) and \
                 (ctx.provenance.imports.qualify(call.func) or "").startswith("absl."):
             plan.unsafe.append("absl's log format shows the calling line, which moves into `deferred.record(`")
