@@ -153,9 +153,11 @@ def test_attributes_and_computed_values_are_passed_not_the_object():
     fixed = _fixed(code, unsafe=True)
     assert fixed is not None
     record = fixed[fixed.index("deferred.record("):]
-    assert ('lambda iter_num, lr, value, value_1, loss: print(\n'
-            '            f"{iter_num} {lr} {value} {value_1} {loss}"\n'
-            '        ),') in record  # the lambda's line too long: its call wrapped as black wraps it
+    # Named as a person would (``lr_2`` beside ``lr``, ``data_len``); the lambda's line too long,
+    # its call is wrapped as black wraps it.
+    assert ('lambda iter_num, lr, lr_2, data_len, loss: print(\n'
+            '            f"{iter_num} {lr} {lr_2} {data_len} {loss}"\n'
+            '        ),') in record
     arguments = [line.strip() for line in record.splitlines()[4:-1]]
     assert arguments == ["trainer.iter_num,", "args.lr,", "opt.param_groups[0]['lr'],", "len(data),", "loss,"]
 

@@ -547,6 +547,10 @@ _SAME_VALUE_METHODS = frozenset({
 })
 
 
+# Builtins whose result a person names after their argument: ``len(data)`` -> ``data_len``.
+_NAMING_BUILTINS = frozenset({"len", "abs", "sum", "max", "min"})
+
+
 def _computed_hint(ctx: FileContext, call: ast.Call) -> str:
     """What a person would call the value a call computes from a name: ``out.norm()`` ->
     ``out_norm``, ``loss.detach().mean()`` -> ``loss_mean``, ``torch.sum(hits)`` -> ``hits_sum``,
@@ -562,7 +566,10 @@ def _computed_hint(ctx: FileContext, call: ast.Call) -> str:
                 return ""  # one operation without arguments, as ``x.sum()``, names well; more does not
             operation = method
         node = node.func.value  # type: ignore[attr-defined]
-    if type(node) is ast.Call:
+    if type(node) is ast.Call and not operation and type(node.func) is ast.Name and \
+            node.func.id in _NAMING_BUILTINS and len(node.args) == 1 and not node.keywords:  # type: ignore[attr-defined]
+        operation, node = node.func.id, node.args[0]  # type: ignore[attr-defined]  # ``len(data)`` -> ``data_len``
+    elif type(node) is ast.Call:
         function = qualify(node.func) or ""  # type: ignore[attr-defined]
         if operation or not function.startswith("torch.") or len(node.args) != 1 or node.keywords:  # type: ignore[attr-defined]
             return ""
@@ -1086,7 +1093,9 @@ class DeferredLogging(Rule):
     deferred.record(lambda step, loss: print(f"step {step} loss {loss:.4f}"), step, loss)
     deferred.record(lambda loss, correct: logger.info("loss %.3f acc %d", loss, correct), loss, correct)
     deferred.record(
-        lambda iter_num, value, loss: print(f"iter {iter_num:d} seen {value} loss {loss:.4f}"),
+        lambda iter_num, batch_len, loss: print(
+            f"iter {iter_num:d} seen {batch_len} loss {loss:.4f}"
+        ),
         trainer.iter_num,
         len(batch),
         loss,
@@ -1362,8 +1371,8 @@ class DeferredLogging(Rule):
                 def fit(trainer, model: torch.nn.Module, batch: torch.Tensor):
                     loss = model(batch).sum()
                     deferred.record(
-                        lambda iter_num, value, loss: print(
-                            "it %d n %d loss %.3f" % (iter_num, value, loss)
+                        lambda iter_num, batch_len, loss: print(
+                            "it %d n %d loss %.3f" % (iter_num, batch_len, loss)
                         ),
                         trainer.iter_num,
                         len(batch),
@@ -1752,9 +1761,14 @@ class DeferredLogging(Rule):
                     name = key.value  # type: ignore[attr-defined]
             elif type(hint) is ast.Call:
                 name = _computed_hint(ctx, hint)  # ``out.norm()`` as ``out_norm``
-            if name.isidentifier() and not keyword.iskeyword(name) and name not in taken and name not in params \
-                    and name not in BUILTINS:
-                return name
+            if name.isidentifier() and not keyword.iskeyword(name) and name not in BUILTINS:
+                if name not in taken and name not in params:
+                    return name
+                for number in range(2, 10) if type(hint) in (ast.Attribute, ast.Subscript) else ():
+                    # ``lr`` of ``args.lr``, then ``lr_2`` of the optimizer's ``["lr"]``: another
+                    # object's value of the same name (``loss.float()`` beside ``loss`` is not).
+                    if f"{name}_{number}" not in taken and f"{name}_{number}" not in params:
+                        return f"{name}_{number}"
             while True:
                 name = "value" if counter == 0 else f"value_{counter}"
                 counter += 1
