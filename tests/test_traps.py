@@ -406,3 +406,22 @@ def test_a_chained_comparison_splits_only_around_a_value_read_twice_alike():
     outcome = run(CHAINED.replace("lo <= t <= hi", "lo <= t.norm() <= hi"))
     [finding] = outcome.findings
     assert finding.fix == "none" and "evaluated twice" in finding.note
+
+
+def test_a_branch_that_makes_a_tensor_of_its_own_shape_has_no_fix():
+    """TinyLlama's KV cache: ``input_pos = torch.tensor(max_seq_length - 1, ...)`` where
+    ``input_pos`` held a (T,) tensor. ``torch.where`` broadcast the 0-dim tensor to (T,),
+    so the rewrite wrote every row to the last slot where the original raised."""
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Attn(nn.Module):\n"
+        "    def forward(self, k: torch.Tensor, input_pos: torch.Tensor, n: int):\n"
+        "        if input_pos[-1] >= n:\n"
+        "            input_pos = torch.tensor(n - 1, device=input_pos.device)\n"
+        "        return k.index_select(0, input_pos)\n"
+    )
+    outcome = run(code, unsafe=True)
+    [finding] = outcome.findings
+    assert finding.fix == "none" and "makes a tensor of its own shape" in finding.note
+    like = code.replace("torch.tensor(n - 1, device=input_pos.device)", "torch.full_like(input_pos, n - 1)")
+    assert run(like, unsafe=True).applied  # the same shape as the tensor it replaces

@@ -30,7 +30,7 @@ from ..gen import method_call  # noqa: F401 - rules import it from here
 from ..model.context import COMPOUND, FileContext
 from ..model.dtypes import same_dtype
 from ..model.effects import call_effect
-from ..model.provenance import Kind
+from ..model.provenance import CREATION_FUNCTIONS, DEVICE_OF_INPUT, Kind
 from ..model.reductions import REDUCTIONS
 from ..model.scalar_shapes import (
     arg_keyword,
@@ -711,6 +711,11 @@ def _shape_problem(ctx: FileContext, call: ast.Call, top: bool) -> str:
     if name in SHAPE_CHANGING or (top and name in REDUCTIONS):
         return (f"`{ctx.code(call)}` may change the shape: torch.where needs both branches "
                 "to have the same shape (or silently broadcasts them)")
+    if top and qualified.startswith("torch.") and name in CREATION_FUNCTIONS and name not in DEVICE_OF_INPUT:
+        # ``input_pos = torch.tensor(n - 1)`` where ``input_pos`` held a (T,) tensor: a tensor
+        # made with a shape of its own, broadcast by torch.where to the other branch's.
+        return (f"`{ctx.code(call)}` makes a tensor of its own shape, which need not be the other "
+                "branch's: torch.where would silently broadcast it")
     return ""
 
 
