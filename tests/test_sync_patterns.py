@@ -310,3 +310,12 @@ def test_a_value_of_unknown_kind_in_a_file_that_uses_jax_is_not_reported():
     assert [f.line for f in process(Path("example.py"), code, all_rules()).findings] == [14]
     without = code.replace("import jax\n", "import functools as jax\n")
     assert [f.line for f in process(Path("example.py"), without, all_rules()).findings] == [13, 14]
+
+
+def test_the_advice_for_a_host_copy_says_a_non_blocking_copy_is_read_after_the_device_is_done():
+    # cleanrl's ``action.cpu().numpy()`` goes to ``env.step`` on the next line: a non_blocking
+    # copy read there would race with the device.
+    code = ("import torch\n\n\ndef act(agent: torch.nn.Module, env, obs: torch.Tensor):\n"
+            "    action = agent(obs)\n    return env.step(action.cpu().numpy())\n")
+    [finding] = [f for f in process(Path("example.py"), code, all_rules()).findings if f.rule == "FX003"]
+    assert "non_blocking=True" in finding.note and "synchronize()" in finding.note

@@ -29,7 +29,10 @@ class DeviceToHost(SiteRule):
     ## Use instead
     Keep the results on the device and concatenate them; copy once at the
     end of the epoch (`torch.cat(preds).cpu()`), or use
-    `t.to("cpu", non_blocking=True)` into pinned memory and read it later.
+    `t.to("cpu", non_blocking=True)` into pinned memory and read it later,
+    once the device is done with it (a `torch.cuda.Event` recorded after the
+    copy, and its `synchronize()` before the read): read at once, the host
+    buffer may not hold the values yet.
 
     ## Fix safety
     No automatic fix.
@@ -79,4 +82,6 @@ class DeviceToHost(SiteRule):
     ]
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
-        return "keep results on the device and copy once (e.g. per epoch), or copy with non_blocking=True"
+        return ("keep results on the device and copy once (e.g. per epoch); a copy made with non_blocking=True "
+                "may be read only after the device is done with it (a CUDA event's synchronize()), so it helps "
+                "only where the value is needed later, not by the next line")
