@@ -2527,7 +2527,7 @@ class Provenance:
             return True
         module = q.rpartition(".")[0]
         if immutable:
-            return module in STDLIB_IMMUTABLE_MODULES or module.split(".")[0] in STDLIB_IMMUTABLE_MODULES - {"os"}
+            return module in STDLIB_IMMUTABLE_MODULES or module.split(".")[0] in STDLIB_IMMUTABLE_MODULES
         return "." in q and q.split(".")[0] in STDLIB_VALUE_MODULES
 
     def presumed_tensor(self, expr: ast.AST) -> bool:
