@@ -583,7 +583,20 @@ def test_a_deferral_that_output_every_iteration_replays_at_once_is_no_fix(after,
     findings = _fx201(LOOP.format(after=after))
     assert findings[0].fix == fix
     if fix == "none":
-        assert "every iteration of the loop and reads no tensor" in findings[0].note
+        assert "writes output whenever this call runs and reads no tensor" in findings[0].note
+
+
+def test_output_beside_the_call_in_its_block_replays_it_each_time():
+    # cleanrl's c51: the deferred calls and the SPS print share ``if global_step % 100 == 0:``.
+    code = LOOP.format(after="        print('SPS:', step)\n").replace(
+        "        writer.add_scalar('losses/loss', loss.item(), step)\n        print('SPS:', step)\n",
+        "        if step % 100 == 0:\n            writer.add_scalar('losses/loss', loss.item(), step)\n"
+        "            print('SPS:', step)\n")
+    [finding] = _fx201(code)
+    assert finding.fix == "none" and "`print(...)` (line 10)" in finding.note
+    # Output in another branch does not run with the call.
+    other = code.replace("            print('SPS:', step)\n", "        else:\n            print('SPS:', step)\n")
+    assert [f.fix for f in _fx201(other)] == ["safe"]
 
 
 def test_output_before_the_call_in_the_loop_replays_it_at_the_next_iteration():

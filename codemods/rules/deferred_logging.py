@@ -481,33 +481,40 @@ _LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 
 
 def _output_every_iteration(ctx: FileContext, stmt: ast.stmt, sites: list[SyncSite]) -> ast.Call | None:
-    """An output call that runs in every iteration of the innermost loop around ``stmt``
-    (a statement of the loop's body itself, or of a ``with`` block there) and reads no
-    tensor value: it is not deferred, so each iteration the runtime replays what is
-    pending before its output (cleanrl's ``print("SPS:", ...)`` after the deferred
-    ``writer.add_scalar(..., loss.item(), ...)`` lines). None when there is none."""
-    loop = None
+    """An output call that runs whenever ``stmt`` runs, in the same iteration of the
+    innermost loop around it (a statement of a block on the way from ``stmt`` up to the
+    loop's body, or of a ``with`` block there), and reads no tensor value: it is not
+    deferred, so the runtime replays what is pending before its output each time
+    (cleanrl's ``print("SPS:", ...)`` beside the deferred ``writer.add_scalar(...,
+    loss.item(), ...)`` lines, every step or every 100). None when there is none."""
+    blocks: list[list[ast.stmt]] = []
+    child: ast.AST = stmt
     for ancestor in ctx.ancestors(stmt):
-        if isinstance(ancestor, _LOOP_TYPES):
-            loop = ancestor
-            break
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)):
             return None
-    if loop is None:
+        field = ctx.field_of(child)
+        block = getattr(ancestor, field, None) if field else None
+        if type(block) is list and child in block:
+            blocks.append(block)
+        if isinstance(ancestor, _LOOP_TYPES) and field == "body":
+            break
+        child = ancestor
+    else:
         return None
-    body = list(loop.body)  # type: ignore[attr-defined]
-    for statement in body:
-        if isinstance(statement, (ast.With, ast.AsyncWith)):
-            body.extend(statement.body)
-            continue
-        if statement is stmt or type(statement) is not ast.Expr or type(statement.value) is not ast.Call:  # type: ignore[attr-defined]
-            continue
-        call = statement.value  # type: ignore[attr-defined]
-        found = output_call(ctx, call)
-        if found is None or live_context(found, call) or _is_deferred_record(ctx, call):
-            continue
-        if not any(ctx.below(site.node, call) for site in sites):
-            return call
+    for block in blocks:
+        statements = list(block)
+        for statement in statements:
+            if isinstance(statement, (ast.With, ast.AsyncWith)):
+                statements.extend(statement.body)
+                continue
+            if statement is stmt or type(statement) is not ast.Expr or type(statement.value) is not ast.Call:  # type: ignore[attr-defined]
+                continue
+            call = statement.value  # type: ignore[attr-defined]
+            found = output_call(ctx, call)
+            if found is None or live_context(found, call) or _is_deferred_record(ctx, call):
+                continue
+            if not any(ctx.below(site.node, call) for site in sites):
+                return call
     return None
 
 
@@ -1231,11 +1238,12 @@ class DeferredLogging(Rule):
     steps it was not set for, and set after the bar closed it is never shown.
     `logger.exception` and calls with `exc_info=`, `stack_info=` or
     `stacklevel=` are left alone: they read the live exception or stack.
-    **No fix** either, outside traced code, where the loop around the call
-    writes other output in every iteration that reads no tensor (cleanrl's
-    `print("SPS:", ...)` after its `writer.add_scalar(..., loss.item(), ...)`
-    lines): that output is not deferred, the runtime replays what is pending
-    before it, and the read would still happen every iteration.
+    **No fix** either, outside traced code, where other output that reads no
+    tensor runs whenever the call does, in the same iteration of the loop
+    around it (cleanrl's `print("SPS:", ...)` beside its
+    `writer.add_scalar(..., loss.item(), ...)` lines): that output is not
+    deferred, the runtime replays what is pending before it, and the read
+    would still happen each time.
     """
 
     code = "FX201"
@@ -1628,10 +1636,9 @@ class DeferredLogging(Rule):
                 if every_step is not None:
                     plan.new = None
                     plan.blocker = (f"`{ctx.code(every_step.func)}(...)` (line {ctx.position(every_step)[0]}) "
-                                    "writes output in every iteration of the loop and reads no tensor: the "
-                                    "runtime replays what is pending before that output, so the read would "
-                                    "still happen every iteration; write that every N steps, or with the values "
-                                    "of this call")
+                                    "writes output whenever this call runs and reads no tensor: the runtime "
+                                    "replays what is pending before that output, so the read would still "
+                                    "happen each time; write that less often, or with the values of this call")
             message = f"`{ctx.code(call.func)}(...)` " + (
                 "reads tensor values on the host" if plan.reads else "breaks the graph in traced code"
             )
