@@ -123,6 +123,47 @@ def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, monkeypatch):
     assert parsed.count("return x * 2") == 1
 
 
+def test_what_an_annotated_function_of_another_module_returns_needs_no_analysis_of_it(tmp_path, monkeypatch):
+    # transformers' ``@lru_cache def is_torch_available() -> bool``: the annotation says it, as
+    # the module's analysis would. A decorator that may change the result, or a second ``def``
+    # of the name, still takes the analysis.
+    (tmp_path / "b.py").write_text(
+        "import functools\nimport torch\n\n\n@functools.lru_cache\ndef ready() -> bool:\n    return True\n\n\n"
+        "def scale(x) -> torch.Tensor:\n    return x * 2\n\n\n"
+        "def wrap(f):\n    return f\n\n\n@wrap\ndef odd(x) -> torch.Tensor:\n    return x\n")
+    (tmp_path / "a.py").write_text(
+        "import torch\nfrom b import odd, ready, scale\n\n\ndef f(x: torch.Tensor, y):\n"
+        "    if ready():\n        x = x + 1\n    y = scale(y)\n    if y.sum().item() > 0:\n        x = x * 2\n"
+        "    if odd(y).sum().item() > 0:\n        x = x * 3\n    return x\n")
+    analysed: list[str] = []
+    build = FileContext.build.__func__
+
+    def counting(cls, path, *args, **options):
+        analysed.append(Path(path).name)
+        return build(cls, path, *args, **options)
+
+    monkeypatch.setattr(FileContext, "build", classmethod(counting))
+    project.forget()
+    found = findings([tmp_path / "a.py"])
+    # ``ready()`` is a bool (no finding); ``scale`` returns a tensor (a safe fix); ``odd``'s
+    # decorator is unknown: b.py is analysed for it, and says nothing more.
+    assert [(f[1], f[2], f[3]) for f in found] == [(9, "FX101", "unsafe"), (11, "FX101", "none")]
+    assert analysed.count("b.py") == 1
+    # Without the annotations read from the summary, the analysis of b.py says the same.
+    monkeypatch.setattr(project, "annotation_kind", lambda imports, annotation: project.Kind.UNKNOWN)
+    project.forget()
+    assert findings([tmp_path / "a.py"]) == found
+    monkeypatch.undo()
+    monkeypatch.setattr(FileContext, "build", classmethod(counting))
+    analysed.clear()
+    (tmp_path / "a.py").write_text(
+        "import torch\nfrom b import ready\n\n\ndef f(x: torch.Tensor):\n    if ready():\n        x = x + 1\n"
+        "    return x\n")
+    project.forget()
+    assert findings([tmp_path / "a.py"]) == []  # ``ready()`` is a Python bool
+    assert "b.py" not in analysed
+
+
 def test_a_module_whose_called_function_is_traced_already_is_not_analysed_again(tmp_path, monkeypatch):
     # ``helper`` is traced in its own module (its ``forward`` calls it): the mark from
     # model.py changes nothing there, so layers.py is analysed once. ``other`` is not

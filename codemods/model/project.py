@@ -45,7 +45,7 @@ from typing import TypeVar
 
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
-from .provenance import Imports, Kind, Provenance, is_module_class
+from .provenance import TRANSPARENT_DECORATORS, Imports, Kind, Provenance, annotation_kind, is_module_class
 from .tree import Text, activated, keeping_active, parse_module, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
@@ -84,6 +84,10 @@ class Defined:
     bases: tuple[ast.expr, ...] = ()  # a class's bases, as written
     methods: frozenset[str] = frozenset()  # a class's methods
     may_write: bool = False  # a function that could be an output wrapper (see _may_write_output)
+    # A function (without decorators that change what it returns) whose return annotation
+    # says its kind (``-> bool``, ``-> torch.Tensor``): what it returns, known without
+    # analysing its module.
+    returns: Kind = Kind.UNKNOWN
 
 
 class Summary:
@@ -95,6 +99,7 @@ class Summary:
         self.definitions: dict[str, Defined] = {}
         self.names: set[str] = set()  # every name bound at the top level
         functions: dict[str, ast.FunctionDef] = {}
+        defs: list[str] = []  # the names of the top-level functions, once per ``def``
         imports: list[ast.AST] = []
         statements = list(module.body)
         while statements:
@@ -106,6 +111,7 @@ class Summary:
                 self.names.add(stmt.name)  # type: ignore[attr-defined]
             elif t in _FUNCTIONS:
                 functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
+                defs.append(stmt.name)  # type: ignore[attr-defined]
                 self.names.add(stmt.name)  # type: ignore[attr-defined]
             elif t is ast.Import:
                 imports.append(stmt)
@@ -126,7 +132,14 @@ class Summary:
         self.imports = Imports(imports)
         self.origins = self.imports.origins
         for name, writes in _writing_functions(functions, text).items():
-            self.definitions[name] = Defined("function", may_write=writes)
+            function = functions[name]
+            returns = Kind.UNKNOWN
+            # (Only one ``def`` of the name, in the module's own body: the one its analysis reads.)
+            if function.returns is not None and defs.count(name) == 1 and function in module.body and all(
+                    (self.imports.qualify(d.func if type(d) is ast.Call else d) or "") in TRANSPARENT_DECORATORS  # type: ignore[attr-defined]
+                    for d in function.decorator_list):
+                returns = annotation_kind(self.imports, function.returns)
+            self.definitions[name] = Defined("function", may_write=writes, returns=returns)
 
     def qualify(self, expr: ast.AST) -> str | None:
         return self.imports.qualify(expr)
@@ -508,6 +521,9 @@ class External:
             return Kind.MODULE if self._is_module_class(found) else None
 
         def compute() -> Kind:
+            defined = self.project.defined(found)
+            if defined is not None and defined.returns is not Kind.UNKNOWN:
+                return defined.returns  # as its analysis would say, from the annotation alone
             where = self._analysis(found)
             if where is None:
                 return Kind.UNKNOWN

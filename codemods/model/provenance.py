@@ -363,6 +363,24 @@ def _tensor_like_call(method: str, call: ast.Call) -> bool:
     return True
 
 
+def annotation_kind(imports: Imports, annotation: ast.expr) -> Kind:
+    """The kind an annotation of a module with ``imports`` says: TENSOR, NUMBER or OTHER
+    (``Optional[...]`` and ``... | None`` of one too), else UNKNOWN (modules: see
+    :meth:`Provenance._annotation_kind`)."""
+    annotation = _without_none(imports, annotation)
+    q = imports.qualify(annotation)
+    if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
+        return Kind.TENSOR
+    if q in ("int", "float", "bool"):
+        return Kind.NUMBER
+    if q in ("str", "list", "dict", "tuple", "bytes"):
+        return Kind.OTHER
+    if type(annotation) is ast.Constant and type(annotation.value) is str:  # type: ignore[attr-defined]
+        if annotation.value in ("torch.Tensor", "Tensor"):  # type: ignore[attr-defined]
+            return Kind.TENSOR
+    return Kind.UNKNOWN
+
+
 def _without_none(imports: Imports, annotation: ast.expr) -> ast.expr:
     """``Optional[X]`` and ``X | None`` (nested too): ``X``."""
     while True:
@@ -1351,21 +1369,10 @@ class Provenance:
 
     def _annotation_kind(self, annotation: ast.expr) -> Kind:
         # ``Optional[Tensor]`` and ``Tensor | None``: a tensor wherever it is used as one.
-        annotation = _without_none(self.imports, annotation)
-        q = self.imports.qualify(annotation)
-        if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
-            return Kind.TENSOR
+        q = self.imports.qualify(_without_none(self.imports, annotation))
         if q in ("torch.nn.Module", "torch.nn.modules.module.Module") or is_module_class(q, self.module_classes):
             return Kind.MODULE  # (``model: nn.Linear`` too)
-        if q in ("int", "float", "bool"):
-            return Kind.NUMBER
-        if q in ("str", "list", "dict", "tuple", "bytes"):
-            return Kind.OTHER
-        if type(annotation) is ast.Constant and type(annotation.value) is str:
-            inner = annotation.value
-            if inner in ("torch.Tensor", "Tensor"):
-                return Kind.TENSOR
-        return Kind.UNKNOWN
+        return annotation_kind(self.imports, annotation)
 
     def _kind(self, expr: ast.AST) -> Kind:
         t = type(expr)
