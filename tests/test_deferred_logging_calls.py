@@ -46,6 +46,9 @@ def _kinds(body: str) -> dict[str, OutputKind | None]:
     ("writer.add_scalar('loss', 1.0, 0)", OutputKind.METRICS),
     ("writer.add_scalars('loss', {}, 0)", OutputKind.METRICS),
     ("wandb.log({'a': 1})", OutputKind.METRICS),
+    ("wandb.run.log({'a': 1})", OutputKind.METRICS),
+    ("run = wandb.init()\nrun.log({'a': 1})", OutputKind.METRICS),  # a wandb run's ``log``
+    ("run = make_run()\nrun.log({'a': 1})", None),
     ("trainer.log_metrics({'a': 1})", OutputKind.METRICS),
     ("pbar.set_postfix(loss=1.0)", OutputKind.PROGRESS),
     ("pbar.set_description('x')", OutputKind.PROGRESS),
@@ -55,8 +58,9 @@ def _kinds(body: str) -> dict[str, OutputKind | None]:
     ("out.write('x')", None),
 ])
 def test_output_call_kinds(code, kind):
-    func = code.split("(")[0] if not code.startswith("logging.getLogger") else "logging.getLogger(__name__).error"
-    assert _kinds(code + "\n")[func] is kind
+    code = code.split("\n")
+    func = code[-1].split("(")[0] if not code[-1].startswith("logging.getLogger") else "logging.getLogger(__name__).error"
+    assert _kinds("\n".join(code) + "\n")[func] is kind
 
 
 def test_a_local_print_shadows_the_builtin():

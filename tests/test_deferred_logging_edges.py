@@ -524,9 +524,10 @@ def test_a_closed_writer_the_runtime_hooks_is_deferred():
             "writer = SummaryWriter('runs')\nrun = wandb.init()\n\n\n"
             "def log(loss: torch.Tensor, step: int):\n"
             "    writer.add_scalar('loss', loss.item(), step)\n"
-            "    wandb.log({'loss': loss.item()})\n\n\n"
+            "    wandb.log({'loss': loss.item()})\n"
+            "    run.log({'loss': loss.item()})\n\n\n"
             "def end():\n    writer.close()\n    run.finish()\n    wandb.finish()\n")
-    assert [f.fix for f in _fx201(code)] == ["safe", "safe"]
+    assert [f.fix for f in _fx201(code)] == ["safe", "safe", "safe"]
 
 
 # -- values the standard library makes -------------------------------------------------------------

@@ -9,7 +9,8 @@ nothing else a program depends on:
 * logger methods: ``logger.info(...)``, ``self.log.warning(...)``,
   ``logging.getLogger(__name__).debug(...)``, and Hugging Face's
   ``logger.warning_once`` / ``logger.info_once``                (:attr:`OutputKind.LOGGER`);
-* metric writers: ``writer.add_scalar(s)``, ``wandb.log``, ``log_metrics`` (:attr:`OutputKind.METRICS`);
+* metric writers: ``writer.add_scalar(s)``, ``wandb.log`` (and a wandb run's ``log``), ``log_metrics``
+  (:attr:`OutputKind.METRICS`);
 * progress bars: ``pbar.set_postfix(...)`` / ``set_description(...)`` (:attr:`OutputKind.PROGRESS`);
 * ``warnings.warn(...)``                                       (:attr:`OutputKind.WARNING`);
 * a function of the same file whose body only makes such calls, under
@@ -395,7 +396,7 @@ def _method_kind(ctx: FileContext, func: ast.Attribute) -> OutputKind | None:
     if method in LOG_METHODS or method in LOG_ONCE_METHODS:
         if qualified.rpartition(".")[0] in LOGGING_MODULES:
             return OutputKind.LOGGING
-        if qualified == "wandb.log":
+        if qualified in ("wandb.log", "wandb.run.log") or (method == "log" and _is_wandb_run(ctx, func.value)):
             return OutputKind.METRICS
         return OutputKind.LOGGER if _is_logger(ctx, func.value) else None
     if method == "write":
@@ -407,6 +408,14 @@ def _method_kind(ctx: FileContext, func: ast.Attribute) -> OutputKind | None:
     if method in PROGRESS_METHODS:
         return OutputKind.PROGRESS
     return None
+
+
+def _is_wandb_run(ctx: FileContext, receiver: ast.expr) -> bool:
+    """``run`` (or ``self.run``) made only by ``wandb.init(...)``: its ``log`` is ``wandb.log``'s."""
+    values = ctx.provenance.assigned_values(receiver)
+    return bool(values) and all(
+        type(v) is ast.Call and ctx.provenance.imports.qualify(v.func) == "wandb.init" for v in values  # type: ignore[attr-defined]
+    )
 
 
 def _is_accelerator(ctx: FileContext, receiver: ast.expr) -> bool:
