@@ -480,6 +480,45 @@ def test_a_method_left_to_subclasses_returns_what_it_is_annotated_or_an_unknown_
     assert [f.line for f in _findings(code, "FX001")] == [13, 13]
 
 
+def test_a_decorator_that_gives_back_its_function_keeps_what_the_function_returns():
+    # transformers' ``_make_compile_constant``: sets an attribute, returns the function.
+    # A decorator that wraps the function returns what its wrapper does: unknown.
+    code = (
+        "import torch\n"
+        "def mark(fn):\n    fn.constant = True\n    return fn\n"
+        "def wrapped(fn):\n    def run(x):\n        return fn(x)\n    return run\n"
+        "def maybe(fn):\n    if fn.__doc__:\n        return fn\n    return print\n"
+        "@mark\ndef ready() -> bool:\n    return True\n"
+        "@mark\ndef scale(x: torch.Tensor):\n    return x * 2\n"
+        "@wrapped\ndef odd(x: torch.Tensor):\n    return x * 2\n"
+        "@maybe\ndef other(x: torch.Tensor):\n    return x * 2\n"
+        "def quiet(level) -> None:\n    torch.manual_seed(level)\n"
+        "def run(x: torch.Tensor):\n    return ready(), scale(x), odd(x), other(x), quiet(1)\n"
+    )
+    assert _kind_of(code, "ready()") is Kind.NUMBER
+    assert _kind_of(code, "scale(x)") is Kind.TENSOR
+    assert _kind_of(code, "odd(x)") is Kind.UNKNOWN
+    assert _kind_of(code, "other(x)") is Kind.UNKNOWN
+    assert _kind_of(code, "quiet(1)") is Kind.OTHER  # ``-> None``
+
+
+def test_a_function_that_gives_back_its_argument_returns_a_tensor_given_one():
+    code = (
+        "import torch\n"
+        "def reduce_sum(tensor, op=None):\n    if op is None:\n        return tensor\n"
+        "    tensor = tensor.clone()\n    torch.distributed.all_reduce(tensor)\n    return tensor\n"
+        "def same(x):\n    return x\n"
+        "def other(x):\n    x = [x]\n    return x\n"
+        "def run(t: torch.Tensor, n):\n"
+        "    return reduce_sum(t), reduce_sum(tensor=t), reduce_sum(n), same(t), other(t)\n"
+    )
+    assert _kind_of(code, "reduce_sum(t)") is Kind.TENSOR
+    assert _kind_of(code, "reduce_sum(tensor=t)") is Kind.TENSOR
+    assert _kind_of(code, "reduce_sum(n)") is Kind.UNKNOWN
+    assert _kind_of(code, "same(t)") is Kind.TENSOR
+    assert _kind_of(code, "other(t)") is not Kind.TENSOR
+
+
 def test_an_element_computed_from_its_own_container_is_analysed():
     code = (
         "import torch\n"

@@ -124,44 +124,59 @@ def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, monkeypatch):
 
 
 def test_what_an_annotated_function_of_another_module_returns_needs_no_analysis_of_it(tmp_path, monkeypatch):
-    # transformers' ``@lru_cache def is_torch_available() -> bool``: the annotation says it, as
-    # the module's analysis would. A decorator that may change the result, or a second ``def``
-    # of the name, still takes the analysis.
+    # transformers' ``@lru_cache @_make_compile_constant def is_torch_available() -> bool``,
+    # where ``_make_compile_constant`` sets an attribute and returns the function: the
+    # annotation says it, as the module's analysis would. A decorator that wraps the function
+    # makes what it returns unknown, which the summary says too; ``-> None`` is no tensor.
     (tmp_path / "b.py").write_text(
-        "import functools\nimport torch\n\n\n@functools.lru_cache\ndef ready() -> bool:\n    return True\n\n\n"
+        "import functools\nimport torch\n\n\ndef mark(fn):\n    fn.constant = True\n    return fn\n\n\n"
+        "@functools.lru_cache\n@mark\ndef ready() -> bool:\n    return True\n\n\n"
         "def scale(x) -> torch.Tensor:\n    return x * 2\n\n\n"
-        "def wrap(f):\n    return f\n\n\n@wrap\ndef odd(x) -> torch.Tensor:\n    return x\n")
+        "def twice(f):\n    def run(x):\n        return f(f(x))\n\n    return run\n\n\n"
+        "@twice\ndef odd(x) -> torch.Tensor:\n    return x\n\n\n"
+        "def setup(level) -> None:\n    torch.manual_seed(level)\n")
     (tmp_path / "a.py").write_text(
-        "import torch\nfrom b import odd, ready, scale\n\n\ndef f(x: torch.Tensor, y):\n"
+        "import torch\nfrom b import odd, ready, scale, setup\n\n\ndef f(x: torch.Tensor, y):\n"
         "    if ready():\n        x = x + 1\n    y = scale(y)\n    if y.sum().item() > 0:\n        x = x * 2\n"
-        "    if odd(y).sum().item() > 0:\n        x = x * 3\n    return x\n")
-    analysed: list[str] = []
-    build = FileContext.build.__func__
+        "    if odd(y).sum().item() > 0:\n        x = x * 3\n    if setup(1):\n        x = x * 4\n    return x\n")
+    asked: list[str] = []  # the functions of b.py whose module's analysis was looked into
+    look = project.External._analysis
 
-    def counting(cls, path, *args, **options):
-        analysed.append(Path(path).name)
-        return build(cls, path, *args, **options)
+    def looking(self, found):
+        asked.append(found.qualname)
+        return look(self, found)
 
-    monkeypatch.setattr(FileContext, "build", classmethod(counting))
+    monkeypatch.setattr(project.External, "_analysis", looking)
     project.forget()
     found = findings([tmp_path / "a.py"])
-    # ``ready()`` is a bool (no finding); ``scale`` returns a tensor (a safe fix); ``odd``'s
-    # decorator is unknown: b.py is analysed for it, and says nothing more.
+    # ``ready()`` and ``setup(1)`` are no tensors (no finding); ``scale`` returns a tensor (a
+    # fix); ``odd``'s decorator may return anything (possibly a tensor: no fix by default).
     assert [(f[1], f[2], f[3]) for f in found] == [(9, "FX101", "unsafe"), (11, "FX101", "none")]
-    assert analysed.count("b.py") == 1
-    # Without the annotations read from the summary, the analysis of b.py says the same.
-    monkeypatch.setattr(project, "annotation_kind", lambda imports, annotation: project.Kind.UNKNOWN)
+    assert asked == ["scale"]  # only whether every ``return`` gives a certain tensor
+    # Without the summary's facts, the analysis of b.py says the same.
+    monkeypatch.setattr(project.Project, "defined", lambda self, found: None)
     project.forget()
     assert findings([tmp_path / "a.py"]) == found
-    monkeypatch.undo()
-    monkeypatch.setattr(FileContext, "build", classmethod(counting))
-    analysed.clear()
-    (tmp_path / "a.py").write_text(
-        "import torch\nfrom b import ready\n\n\ndef f(x: torch.Tensor):\n    if ready():\n        x = x + 1\n"
-        "    return x\n")
+    assert sorted(set(asked)) == ["odd", "ready", "scale", "setup"]
+
+
+def test_a_function_of_another_module_that_gives_back_its_argument_returns_a_tensor_given_one(tmp_path):
+    # stylegan2: ``buf = reduce_sum(buf)`` (in distributed.py: ``tensor`` itself, or its
+    # clone summed over processes), then ``buf.tolist()`` reads the device buffer.
+    (tmp_path / "distributed.py").write_text(
+        "import torch.distributed as dist\n\n\ndef reduce_sum(tensor):\n"
+        "    if not dist.is_available() or not dist.is_initialized():\n        return tensor\n"
+        "    tensor = tensor.clone()\n    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)\n    return tensor\n\n\n"
+        "def rank_of(group):\n    group = len(group)\n    return group\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom distributed import rank_of, reduce_sum\n\n\ndef tune(real_pred, count):\n"
+        "    buf = torch.tensor([0.0, 0.0], device=\"cuda\")\n    buf += torch.sign(real_pred).sum()\n"
+        "    buf = reduce_sum(buf)\n    n = reduce_sum(count)\n    r = rank_of(buf)\n"
+        "    signs, total = buf.tolist()\n    return signs / total, n.tolist(), r.tolist()\n")
     project.forget()
-    assert findings([tmp_path / "a.py"]) == []  # ``ready()`` is a Python bool
-    assert "b.py" not in analysed
+    # Given a tensor, a tensor; given a value of unknown kind, nothing known. ``rank_of``
+    # gives back a name rebound to something else.
+    assert [(f[1], f[2]) for f in findings([tmp_path / "train.py"])] == [(11, "FX002")]
 
 
 def test_a_module_whose_called_function_is_traced_already_is_not_analysed_again(tmp_path, monkeypatch):

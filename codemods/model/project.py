@@ -37,7 +37,7 @@ import importlib.util
 import re
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +45,16 @@ from typing import TypeVar
 
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
-from .provenance import TRANSPARENT_DECORATORS, Imports, Kind, Provenance, annotation_kind, is_module_class
+from .provenance import (
+    TRANSPARENT_DECORATORS,
+    Imports,
+    Kind,
+    Provenance,
+    annotation_kind,
+    is_module_class,
+    passed_through,
+    returns_its_argument,
+)
 from .tree import Text, activated, keeping_active, parse_module, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
@@ -88,6 +97,11 @@ class Defined:
     # says its kind (``-> bool``, ``-> torch.Tensor``): what it returns, known without
     # analysing its module.
     returns: Kind = Kind.UNKNOWN
+    # A function with a decorator that may change what it returns: its analysis says UNKNOWN.
+    opaque: bool = False
+    # The positional parameter (its place, its name) that every ``return`` gives back (see
+    # ``passed_through``): called with a tensor, the function returns one.
+    passes: tuple[int, str] | None = None
 
 
 class Summary:
@@ -100,6 +114,7 @@ class Summary:
         self.names: set[str] = set()  # every name bound at the top level
         functions: dict[str, ast.FunctionDef] = {}
         defs: list[str] = []  # the names of the top-level functions, once per ``def``
+        bound: Counter[str] = Counter()  # how many statements bind each top-level name
         imports: list[ast.AST] = []
         statements = list(module.body)
         while statements:
@@ -109,15 +124,19 @@ class Summary:
                 methods = frozenset(s.name for s in stmt.body if type(s) in _FUNCTIONS)  # type: ignore[attr-defined]
                 self.definitions[stmt.name] = Defined("class", tuple(stmt.bases), methods)  # type: ignore[attr-defined]
                 self.names.add(stmt.name)  # type: ignore[attr-defined]
+                bound[stmt.name] += 1  # type: ignore[attr-defined]
             elif t in _FUNCTIONS:
                 functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
                 defs.append(stmt.name)  # type: ignore[attr-defined]
                 self.names.add(stmt.name)  # type: ignore[attr-defined]
+                bound[stmt.name] += 1  # type: ignore[attr-defined]
             elif t is ast.Import:
                 imports.append(stmt)
+                bound.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[attr-defined]
                 self.names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[attr-defined]
             elif t is ast.ImportFrom and stmt.names[0].name != "*":  # type: ignore[attr-defined]
                 imports.append(stmt)
+                bound.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[attr-defined]
                 self.names.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[attr-defined]
             elif t in (ast.If, ast.Try) or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
                 statements[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),  # type: ignore[attr-defined]
@@ -128,18 +147,36 @@ class Summary:
                     for node in ast.walk(target):
                         if type(node) is ast.Name:
                             self.names.add(node.id)
+                            bound[node.id] += 1
         # The names its top-level imports bind, read as a file's own imports are.
         self.imports = Imports(imports)
         self.origins = self.imports.origins
+        def transparent(decorator: ast.expr) -> bool:  # as ``Provenance._transparent`` says
+            target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
+            if (self.imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
+                return True
+            return type(decorator) is ast.Name and decorator.id in single and (  # type: ignore[attr-defined]
+                returns_its_argument(functions[decorator.id]))  # type: ignore[attr-defined]
+
+        # The functions its analysis reads: one ``def`` of the name, in the module's own body,
+        # the name bound nowhere else at the top level.
+        single = {name for name in functions if defs.count(name) == 1 and bound[name] == 1
+                  and functions[name] in module.body}
         for name, writes in _writing_functions(functions, text).items():
             function = functions[name]
             returns = Kind.UNKNOWN
-            # (Only one ``def`` of the name, in the module's own body: the one its analysis reads.)
-            if function.returns is not None and defs.count(name) == 1 and function in module.body and all(
-                    (self.imports.qualify(d.func if type(d) is ast.Call else d) or "") in TRANSPARENT_DECORATORS  # type: ignore[attr-defined]
-                    for d in function.decorator_list):
-                returns = annotation_kind(self.imports, function.returns)
-            self.definitions[name] = Defined("function", may_write=writes, returns=returns)
+            opaque = False
+            if name in single:
+                if all(transparent(d) for d in function.decorator_list):
+                    if function.returns is not None:
+                        returns = annotation_kind(self.imports, function.returns)
+                else:
+                    opaque = True
+            through = passed_through(function) if name in single else None
+            passes = None if through is None else (
+                [*function.args.posonlyargs, *function.args.args].index(through), through.arg)
+            self.definitions[name] = Defined("function", may_write=writes, returns=returns, opaque=opaque,
+                                             passes=passes)
 
     def qualify(self, expr: ast.AST) -> str | None:
         return self.imports.qualify(expr)
@@ -511,6 +548,15 @@ class External:
                 return None
         return (context, node) if node is not None else None
 
+    def passed_through(self, provenance: Provenance, func: ast.expr) -> tuple[int, str] | None:
+        """The positional parameter a function of another module that ``func`` names gives
+        back from every ``return`` (see ``provenance.passed_through``): its place and name."""
+        found = self.definition(provenance, func)
+        if found is None or found.kind != "function":
+            return None
+        defined = self.project.defined(found)
+        return defined.passes if defined is not None else None
+
     def call_kind(self, provenance: Provenance, func: ast.expr) -> Kind | None:
         """What calling ``func`` gives, when it names a function or class of another module
         of the project: the function's return kind there, MODULE for an ``nn.Module`` class."""
@@ -524,6 +570,8 @@ class External:
             defined = self.project.defined(found)
             if defined is not None and defined.returns is not Kind.UNKNOWN:
                 return defined.returns  # as its analysis would say, from the annotation alone
+            if defined is not None and defined.opaque:
+                return Kind.UNKNOWN  # as its analysis would say
             where = self._analysis(found)
             if where is None:
                 return Kind.UNKNOWN

@@ -367,6 +367,8 @@ def annotation_kind(imports: Imports, annotation: ast.expr) -> Kind:
     """The kind an annotation of a module with ``imports`` says: TENSOR, NUMBER or OTHER
     (``Optional[...]`` and ``... | None`` of one too), else UNKNOWN (modules: see
     :meth:`Provenance._annotation_kind`)."""
+    if _is_none(annotation):
+        return Kind.OTHER  # ``-> None``
     annotation = _without_none(imports, annotation)
     q = imports.qualify(annotation)
     if q in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.FloatTensor", "torch.LongTensor"):
@@ -1240,12 +1242,30 @@ class Provenance:
             classes.append(local)
         return classes
 
+    def _transparent(self, decorator: ast.expr) -> bool:
+        """Does a function decorated with ``decorator`` still return what its body returns?
+        A known decorator (``lru_cache``, ``torch.no_grad``), or a function of this file that
+        gives back the function it is given."""
+        target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
+        if (self.imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
+            return True
+        local = self.local_function(decorator) if type(decorator) is ast.Name else None
+        return local is not None and returns_its_argument(local)
+
+    def _passed_tensor(self, call: ast.Call, place: int, name: str) -> bool:
+        """Is the argument ``call`` passes for the positional parameter ``name`` (the
+        ``place``-th) a tensor?"""
+        argument: ast.expr | None = None
+        if place < len(call.args) and not any(type(a) is ast.Starred for a in call.args[:place + 1]):
+            argument = call.args[place]
+        else:
+            argument = next((k.value for k in call.keywords if k.arg == name), None)
+        return argument is not None and self.kind(argument) is Kind.TENSOR
+
     def _compute_return(self, func: ast.FunctionDef) -> Kind:
         """What a function of this file returns: what all its ``return``s agree on."""
-        for decorator in func.decorator_list:
-            target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
-            if (self.imports.qualify(target) or "") not in TRANSPARENT_DECORATORS:
-                return Kind.UNKNOWN
+        if not all(self._transparent(decorator) for decorator in func.decorator_list):
+            return Kind.UNKNOWN
         if func.returns is not None:
             annotated = self._annotation_kind(func.returns)
             if annotated is not Kind.UNKNOWN:
@@ -2719,12 +2739,20 @@ class Provenance:
             returned = self._lookup((id(local), "return"))
             if returned is not Kind.UNKNOWN:
                 return returned  # ``self.stats(x)`` where ``stats`` returns ``torch.stack(...)``
+            through = passed_through(local) if type(func) is ast.Name else None
+            if through is not None:
+                params = [*local.args.posonlyargs, *local.args.args]  # type: ignore[attr-defined]
+                if self._passed_tensor(call, params.index(through), through.arg):
+                    return Kind.TENSOR
         elif self.external is not None and (type(func) is ast.Name or type(func) is ast.Attribute):
             # A function or class another module of the project defines (``from .losses
             # import compute_loss``): what it returns there.
             found = self.external.call_kind(self, func)  # type: ignore[attr-defined]
             if found is not None:
                 return found
+            passes = self.external.passed_through(self, func)  # type: ignore[attr-defined]
+            if passes is not None and self._passed_tensor(call, *passes):
+                return Kind.TENSOR  # ``buf = reduce_sum(buf)``: what it is given, or a copy
         if self.kind(func) is Kind.MODULE:
             return Kind.TENSOR
         if type(func) is ast.Attribute:
@@ -2929,6 +2957,81 @@ def _stub_body(func: ast.FunctionDef) -> bool:
             continue
         return False
     return True
+
+
+def returns_its_argument(func: ast.AST) -> bool:
+    """A decorator that gives back the function it is given (``def mark(fn): fn.flag = True;
+    return fn``): every ``return`` of its body returns its first parameter, never rebound.
+    What the decorated function returns is then what its own body returns."""
+    if type(func) is not ast.FunctionDef:
+        return False
+    first = _first_param(func)  # type: ignore[arg-type]
+    if first is None:
+        return False
+    returns = 0
+    nodes: list[ast.AST] = list(func.body)  # type: ignore[attr-defined]
+    while nodes:
+        node = nodes.pop()
+        t = type(node)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            continue  # a nested scope's ``return`` is not the decorator's
+        if t is ast.Return:
+            value = node.value  # type: ignore[attr-defined]
+            if not (type(value) is ast.Name and value.id == first.arg):
+                return False
+            returns += 1
+        elif t in (ast.Yield, ast.YieldFrom, ast.Await):
+            return False
+        elif t is ast.Name and node.id == first.arg and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            return False
+        elif t is ast.Global or t is ast.Nonlocal:
+            return False
+        nodes.extend(ast.iter_child_nodes(node))
+    return returns > 0
+
+
+def passed_through(func: ast.AST) -> ast.arg | None:
+    """The positional parameter every ``return`` of ``func`` gives back: itself, or a copy
+    a tensor method made of it (stylegan2's ``def reduce_sum(tensor)``, which returns
+    ``tensor`` or ``tensor.clone()`` summed over processes in place). Called with a tensor,
+    such a function returns a tensor; with anything else, nothing is known."""
+    if type(func) is not ast.FunctionDef or func.decorator_list:
+        return None
+    params = [*func.args.posonlyargs, *func.args.args]  # type: ignore[attr-defined]
+    returned: set[str] = set()
+    stores: list[ast.AST] = []
+    nodes: list[ast.AST] = list(func.body)  # type: ignore[attr-defined]
+    while nodes:
+        node = nodes.pop()
+        t = type(node)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            continue
+        if t is ast.Return:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is not ast.Name:
+                return None
+            returned.add(value.id)
+        elif t in (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal):
+            return None
+        elif t is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            stores.append(node)
+        nodes.extend(ast.iter_child_nodes(node))
+    if len(returned) != 1:
+        return None
+    name = next(iter(returned))
+    param = next((p for p in params if p.arg == name), None)
+    if param is None:
+        return None
+    for store in stores:
+        if store.id != name:  # type: ignore[attr-defined]
+            continue
+        # ``tensor = tensor.clone()``: a method of the parameter that makes a tensor of one.
+        assign = next((s for s in ast.walk(func) if type(s) is ast.Assign and store in s.targets), None)  # type: ignore[attr-defined]
+        value = assign.value if assign is not None else None  # type: ignore[attr-defined]
+        if not (type(value) is ast.Call and type(value.func) is ast.Attribute and type(value.func.value) is ast.Name
+                and value.func.value.id == name and tensor_method_kind(value) is Kind.TENSOR):
+            return None
+    return param
 
 
 def _is_none(node: object) -> bool:
