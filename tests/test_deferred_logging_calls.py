@@ -166,6 +166,15 @@ def test_attributes_and_computed_values_are_passed_not_the_object():
     assert arguments == ["trainer.iter_num,", "args.lr,", "opt.param_groups[0]['lr'],", "len(data),", "loss,"]
 
 
+def test_a_value_is_not_named_after_a_module_the_file_imports():
+    # yolov5's ``m.np`` (a layer's parameter count) beside ``import numpy as np``.
+    code = (
+        "import numpy as np\nimport torch\n"
+        "def f(m, loss: torch.Tensor):\n    print(f\"{m.np} {m.ratio} {loss.item()}\")\n"
+    )
+    assert "lambda np_2, ratio, loss: print(f\"{np_2} {ratio} {loss}\")" in _fixed(code, unsafe=True)
+
+
 def test_imported_module_attributes_stay_in_the_lambda():
     code = "import sys\nimport torch\ndef f(loss: torch.Tensor):\n    print(loss.item(), file=sys.stderr)\n"
     assert "deferred.record(lambda loss: print(loss, file=sys.stderr), loss)" in _fixed(code)

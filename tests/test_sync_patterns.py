@@ -319,3 +319,41 @@ def test_the_advice_for_a_host_copy_says_a_non_blocking_copy_is_read_after_the_d
             "    action = agent(obs)\n    return env.step(action.cpu().numpy())\n")
     [finding] = [f for f in process(Path("example.py"), code, all_rules()).findings if f.rule == "FX003"]
     assert "non_blocking=True" in finding.note and "synchronize()" in finding.note
+
+
+def test_a_tensor_built_from_a_list_of_tensors_reads_each_of_them():
+    # ``torch.tensor(losses)`` and yolov5's ``torch.tensor(xyxy)`` of ``for *xyxy, conf, cls in det``:
+    # each element's value is read to build a host tensor. ``torch.stack`` reads nothing.
+    code = (
+        "import torch\n\n\n"
+        "def evaluate(model, loader):\n"
+        "    losses = []\n"
+        "    for x, y in loader:\n"
+        "        losses.append(torch.nn.functional.mse_loss(model(x), y))\n"
+        "    return torch.tensor(losses).mean(), torch.stack(losses).mean()\n\n\n"
+        "def show(det: torch.Tensor):\n"
+        "    for *xyxy, conf, cls in reversed(det):\n"
+        "        print(torch.tensor(xyxy).tolist())\n\n\n"
+        "def show_host(det: torch.Tensor, grid):\n"
+        "    for *xyxy, conf, cls in det.cpu():\n"
+        "        print(torch.tensor(xyxy).tolist(), torch.tensor([torch.zeros(2).sum(), 1.0]))\n"
+    )
+    found = [(f.rule, f.line, f.costs) for f in scan(code)]
+    assert found == [("FX003", 8, ("host-sync",)), ("FX003", 13, ("host-sync",)), ("FX003", 17, ("host-sync",))]
+    first = scan(code)[0]
+    assert first.message == "`torch.tensor(losses)` reads each tensor of `losses` on the host"
+    assert "`torch.stack(losses)`" in first.note
+
+
+def test_the_rest_of_a_row_of_python_numbers_is_a_list_of_numbers():
+    # yolov5's ``save_one_txt``: ``xyxy`` holds Python numbers, so ``torch.tensor(xyxy)`` is a host
+    # tensor and its ``tolist()`` reads nothing from a device.
+    code = (
+        "import torch\n\n\n"
+        "def write_txt(predn, im0):\n"
+        "    gn = torch.tensor(im0.shape)[[1, 0, 1, 0]]\n"
+        "    for *xyxy, conf, cls in predn.tolist():\n"
+        "        xywh = (torch.tensor(xyxy).view(1, 4) / gn).view(-1).tolist()\n"
+        "        print(cls, *xywh, conf)\n"
+    )
+    assert scan(code) == []

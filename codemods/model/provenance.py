@@ -195,6 +195,9 @@ TENSOR_QUERY_ATTRIBUTES = frozenset(
         "is_complex", "nbytes", "itemsize",
     }
 )
+# Attributes that are a value's shape, whatever the value (a hand-written fact: the stubs
+# say it of tensors only, numpy of its arrays).
+SHAPE_ATTRIBUTES = {"shape": Kind.OTHER, "ndim": Kind.NUMBER}
 # Attributes of a numpy value that are not numpy values.
 NUMPY_METADATA = {
     "shape": Kind.OTHER, "dtype": Kind.OTHER, "ndim": Kind.NUMBER, "size": Kind.NUMBER,
@@ -266,6 +269,17 @@ _COMPOUND = (
     ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
 ) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _FOR = (ast.For, ast.AsyncFor)
+
+
+class _Rest:
+    """What a starred target (``*xyxy`` in ``for *xyxy, conf, cls in det``) is bound to: a
+    list of the items of ``source`` (of each of its elements, for a loop) it does not name."""
+
+    __slots__ = ("each", "source")
+
+    def __init__(self, source: ast.expr, each: bool) -> None:
+        self.source = source
+        self.each = each
 
 
 class _Item:
@@ -1013,7 +1027,10 @@ class Provenance:
             for i, element in enumerate(elements):
                 inner = _unstarred(element)
                 if type(element) is ast.Starred:
-                    self._bind_target(scope, inner, "opaque", None)
+                    if type(inner) is ast.Name and how in ("value", "iter") and isinstance(value, ast.expr):
+                        scope.bind(inner.id, "rest", _Rest(value, how == "iter"))  # always a list
+                    else:
+                        self._bind_target(scope, inner, "opaque", None)
                 elif values is not None:
                     self._bind_target(scope, inner, "value", values[i])
                 elif how == "value" and isinstance(value, ast.expr):
@@ -1681,6 +1698,8 @@ class Provenance:
     def _binding_kind(self, scope: Scope, name: str, how: str, node: object) -> Kind | None:
         if how == "value" and isinstance(node, ast.expr):
             return self.kind(node)
+        if how == "rest":
+            return Kind.OTHER  # ``*xyxy, conf = row``: a list
         if how == "annotation" and isinstance(node, ast.expr):
             return self._annotation_kind(node)
         if how == "aug" and type(node) is ast.AugAssign:
@@ -1848,6 +1867,17 @@ class Provenance:
                 return element_value
         return None
 
+    def rest_source(self, expr: ast.expr) -> ast.expr | None:
+        """For a name bound only by one starred target (``*xyxy`` in ``for *xyxy, conf in det``),
+        what that target unpacks (``det``); None otherwise."""
+        if type(expr) is not ast.Name:
+            return None
+        scope = self.scope_of(expr).lookup(expr.id)
+        bindings = scope.bindings.get(expr.id, []) if scope is not None else []
+        if len(bindings) == 1 and bindings[0][0] == "rest":
+            return bindings[0][1].source  # type: ignore[union-attr]
+        return None
+
     def _name_elements(self, name: ast.Name, of: str) -> list[ast.expr | Kind] | None:
         scope = self.scope_of(name).lookup(name.id)
         if scope is None or (id(scope), name.id) in self._element_guard or self._reaching_depth > MAX_REACHING_DEPTH:
@@ -1865,6 +1895,14 @@ class Provenance:
                 kinds += [self._annotation_kind(t) for types in inner for t in types]  # type: ignore[union-attr]
             if kinds:
                 return kinds
+        if bindings and all(how == "rest" for how, _ in bindings):
+            # ``for *xyxy, conf, cls in det``: the items of a row of a tensor are tensors.
+            for _, rest in bindings:
+                source = rest.source  # type: ignore[attr-defined]
+                unpacked = self.element_kind(source) if rest.each else self.kind(source)  # type: ignore[attr-defined]
+                if unpacked is not Kind.TENSOR:
+                    return None
+            return [Kind.TENSOR]
         if bindings and all(how == "iter" and isinstance(node, ast.expr) for how, node in bindings):
             # ``rows = [[t[1:] for t in s] for s in tokens]`` ... ``for row in rows``: the
             # elements of ``row`` are those of the elements of ``rows``.
@@ -2673,6 +2711,10 @@ class Provenance:
             return Kind.OTHER  # ``torch.float16``: a dtype
         if q and q.startswith("math."):
             return Kind.NUMBER
+        if attr in SHAPE_ATTRIBUTES and not self._is_imported_name(expr):
+            # ``im0.shape`` of a value of unknown kind: a tensor's, a numpy array's or an image's
+            # shape is a tuple of sizes (``torch.Size``), never a tensor.
+            return SHAPE_ATTRIBUTES[attr]
         return Kind.UNKNOWN
 
     def _is_imported_name(self, expr: ast.expr) -> bool:

@@ -120,7 +120,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         if id(node) in seen:
             return
         seen.add(id(node))
-        certainty = Certainty.TENSOR if kind == "synchronize" else ctx.certainty(value)
+        # (``torch.tensor(xs)`` reads the tensors ``xs`` holds, a list: the elements are tensors.)
+        certainty = Certainty.TENSOR if kind in ("synchronize", "build") else ctx.certainty(value)
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
         if certainty is Certainty.POSSIBLY and uses_jax:
@@ -203,6 +204,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 add(call, "float", tensor)
         if is_synchronize(ctx, call):
             add(call, "synchronize", call)
+        elif call.args and type(call.args[0]) is not ast.Starred and _builds_from_elements(ctx, call):
+            add(call, "build", call.args[0], host=_elements_on_host(ctx, call.args[0]))
         found = output_call(ctx, call)
         if found is not None:
             # A metric writer reads a tensor it is given itself (TensorBoard's ``make_np`` copies it
@@ -265,6 +268,30 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     sites = [s for s in sites if not _on_error_path(ctx, s.node)]
     sites.sort(key=lambda s: ctx.positions.offset(s.node))
     return sites
+
+
+# Functions that build a new tensor from nested Python sequences, reading each number in them.
+_BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+
+
+def _builds_from_elements(ctx: FileContext, call: ast.Call) -> bool:
+    """``torch.tensor(xs)`` of a list (or tuple) of tensors (``torch.tensor([a.sum(), b.sum()])``,
+    yolov5's ``torch.tensor(xyxy)`` of ``for *xyxy, conf, cls in det``): the new tensor is
+    built from each element's value, read on the host one by one."""
+    if (ctx.provenance.imports.qualify(call.func) or "") not in _BUILDERS:
+        return False
+    data = call.args[0]
+    kind = ctx.kind(data)
+    return kind is not Kind.TENSOR and kind is not Kind.NUMPY and ctx.provenance.element_kind(data) is Kind.TENSOR
+
+
+def _elements_on_host(ctx: FileContext, data: ast.expr) -> bool:
+    """Are the tensors the list ``data`` holds in host memory (a list display of host tensors,
+    or the rest of a row of a host tensor)?"""
+    if type(data) in (ast.List, ast.Tuple):
+        return all(type(e) is not ast.Starred and ctx.on_cpu(e) for e in data.elts)  # type: ignore[attr-defined]
+    rest = ctx.provenance.rest_source(data)
+    return rest is not None and ctx.on_cpu(rest)
 
 
 def _percent_values(ctx: FileContext, right: ast.expr) -> list[ast.expr]:

@@ -1750,6 +1750,8 @@ class DeferredLogging(Rule):
                 taken.add(n.id)  # type: ignore[attr-defined]
             elif n.arg is not None:  # type: ignore[attr-defined]  # a parameter, a keyword (not ``**``)
                 taken.add(n.arg)  # type: ignore[attr-defined]
+        # Nor the names of the file's imports: ``m.np`` is not passed as ``np`` where ``np`` is numpy.
+        taken.update(ctx.provenance.imports.origins)
         params: list[str] = []
         values: list[gen.Expr_] = []
         body_replacements: dict[ast.AST, gen.Expr_] = {}
