@@ -278,3 +278,21 @@ def test_an_attribute_of_a_module_that_fixitem_cannot_place_is_unsafe():
     assert finding.fix == "unsafe"
     assert "`self.inherited` may be a tensor" in finding.note
     assert "self.n" not in finding.note and "`self.config.hidden_size` may be a tensor" not in finding.note
+
+
+def test_strings_made_from_literals_are_no_tensors_and_stay_as_written():
+    # legacy snli: ``log_template = ' '.join(...)`` and ``' ' * 8`` are strings, not values
+    # that "may be a tensor" passed by reference.
+    code = (
+        "import torch\n"
+        "log_template = ' '.join('{:>6.0f},{:>8.6f},{},{:12.4f}'.split(','))\n"
+        "def step(model, x, n_correct: int, n_total: int):\n"
+        "    loss = model(x).sum()\n"
+        "    print(log_template.format(1.0, loss.item(), ' '*8, n_correct/n_total*100))\n"
+    )
+    [finding] = _fx201(code)
+    assert finding.note == "`loss` is not known to be a tensor"
+    fixed = _fixed(code, unsafe=True)
+    assert ("lambda log_template, loss, value: print(\n"
+            "            log_template.format(1.0, loss, ' '*8, value)\n        ),\n"
+            "        log_template,\n        loss,\n        n_correct/n_total*100,\n") in fixed

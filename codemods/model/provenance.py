@@ -195,6 +195,8 @@ TENSOR_QUERY_ATTRIBUTES = frozenset(
         "is_complex", "nbytes", "itemsize",
     }
 )
+# Methods of ``str`` that give a bool or a number.
+_TEXT_NUMBER_METHODS = frozenset({"startswith", "endswith", "count", "find", "rfind", "index", "rindex"})
 # Attributes that are a value's shape, whatever the value (a hand-written fact: the stubs
 # say it of tensors only, numpy of its arrays).
 SHAPE_ATTRIBUTES = {"shape": Kind.OTHER, "ndim": Kind.NUMBER}
@@ -1462,6 +1464,8 @@ class Provenance:
         if t is ast.BinOp:
             if type(expr.op) is ast.Mod and is_text(expr.left):  # type: ignore[attr-defined]
                 return Kind.OTHER  # ``"%.3f" % loss``, ``("%g" * 3) % t``: a string
+            if type(expr.op) in (ast.Add, ast.Mult) and (is_text(expr.left) or is_text(expr.right)):  # type: ignore[attr-defined]
+                return Kind.OTHER  # ``' ' * 8``, ``"loss: " + s``: a string (with a tensor, an error)
             left, right = self.kind(expr.left), self.kind(expr.right)  # type: ignore[attr-defined]
             if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.PENDING
@@ -2804,6 +2808,10 @@ class Provenance:
                 return NON_TENSOR_ANY_METHODS[method]
             if method == "format" and receiver is Kind.OTHER:
                 return Kind.OTHER  # ``"{}".format(t)``: a string
+            if is_text(func.value):
+                # ``' '.join(parts)``, ``"a,b".split(",")``: a string's methods give strings and lists
+                # of them, or a bool or a number (``startswith``, ``count``); never a tensor.
+                return Kind.NUMBER if method in _TEXT_NUMBER_METHODS or method.startswith("is") else Kind.OTHER
             if receiver is Kind.TENSOR:
                 stub = tensor_method_kind(call)
                 if stub is not None:

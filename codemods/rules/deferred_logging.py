@@ -323,9 +323,10 @@ class _Collector:
         func = call.func
         if type(func) is ast.Name:
             return func.id in PURE_BUILTINS and self.ctx.provenance.scope_of(call).lookup(func.id) is None
-        if type(func) is ast.Attribute and func.attr in ("format", "join") and \
-                _concatenated_string(self.ctx, func.value):
-            return True
+        if type(func) is ast.Attribute and func.attr in ("format", "join") and (
+                _concatenated_string(self.ctx, func.value) or (
+                    type(func.value) is ast.Name and _is_plain(self.ctx, func.value) and self.ctx.kind(func.value) is Kind.OTHER)):
+            return True  # ``"{:.3f}".format``, ``log_template.format`` of ``log_template = ' '.join(...)``
         local = (dotted_name(func) or "").split(".")[0]
         qualified = self.ctx.provenance.imports.qualify(func) or ""
         return local in self.aliases and qualified.split(".")[0] in ("math", "numpy")
@@ -351,6 +352,8 @@ class _Collector:
         if isinstance(node, (ast.Name, *LITERALS, ast.Dict, ast.List, ast.Tuple, ast.Set, ast.Lambda,
                              ast.Starred, ast.Slice, ast.FormattedValue)):
             return False
+        if _constant_expression(node):
+            return False  # ``' ' * 8`` stays as written: the same value at replay
         if type(node) is ast.Attribute:
             root = dotted_name(node)
             if root is not None and root.split(".")[0] in self.aliases:
@@ -425,6 +428,8 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
             type(value) is ast.Constant and not isinstance(value.value, bool)  # type: ignore[attr-defined]
             and isinstance(value.value, (str, bytes, int, float))):  # type: ignore[attr-defined]
         return True
+    if isinstance(value, ast.expr) and _made_string(value):
+        return True  # ``log_template = ' '.join(...)``: a string
     if ctx.provenance.made_by_the_standard_library(value, immutable=True):
         return True  # ``datetime.timedelta(...)``, ``time.strftime(...)``
     if isinstance(value, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare)):
@@ -432,6 +437,30 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
         return (ctx.kind(value) not in (Kind.TENSOR, Kind.MODULE, Kind.OTHER, Kind.NUMPY) or _is_text(value)
                 or how == "unpack")
     return False
+
+
+def _made_from_text(expr: ast.expr) -> bool:
+    """Is ``expr`` made from a string literal by string operations (``"%d" % n``, ``' ' * 8``,
+    ``"a" + s``, ``' '.join(parts)``, ``"a,b".split(",")``)? A string, strings, a bool or a number
+    then: never a tensor."""
+    if type(expr) is ast.BinOp:
+        op = type(expr.op)
+        return (op is ast.Mod and is_text(expr.left)) or (
+            op in (ast.Add, ast.Mult) and (is_text(expr.left) or is_text(expr.right)))
+    return type(expr) is ast.Call and type(expr.func) is ast.Attribute and is_text(expr.func.value)  # type: ignore[attr-defined]
+
+
+def _made_string(expr: ast.expr) -> bool:
+    """Made from a string literal (:func:`_made_from_text`), and a string or a number, not a
+    list the code could change (``"a,b".split(",")``)."""
+    return _made_from_text(expr) and not (type(expr) is ast.Call and expr.func.attr in ("split", "rsplit", "splitlines"))  # type: ignore[attr-defined]
+
+
+def _constant_expression(expr: ast.expr) -> bool:
+    """``' ' * 8``, ``-1``: literals, ``+``, ``-`` and ``*`` only, the same value whenever it is
+    evaluated (no division, which may raise)."""
+    return all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.USub, ast.UAdd))
+               for n in ast.walk(expr))
 
 
 def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, tuple[str, str]]) -> bool:
@@ -447,8 +476,8 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     kind = ctx.kind(expr)
     if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or _is_literal(expr):
         return False
-    if type(expr) is ast.BinOp and type(expr.op) is ast.Mod and is_text(expr.left):
-        return False  # ``"it %d" % (n,)``: a string
+    if _made_from_text(expr):
+        return False  # ``"it %d" % (n,)``, ``' ' * 8``, ``' '.join(parts)``: a string (or strings)
     if ctx.provenance.made_by_the_standard_library(expr):
         return False
     if isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)) and _immutable(ctx, expr, formats):
@@ -469,7 +498,8 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     if type(expr) is ast.Name:
         scope = ctx.provenance.scope_of(expr).lookup(expr.id)
         bindings = scope.bindings.get(expr.id, []) if scope is not None else []
-        if bindings and all(how == "value" and (_literal_value(v) or ctx.provenance.made_by_the_standard_library(v))
+        if bindings and all(how == "value" and (_literal_value(v) or _made_from_text(v)
+                                                or ctx.provenance.made_by_the_standard_library(v))
                             for how, v in bindings):
             return False  # ``time_left = datetime.timedelta(...)``
         if ctx.provenance.declared_text(expr):
