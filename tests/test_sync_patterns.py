@@ -357,3 +357,19 @@ def test_the_rest_of_a_row_of_python_numbers_is_a_list_of_numbers():
         "        print(cls, *xywh, conf)\n"
     )
     assert scan(code) == []
+
+
+def test_a_list_filled_before_a_name_is_rebound_to_a_tensor_holds_what_the_name_was_then():
+    # transformers' esmfold2: ``res_type`` is an int in the loop, and a tensor built from the
+    # list only after it.
+    code = (
+        "import torch\n\n\n"
+        "def build(sequence, table):\n"
+        "    vals = []\n"
+        "    for c in sequence:\n"
+        "        res_type = table.get(c, 0)\n"
+        "        vals.append(res_type)\n"
+        "    res_type = torch.tensor(vals, dtype=torch.int64)\n"
+        "    return res_type.unsqueeze(0)\n"
+    )
+    assert scan(code) == []

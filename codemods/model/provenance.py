@@ -2059,7 +2059,14 @@ class Provenance:
             found += inner
         for add in adds:
             if add.how == "element":
-                found.append(add.value)
+                value = add.value
+                if type(value) is ast.Name:
+                    # ``vals.append(res_type)`` where ``res_type`` is rebound to a tensor only
+                    # after the loop: what the append sees.
+                    seen = self.reaching(value)
+                    if seen is not None and type(seen) is not ast.arg:
+                        value = seen  # type: ignore[assignment]
+                found.append(value)
             else:
                 inner = self._elements(add.value, "iter")
                 if inner is None:
