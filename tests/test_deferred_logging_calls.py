@@ -191,6 +191,21 @@ def test_a_startup_print_and_a_one_shot_warning_are_left_alone():
     assert [f.line for f in _fx201(code)] == [7]
 
 
+def test_a_message_printed_as_the_program_stops_is_left_as_it_is():
+    # dino: ``print("Loss is {}, stopping training".format(loss.item()))`` then ``sys.exit(1)``.
+    code = (
+        "import math\nimport sys\nimport torch\n"
+        "def step(loss: torch.Tensor):\n"
+        "    if not math.isfinite(loss.item()):\n"
+        "        print('Loss is {}, stopping training'.format(loss.item()))\n"
+        "        sys.exit(1)\n"
+        "    print(loss.item())\n"
+    )
+    first, second = _fx201(code)
+    assert first.fix == "none" and "`sys.exit(1)` (line 7) follows it" in first.note
+    assert second.fix == "safe"
+
+
 @pytest.mark.parametrize(("call", "why"), [
     ("print(f'{loss.item()=}')", "`=`"),
     ("print(out.sum().item() if verbose else 0)", "evaluated only sometimes"),

@@ -368,6 +368,26 @@ class _Collector:
         return True
 
 
+# Calls that end the program (``exit`` and ``quit`` as the builtins).
+_PROGRAM_ENDS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort"})
+
+
+def _program_ends_after(ctx: FileContext, stmt: ast.stmt) -> ast.AST | None:
+    """A statement after ``stmt`` in its own block that stops the program: ``sys.exit(1)``,
+    ``os._exit(...)`` (dino's ``print("Loss is nan")`` before ``sys.exit(1)``); None otherwise."""
+    parent = ctx.parents.get(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if type(block) is list and any(s is stmt for s in block):
+            index = next(i for i, s in enumerate(block) if s is stmt)
+            for later in block[index + 1:]:
+                if type(later) is ast.Expr and type(later.value) is ast.Call and (  # type: ignore[attr-defined]
+                        (ctx.provenance.imports.qualify(later.value.func) or "") in _PROGRAM_ENDS):  # type: ignore[attr-defined]
+                    return later
+            return None
+    return None
+
+
 def _lambda_params(args: ast.arguments) -> list[ast.arg]:
     """The parameters of a lambda, in order (``*args`` and ``**kwargs`` last)."""
     found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -1273,7 +1293,10 @@ class DeferredLogging(Rule):
     around it (cleanrl's `print("SPS:", ...)` beside its
     `writer.add_scalar(..., loss.item(), ...)` lines): that output is not
     deferred, the runtime replays what is pending before it, and the read
-    would still happen each time.
+    would still happen each time. Nor, outside traced code, where the
+    program stops after the call in the same block (`sys.exit(1)`,
+    `os._exit(...)`): it runs once, so no read would be saved, and the
+    message would wait for the flush at exit.
     """
 
     code = "FX201"
@@ -1661,6 +1684,13 @@ class DeferredLogging(Rule):
             plan = self._plan(ctx, stmt, call, found, inner)
             if not plan.reads and plan.new is None:
                 continue  # e.g. `print(x)` in forward: reported as a formatted tensor
+            if plan.new is not None and not traced:
+                ending = _program_ends_after(ctx, stmt)
+                if ending is not None:
+                    plan.new = None
+                    plan.blocker = (f"`{ctx.code(ending)}` (line {ctx.position(ending)[0]}) follows it in its block: "
+                                    "the call runs once, as the program stops, so no read would be saved, and "
+                                    "the message would wait for the runtime's flush at exit")
             if plan.new is not None and not traced:
                 every_step = _output_every_iteration(ctx, stmt, sites)
                 if every_step is not None:
