@@ -356,7 +356,8 @@ def test_the_rest_of_a_row_of_python_numbers_is_a_list_of_numbers():
         "        xywh = (torch.tensor(xyxy).view(1, 4) / gn).view(-1).tolist()\n"
         "        print(cls, *xywh, conf)\n"
     )
-    assert scan(code) == []
+    # Only the read of the detections handed in (if ``predn`` is a tensor).
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX002", 6)]
 
 
 def test_a_list_filled_before_a_name_is_rebound_to_a_tensor_holds_what_the_name_was_then():

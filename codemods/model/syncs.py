@@ -145,7 +145,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             if method == "item" and _no_arguments(call):
                 if possible(receiver):
                     add(call, "item", receiver)
-            elif method == "tolist" and _no_arguments(call) and ctx.is_tensor(receiver):
+            elif method == "tolist" and _no_arguments(call) and possible(receiver):
                 add(call, "tolist", receiver)
             elif method == "numpy" and (ctx.is_tensor(receiver) or module_output(ctx, receiver) or _host_copy(receiver)):
                 # ``x.detach().cpu().numpy()`` is one copy, of ``x``.

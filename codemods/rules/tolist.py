@@ -10,7 +10,9 @@ from ..site_rule import SiteRule
 
 class ToList(SiteRule):
     """## What it does
-    Reports `t.tolist()` of a tensor.
+    Reports `t.tolist()` of a tensor, and, as for `.item()`, of a value
+    that may be one (a parameter, a model's output): reported "if `x` is a
+    tensor" (NumPy arrays have a `tolist()` too).
 
     ## Why is this bad?
     It waits for the device (a **host sync**; a **graph break** in compiled
@@ -41,6 +43,8 @@ class ToList(SiteRule):
     examples = [
         Invalid("import torch\nvalues = torch.arange(4, device='cuda').tolist()\n"),
         Valid("import numpy as np\nvalues = np.arange(4).tolist()\n"),
+        # yolov5's ``predn.tolist()`` of detections handed in: reported "if `predn` is a tensor".
+        Invalid("def save_one_json(predn, jdict):\n    for p in predn.tolist():\n        jdict.append(p)\n"),
         # Made without ``device=``, on the default device (the CPU): reading it waits for no device.
         Valid("import torch\nvalues = torch.arange(4).tolist()\n"),
     ]
