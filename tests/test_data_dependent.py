@@ -227,3 +227,15 @@ def test_a_compile_in_a_function_the_program_never_calls_is_a_librarys():
     program = body + "def main():\n    model = torch.compile(M())\n\n\nif __name__ == '__main__':\n    main()\n"
     assert ("def main():\n    torch._dynamo.config.capture_scalar_outputs = True\n    model = torch.compile(M())\n"
             in findings(program, fix=True, unsafe=True).new_text)
+
+
+def test_a_read_in_traced_code_of_a_value_not_known_to_be_a_tensor_says_so():
+    # transformers' ``spatial_merge_size.tolist()`` in a helper ``forward`` calls.
+    code = (
+        "import torch\nfrom torch import nn\n\n\n"
+        "def shape_of(grid):\n    return grid.tolist()\n\n\n"
+        "class M(nn.Module):\n    def forward(self, x):\n        sizes = shape_of(self.grid)\n"
+        "        return x.view(sizes[0], -1)\n"
+    )
+    [finding] = [f for f in process(Path("model.py"), code, all_rules()).findings if f.rule == "FX601"]
+    assert finding.note.startswith("(if `grid` is a tensor) ")

@@ -316,6 +316,8 @@ def traced_read_report(ctx: FileContext, site: SyncSite, read: ScalarRead, fixes
         elements = (f" (if `{ctx.code(read.tensor)}` holds integers: the `.tolist()` of a floating tensor breaks "
                     "the graph under any setting)")
     sync = by_hand(ctx, read, site)
+    # ``size.tolist()`` of a value not known to be a tensor: the note says so first, as FX002's.
+    hedge = "" if site.certain else f"(if `{ctx.code(site.value)}` is a tensor) "
     why = captured(ctx, site.node, SCALARS)
     if why:
         site.captured = why
@@ -326,16 +328,16 @@ def traced_read_report(ctx: FileContext, site: SyncSite, read: ScalarRead, fixes
             f"`{code}` is {what} read in traced code; Dynamo traces it ({why}), so no graph break, "
             f"but it still waits for the device",
             sites=[site],
-            note=f"the setting removes the graph break, not the host sync{later}{elements}. {sync}",
+            note=f"{hedge}the setting removes the graph break, not the host sync{later}{elements}. {sync}",
         )
     fix, how = fixes.fix(site.node)
     stays = "the tensor lives in host memory, so there is no host sync" if site.on_host else "the host sync stays"
     message = (f"`{code}` is {what} read in traced code: `capture_scalar_outputs` lets torch.compile trace it "
                f"(the graph break goes, {stays})")
     if fix is not None:
-        fix.reason = f"{how}. {fix.reason}{later}{elements}. {sync}"
+        fix.reason = f"{hedge}{how}. {fix.reason}{later}{elements}. {sync}"
         return Report(site.node, message, fix=fix, sites=[site])
-    return Report(site.node, message, sites=[site], note=f"{how}{later}{elements}. {sync}")
+    return Report(site.node, message, sites=[site], note=f"{hedge}{how}{later}{elements}. {sync}")
 
 
 def by_hand(ctx: FileContext, read: ScalarRead, site: SyncSite) -> str:
