@@ -374,3 +374,22 @@ def test_a_list_filled_before_a_name_is_rebound_to_a_tensor_holds_what_the_name_
         "    return res_type.unsqueeze(0)\n"
     )
     assert scan(code) == []
+
+
+def test_a_name_each_branch_of_an_if_assigns_has_what_the_branches_leave():
+    # timm's sampler: ``indices`` is a host tensor from either branch, then a list from line 9
+    # on; ``moved`` may be on the device. Every binding of the name at once says neither.
+    code = (
+        "import torch\n\n\n"
+        "def order(n, shuffle, g, device):\n"
+        "    if shuffle:\n        indices = torch.randperm(n, generator=g)\n"
+        "    else:\n        indices = torch.arange(start=0, end=n)\n"
+        "    indices = indices.tolist()\n"
+        "    if shuffle:\n        moved = torch.randperm(n, device=device)\n"
+        "    elif n > 3:\n        moved = torch.arange(n)\n"
+        "    else:\n        moved = torch.zeros(n)\n"
+        "    moved = moved.tolist()\n"
+        "    return indices, moved\n"
+    )
+    assert [(f.rule, f.line, f.message) for f in scan(code)] == [
+        ("FX002", 16, "`moved.tolist()` reads a tensor value on the host")]

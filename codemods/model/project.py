@@ -160,8 +160,10 @@ class Summary:
 
         # The functions its analysis reads: one ``def`` of the name, in the module's own body,
         # the name bound nowhere else at the top level.
-        single = {name for name in functions if defs.count(name) == 1 and bound[name] == 1
-                  and functions[name] in module.body}
+        in_body = {id(stmt) for stmt in module.body}
+        def_counts = Counter(defs)
+        single = {name for name, function in functions.items()
+                  if def_counts[name] == 1 and bound[name] == 1 and id(function) in in_body}
         for name, writes in _writing_functions(functions, text).items():
             function = functions[name]
             returns = Kind.UNKNOWN

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .. import shortcuts
 from . import devices, torch_stubs
-from .reaching import Bindings, reaching_value
+from .reaching import Bindings, reaching_branch_values, reaching_value
 from .reductions import REDUCTIONS
 from .tree import children_of, nodes_within, number_of, tables
 
@@ -744,6 +744,7 @@ class Provenance:
         self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
         self._scope_cache: dict[ast.AST, Scope] = {}
         self._reaching: dict[int, ast.expr | ast.arg | None] = {}  # id(Name) -> what it sees
+        self._reaching_branches: dict[int, list[ast.expr] | None] = {}  # id(Name) -> what an if's branches leave
         self._reaching_depth = 0
         self._bindings: Bindings | None = None  # where each name is bound, for reaching()
         self._global_names: frozenset[str] | None = None
@@ -1516,6 +1517,14 @@ class Provenance:
             kind = self._deeper(lambda: self._reaching_kind(name, value))
             if kind not in (Kind.UNKNOWN, Kind.PENDING):
                 return kind
+        else:
+            values = self.reaching_branches(name)
+            if values:
+                # ``if shuffle: idx = randperm(n)`` / ``else: idx = arange(n)``, then ``idx = idx.tolist()``:
+                # what the branches leave, not every binding of the name.
+                kind = self._deeper(lambda: _join([self.kind(v) for v in values]))
+                if kind not in (Kind.UNKNOWN, Kind.PENDING):
+                    return kind
         return self.name_kind_at(spelled, name)
 
     def narrowed(self, name: ast.Name | ast.arg) -> Kind | None:
@@ -1651,6 +1660,27 @@ class Provenance:
                 self._bindings = Bindings(self.module)
             found = reaching_value(name, scope.node, self.parents, self._bindings)
         self._reaching[key] = found
+        return found
+
+    def reaching_branches(self, name: ast.Name | ast.arg) -> list[ast.expr] | None:
+        """The values the branches of an ``if`` before this read leave in ``name``, where each
+        branch assigns it last (see :func:`.reaching.reaching_branch_values`); None otherwise."""
+        if self._solving or self._reaching_depth > MAX_REACHING_DEPTH or type(name) is not ast.Name:
+            return None
+        key = id(name)
+        if key in self._reaching_branches:
+            return self._reaching_branches[key]
+        scope = self.scope_of(name)
+        spelled = _spelling(name)
+        found = None
+        if (
+            len(scope.bindings.get(spelled, ())) > 1 and scope.lookup(spelled) is scope
+            and spelled not in self._declared_elsewhere()
+        ):
+            if self._bindings is None:
+                self._bindings = Bindings(self.module)
+            found = reaching_branch_values(name, scope.node, self.parents, self._bindings)
+        self._reaching_branches[key] = found
         return found
 
     def _declared_elsewhere(self) -> frozenset[str]:
@@ -2439,6 +2469,9 @@ class Provenance:
                 # ``m = masks.argmax(-1)``, then ``m = torch.from_numpy(a)``: the binding this
                 # read sees decides, not every binding of the name.
                 return self._deeper(lambda: self._cpu(value, seen))
+            branches = self.reaching_branches(expr) if value is None and t is ast.Name else None  # type: ignore[arg-type]
+            if branches:
+                return self._deeper(lambda: all(self._cpu(v, seen) for v in branches))
             bindings = scope.bindings.get(name, [])
             if not bindings:
                 return False

@@ -99,6 +99,52 @@ def reaching_value(
     return None
 
 
+def reaching_branch_values(
+    read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
+    bindings: Bindings,
+) -> list[ast.expr] | None:
+    """Where the last statement before ``read`` that binds its name is an ``if`` each branch
+    of which assigns it (``if shuffle: idx = randperm(n)`` / ``else: idx = arange(n)``, and
+    ``elif`` chains): the value each branch leaves; None otherwise (and where
+    :func:`reaching_value` has one answer)."""
+    name = read.id if type(read) is ast.Name else read.arg
+    child: ast.AST = read
+    node = parents.get(read)
+    while node is not None:
+        if isinstance(child, ast.stmt):
+            found = bindings.last_binding_before(node, child, name)
+            if found is None:
+                return None
+            if found[0] is not None:
+                return _branch_values(found[0], name, bindings, 0)
+        if node is scope_node:
+            return None
+        if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
+            if not (isinstance(node, _FOR) and child is node.iter) and bindings.binds(node, name):
+                return None
+        child = node
+        node = parents.get(node)
+    return None
+
+
+def _branch_values(statement: ast.stmt, name: str, bindings: Bindings, depth: int) -> list[ast.expr] | None:
+    """The values the branches of the ``if`` ``statement`` leave in ``name``, each by its last
+    statement that binds it: a plain assignment, or another such ``if``."""
+    if type(statement) is not ast.If or not statement.orelse or depth > 4:
+        return None
+    values: list[ast.expr] = []
+    for branch in (statement.body, statement.orelse):
+        last = next((s for s in reversed(branch) if bindings.binds(s, name)), None)
+        if last is None:
+            return None
+        value = _assigned_value(last, name, bindings)
+        inner = [value] if value is not None else _branch_values(last, name, bindings, depth + 1)
+        if inner is None:
+            return None
+        values += inner
+    return values
+
+
 def parameter_may_reach(read: ast.Name, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST]) -> bool:
     """May ``read`` see the object the caller passed for the parameter of its name? Not when
     a plain assignment of the name (``x = layer(x)``, ``x, y = ...``, ``with ... as x``)
