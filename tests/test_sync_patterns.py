@@ -393,3 +393,16 @@ def test_a_name_each_branch_of_an_if_assigns_has_what_the_branches_leave():
     )
     assert [(f.rule, f.line, f.message) for f in scan(code)] == [
         ("FX002", 16, "`moved.tolist()` reads a tensor value on the host")]
+
+
+def test_what_unique_gives_with_its_counts_is_a_pair_of_tensors_where_its_input_lives():
+    # timm's regnet: ``torch.unique(torch.tensor(widths, device='cpu'), return_counts=True)``.
+    code = (
+        "import torch\n\n\n"
+        "def stages(widths, x: torch.Tensor):\n"
+        "    stage_widths, stage_depths = torch.unique(torch.tensor(widths, device='cpu'), return_counts=True)\n"
+        "    values, counts = x.cuda().unique(return_counts=True)\n"
+        "    return stage_widths.tolist(), stage_depths.tolist(), counts.tolist()\n"
+    )
+    assert [(f.rule, f.line, f.message) for f in scan(code)] == [
+        ("FX002", 7, "`counts.tolist()` reads a tensor value on the host")]

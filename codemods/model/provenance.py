@@ -2694,6 +2694,10 @@ class Provenance:
         if type(expr) is not ast.Call:
             return False
         func = expr.func
+        if _unique_with_extras(expr) and (self.imports.qualify(func) in _UNIQUE_FUNCTIONS or (
+                type(func) is ast.Attribute and func.attr in ("unique", "unique_consecutive")
+                and self.kind(func.value) is Kind.TENSOR)):
+            return True
         positional, keywords = call_shape(expr)
         q = self.imports.qualify(func)
         if q is not None and q.startswith("torch."):
@@ -3122,6 +3126,18 @@ def passed_through(func: ast.AST) -> ast.arg | None:
                 and value.func.value.id == name and tensor_method_kind(value) is Kind.TENSOR):
             return None
     return param
+
+
+# ``torch.unique`` and ``torch.unique_consecutive`` are Python functions made by
+# ``boolean_dispatch`` (``torch/functional.py``), with no annotation the stubs reader can use:
+# a hand-written fact. With ``return_inverse=True`` or ``return_counts=True`` they give a
+# tuple of tensors (regnet's ``widths, depths = torch.unique(t, return_counts=True)``).
+_UNIQUE_FUNCTIONS = frozenset({"torch.unique", "torch.unique_consecutive"})
+
+
+def _unique_with_extras(call: ast.Call) -> bool:
+    return any(k.arg in ("return_inverse", "return_counts") and type(k.value) is ast.Constant
+               and k.value.value is True for k in call.keywords)  # type: ignore[attr-defined]
 
 
 def _is_none(node: object) -> bool:
