@@ -151,6 +151,7 @@ class Summary:
         # The names its top-level imports bind, read as a file's own imports are.
         self.imports = Imports(imports)
         self.origins = self.imports.origins
+
         def transparent(decorator: ast.expr) -> bool:  # as ``Provenance._transparent`` says
             target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
             if (self.imports.qualify(target) or "") in TRANSPARENT_DECORATORS:

@@ -3092,6 +3092,9 @@ def passed_through(func: ast.AST) -> ast.arg | None:
     if type(func) is not ast.FunctionDef or func.decorator_list:
         return None
     params = [*func.args.posonlyargs, *func.args.args]  # type: ignore[attr-defined]
+    last = func.body[-1]  # type: ignore[attr-defined]
+    if not (type(last) is ast.Return and type(last.value) is ast.Name and any(p.arg == last.value.id for p in params)):
+        return None  # (decided without a walk for almost every function: every module summarised asks)
     returned: set[str] = set()
     stores: list[ast.AST] = []
     nodes: list[ast.AST] = list(func.body)  # type: ignore[attr-defined]
