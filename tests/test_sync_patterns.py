@@ -406,3 +406,20 @@ def test_what_unique_gives_with_its_counts_is_a_pair_of_tensors_where_its_input_
     )
     assert [(f.rule, f.line, f.message) for f in scan(code)] == [
         ("FX002", 7, "`counts.tolist()` reads a tensor value on the host")]
+
+
+def test_a_name_unpacked_from_a_pair_of_tensors_then_rebound_is_a_tensor_where_read():
+    # timm's regnet: the names are rebound to lists on the next line, by unpacking too.
+    code = (
+        "import torch\n\n\n"
+        "def stages(widths, x: torch.Tensor):\n"
+        "    stage_widths, stage_depths = torch.unique(torch.tensor(widths, device='cpu'), return_counts=True)\n"
+        "    stage_widths, stage_depths = stage_widths.tolist(), stage_depths.tolist()\n"
+        "    values, counts = x.cuda().max(1)\n"
+        "    values, counts = values.tolist(), counts.tolist()\n"
+        "    return stage_widths, stage_depths, values, counts\n"
+    )
+    found = scan(code)
+    assert [(f.rule, f.line) for f in found] == [("FX002", 8), ("FX002", 8)]
+    assert [f.message for f in found] == ["`values.tolist()` reads a tensor value on the host",
+                                          "`counts.tolist()` reads a tensor value on the host"]

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .. import shortcuts
 from . import devices, torch_stubs
-from .reaching import Bindings, reaching_branch_values, reaching_value
+from .reaching import Bindings, reaching_branch_values, reaching_unpacked, reaching_value
 from .reductions import REDUCTIONS
 from .tree import children_of, nodes_within, number_of, tables
 
@@ -1525,6 +1525,9 @@ class Provenance:
                 kind = self._deeper(lambda: _join([self.kind(v) for v in values]))
                 if kind not in (Kind.UNKNOWN, Kind.PENDING):
                     return kind
+            unpacked = self.reaching_unpacked(name)
+            if unpacked is not None and self._deeper(lambda: self._unpacks_tensors(unpacked)):
+                return Kind.TENSOR  # ``a, b = torch.unique(t, return_counts=True)``, then ``a = a.tolist()``
         return self.name_kind_at(spelled, name)
 
     def narrowed(self, name: ast.Name | ast.arg) -> Kind | None:
@@ -1661,6 +1664,26 @@ class Provenance:
             found = reaching_value(name, scope.node, self.parents, self._bindings)
         self._reaching[key] = found
         return found
+
+    def reaching_unpacked(self, name: ast.Name | ast.arg) -> ast.expr | None:
+        """The value whose items a tuple of names that binds ``name`` last before this read
+        unpacks (see :func:`.reaching.reaching_unpacked`); None otherwise."""
+        if self._solving or self._reaching_depth > MAX_REACHING_DEPTH or type(name) is not ast.Name:
+            return None
+        scope = self.scope_of(name)
+        spelled = _spelling(name)
+        if not (len(scope.bindings.get(spelled, ())) > 1 and scope.lookup(spelled) is scope
+                and spelled not in self._declared_elsewhere()):
+            return None
+        if self._bindings is None:
+            self._bindings = Bindings(self.module)
+        return reaching_unpacked(name, scope.node, self.parents, self._bindings)
+
+    def _unpacks_tensors(self, value: ast.expr) -> bool:
+        """Does unpacking ``value`` give tensors (a tensor's rows, a pair such as ``t.max(1)``, a
+        tuple of them such as ``torch.split(x, 2)``)? As an ``unpack`` binding's kind says."""
+        return self.kind(value) is Kind.TENSOR or (type(value) is ast.Call and self.tensor_pair(value)) or (
+            self.tensor_sequence(value))
 
     def reaching_branches(self, name: ast.Name | ast.arg) -> list[ast.expr] | None:
         """The values the branches of an ``if`` before this read leave in ``name``, where each
@@ -2472,6 +2495,9 @@ class Provenance:
             branches = self.reaching_branches(expr) if value is None and t is ast.Name else None  # type: ignore[arg-type]
             if branches:
                 return self._deeper(lambda: all(self._cpu(v, seen) for v in branches))
+            unpacked = self.reaching_unpacked(expr) if value is None and t is ast.Name else None  # type: ignore[arg-type]
+            if unpacked is not None and self._unpacks_tensors(unpacked):
+                return self._deeper(lambda: self._cpu(unpacked, seen))
             bindings = scope.bindings.get(name, [])
             if not bindings:
                 return False

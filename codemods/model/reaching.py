@@ -127,6 +127,41 @@ def reaching_branch_values(
     return None
 
 
+def reaching_unpacked(
+    read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
+    bindings: Bindings,
+) -> ast.expr | None:
+    """Where the last statement before ``read`` that binds its name unpacks one value into a
+    tuple of names (``widths, depths = torch.unique(t, return_counts=True)``): that value, of
+    which the name is an item; None otherwise (and where :func:`reaching_value` has one answer)."""
+    name = read.id if type(read) is ast.Name else read.arg
+    child: ast.AST = read
+    node = parents.get(read)
+    while node is not None:
+        if isinstance(child, ast.stmt):
+            found = bindings.last_binding_before(node, child, name)
+            if found is None:
+                return None
+            statement = found[0]
+            if statement is None:
+                return None
+            if (type(statement) is ast.Assign and len(statement.targets) == 1
+                    and type(statement.targets[0]) in (ast.Tuple, ast.List)
+                    and type(statement.value) not in (ast.Tuple, ast.List) and not _walrus_in(statement.value)
+                    and any(type(e) is ast.Name and e.id == name for e in statement.targets[0].elts)
+                    and not any(type(e) is ast.Starred for e in statement.targets[0].elts)):
+                return statement.value
+            return None
+        if node is scope_node:
+            return None
+        if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
+            if not (isinstance(node, _FOR) and child is node.iter) and bindings.binds(node, name):
+                return None
+        child = node
+        node = parents.get(node)
+    return None
+
+
 def _branch_values(statement: ast.stmt, name: str, bindings: Bindings, depth: int) -> list[ast.expr] | None:
     """The values the branches of the ``if`` ``statement`` leave in ``name``, each by its last
     statement that binds it: a plain assignment, or another such ``if``."""
