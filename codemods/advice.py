@@ -7,6 +7,7 @@ import ast
 from .model.context import FUNCTIONS, FileContext
 from .model.output_calls import argument_values, output_call
 from .model.provenance import Kind, dotted_name
+from .model.syncs import SyncSite
 from .model.tree import callee_name, walk
 
 SIZE_FUNCTIONS = frozenset(
@@ -182,6 +183,12 @@ SERIALIZERS = frozenset({"dump", "dumps", "save", "safe_dump", "write_json", "to
 
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns", "time.time_ns",
                     "time.monotonic_ns", "timeit.default_timer"})
+
+
+def if_tensor(ctx: FileContext, site: SyncSite) -> str:
+    """What a note on ``site`` starts with where its value is not known to be a tensor:
+    "(if `x` is a tensor) "; "" where it is."""
+    return "" if site.certain else f"(if `{ctx.code(site.value)}` is a tensor) "
 
 
 def advice(ctx: FileContext, node: ast.AST) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from .advice import ADVICE, advice, per_element, per_element_advice
+from .advice import ADVICE, advice, if_tensor, per_element, per_element_advice
 from .model.context import FileContext
 from .model.syncs import SyncSite
 from .rule import Report, Rule, unclaimed
@@ -32,6 +32,5 @@ class SiteRule(Rule):
                     note = per_element_advice(ctx, iterable)
                 else:
                     note = self.note(ctx, site)
-                if not site.certain:
-                    note = f"(if `{ctx.code(site.value)}` is a tensor) {note}"
+                note = if_tensor(ctx, site) + note
                 yield Report(site.node, self.message(ctx, site), sites=[site], note=note)

@@ -57,6 +57,8 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, *_COMPREHENSIONS)
 _OUTPUT_METHODS = LOG_METHODS | LOG_ONCE_METHODS | METRIC_METHODS | PROGRESS_METHODS | {"warn", "write", "print"}
 # Hugging Face Accelerate's ``Accelerator``: its ``print`` is ``print`` on the main process.
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+# What makes a wandb run, whose ``log`` is ``wandb.log``'s.
+_WANDB_RUNS = frozenset({"wandb.init"})
 # Calls whose replay at another moment is not the same call: they read the live
 # exception or the caller's stack.
 LIVE_METHODS = frozenset({"exception"})
@@ -396,13 +398,13 @@ def _method_kind(ctx: FileContext, func: ast.Attribute) -> OutputKind | None:
     if method in LOG_METHODS or method in LOG_ONCE_METHODS:
         if qualified.rpartition(".")[0] in LOGGING_MODULES:
             return OutputKind.LOGGING
-        if qualified in ("wandb.log", "wandb.run.log") or (method == "log" and _is_wandb_run(ctx, func.value)):
+        if qualified in ("wandb.log", "wandb.run.log") or (method == "log" and _made_only_by(ctx, func.value, _WANDB_RUNS)):
             return OutputKind.METRICS
         return OutputKind.LOGGER if _is_logger(ctx, func.value) else None
     if method == "write":
         return OutputKind.PRINT if qualified in WRITE_FUNCTIONS else None
     if method == "print":
-        return OutputKind.PRINT if _is_accelerator(ctx, func.value) else None
+        return OutputKind.PRINT if _made_only_by(ctx, func.value, ACCELERATOR_CLASSES) else None
     if method in METRIC_METHODS:
         return OutputKind.METRICS
     if method in PROGRESS_METHODS:
@@ -410,19 +412,12 @@ def _method_kind(ctx: FileContext, func: ast.Attribute) -> OutputKind | None:
     return None
 
 
-def _is_wandb_run(ctx: FileContext, receiver: ast.expr) -> bool:
-    """``run`` (or ``self.run``) made only by ``wandb.init(...)``: its ``log`` is ``wandb.log``'s."""
+def _made_only_by(ctx: FileContext, receiver: ast.expr, callees: frozenset[str]) -> bool:
+    """Is every value assigned to ``receiver`` (a name, or ``self.x``) a call of one of
+    ``callees``? ``accelerator = Accelerator(...)``, ``run = wandb.init(...)``."""
     values = ctx.provenance.assigned_values(receiver)
     return bool(values) and all(
-        type(v) is ast.Call and ctx.provenance.imports.qualify(v.func) == "wandb.init" for v in values  # type: ignore[attr-defined]
-    )
-
-
-def _is_accelerator(ctx: FileContext, receiver: ast.expr) -> bool:
-    """``accelerator`` (or ``self.accelerator``) made only by ``Accelerator(...)``."""
-    values = ctx.provenance.assigned_values(receiver)
-    return bool(values) and all(
-        type(v) is ast.Call and ctx.provenance.imports.qualify(v.func) in ACCELERATOR_CLASSES for v in values  # type: ignore[attr-defined]
+        type(v) is ast.Call and ctx.provenance.imports.qualify(v.func) in callees for v in values  # type: ignore[attr-defined]
     )
 
 
@@ -492,8 +487,7 @@ def writer_ended_by(ctx: FileContext, call: ast.Call, found: OutputCall) -> str:
     imports = ctx.provenance.imports
     if imports.qualify(receiver) in HOOKED_WRITERS:
         return ""  # ``wandb.log(...)``
-    made = ctx.provenance.assigned_values(receiver)
-    if made and all(type(v) is ast.Call and imports.qualify(v.func) in HOOKED_WRITERS for v in made):  # type: ignore[attr-defined]
+    if _made_only_by(ctx, receiver, HOOKED_WRITERS):
         return ""  # ``writer = SummaryWriter(...)``, ``run = wandb.init(...)``
     writer = ctx.code(receiver)
 

@@ -46,14 +46,13 @@ from typing import TypeVar
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
 from .provenance import (
-    TRANSPARENT_DECORATORS,
     Imports,
     Kind,
     Provenance,
     annotation_kind,
     is_module_class,
     passed_through,
-    returns_its_argument,
+    transparent,
 )
 from .tree import Text, activated, keeping_active, parse_module, walk
 
@@ -152,34 +151,28 @@ class Summary:
         self.imports = Imports(imports)
         self.origins = self.imports.origins
 
-        def transparent(decorator: ast.expr) -> bool:  # as ``Provenance._transparent`` says
-            target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
-            if (self.imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
-                return True
-            return type(decorator) is ast.Name and decorator.id in single and (  # type: ignore[attr-defined]
-                returns_its_argument(functions[decorator.id]))  # type: ignore[attr-defined]
-
         # The functions its analysis reads: one ``def`` of the name, in the module's own body,
         # the name bound nowhere else at the top level.
         in_body = {id(stmt) for stmt in module.body}
         def_counts = Counter(defs)
         single = {name for name, function in functions.items()
                   if def_counts[name] == 1 and bound[name] == 1 and id(function) in in_body}
+
+        def local(name: ast.Name) -> ast.FunctionDef | None:  # as ``Provenance.local_function`` finds it
+            return functions[name.id] if name.id in single else None
+
         for name, writes in _writing_functions(functions, text).items():
             function = functions[name]
             returns = Kind.UNKNOWN
             opaque = False
             if name in single:
-                if all(transparent(d) for d in function.decorator_list):
+                if all(transparent(d, self.imports, local) for d in function.decorator_list):
                     if function.returns is not None:
                         returns = annotation_kind(self.imports, function.returns)
                 else:
                     opaque = True
-            through = passed_through(function) if name in single else None
-            passes = None if through is None else (
-                [*function.args.posonlyargs, *function.args.args].index(through), through.arg)
             self.definitions[name] = Defined("function", may_write=writes, returns=returns, opaque=opaque,
-                                             passes=passes)
+                                             passes=passed_through(function) if name in single else None)
 
     def qualify(self, expr: ast.AST) -> str | None:
         return self.imports.qualify(expr)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .. import shortcuts
 from . import devices, torch_stubs
-from .reaching import Bindings, reaching_branch_values, reaching_unpacked, reaching_value
+from .reaching import Bindings, assigned_value, branch_values, reaching_binding, unpacked_value
 from .reductions import REDUCTIONS
 from .tree import children_of, nodes_within, number_of, tables
 
@@ -743,8 +743,7 @@ class Provenance:
         self._pending_reads = 0
         self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
         self._scope_cache: dict[ast.AST, Scope] = {}
-        self._reaching: dict[int, ast.expr | ast.arg | None] = {}  # id(Name) -> what it sees
-        self._reaching_branches: dict[int, list[ast.expr] | None] = {}  # id(Name) -> what an if's branches leave
+        self._reaching: dict[int, ast.stmt | ast.arg | None] = {}  # id(Name) -> the binding it sees
         self._reaching_depth = 0
         self._bindings: Bindings | None = None  # where each name is bound, for reaching()
         self._global_names: frozenset[str] | None = None
@@ -1262,16 +1261,6 @@ class Provenance:
             classes.append(local)
         return classes
 
-    def _transparent(self, decorator: ast.expr) -> bool:
-        """Does a function decorated with ``decorator`` still return what its body returns?
-        A known decorator (``lru_cache``, ``torch.no_grad``), or a function of this file that
-        gives back the function it is given."""
-        target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
-        if (self.imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
-            return True
-        local = self.local_function(decorator) if type(decorator) is ast.Name else None
-        return local is not None and returns_its_argument(local)
-
     def _passed_tensor(self, call: ast.Call, place: int, name: str) -> bool:
         """Is the argument ``call`` passes for the positional parameter ``name`` (the
         ``place``-th) a tensor?"""
@@ -1284,7 +1273,7 @@ class Provenance:
 
     def _compute_return(self, func: ast.FunctionDef) -> Kind:
         """What a function of this file returns: what all its ``return``s agree on."""
-        if not all(self._transparent(decorator) for decorator in func.decorator_list):
+        if not all(transparent(decorator, self.imports, self.local_function) for decorator in func.decorator_list):
             return Kind.UNKNOWN
         if func.returns is not None:
             annotated = self._annotation_kind(func.returns)
@@ -1463,10 +1452,8 @@ class Provenance:
                 return Kind.UNKNOWN if self.kind(expr.operand) is Kind.TENSOR else Kind.NUMBER  # type: ignore[attr-defined]
             return self.kind(expr.operand)  # type: ignore[attr-defined]
         if t is ast.BinOp:
-            if type(expr.op) is ast.Mod and is_text(expr.left):  # type: ignore[attr-defined]
-                return Kind.OTHER  # ``"%.3f" % loss``, ``("%g" * 3) % t``: a string
-            if type(expr.op) in (ast.Add, ast.Mult) and (is_text(expr.left) or is_text(expr.right)):  # type: ignore[attr-defined]
-                return Kind.OTHER  # ``' ' * 8``, ``"loss: " + s``: a string (with a tensor, an error)
+            if made_from_text(expr):  # type: ignore[arg-type]
+                return Kind.OTHER  # ``"%.3f" % loss``, ``' ' * 8``, ``"loss: " + s``: a string (with a tensor, an error)
             left, right = self.kind(expr.left), self.kind(expr.right)  # type: ignore[attr-defined]
             if Kind.PENDING in (left, right) and not {left, right} & {Kind.TENSOR, Kind.NUMPY}:
                 return Kind.PENDING
@@ -1641,11 +1628,10 @@ class Provenance:
         finally:
             self._reaching_depth -= 1
 
-    def reaching(self, name: ast.Name | ast.arg) -> ast.expr | ast.arg | None:
-        """The value of the assignment this read of ``name`` certainly sees, in straight-line
-        code of its own scope (see :mod:`.reaching`); None where there is no such one (and
-        while names are being solved: a name has one kind for its scope there). A parameter
-        (its ``ast.arg``: libcst's ``Name`` of it) sees itself, where its name is rebound."""
+    def _reaching_binding(self, name: ast.Name | ast.arg) -> ast.stmt | ast.arg | None:
+        """The statement binding ``name`` that this read certainly sees last, or the parameter,
+        in straight-line code of its own scope (see :mod:`.reaching`); None where there is no
+        such one (and while names are being solved: a name has one kind for its scope there)."""
         if self._solving or self._reaching_depth > MAX_REACHING_DEPTH:
             return None
         key = id(name)
@@ -1661,23 +1647,25 @@ class Provenance:
         ):
             if self._bindings is None:
                 self._bindings = Bindings(self.module)
-            found = reaching_value(name, scope.node, self.parents, self._bindings)
+            found = reaching_binding(name, scope.node, self.parents, self._bindings)
         self._reaching[key] = found
         return found
 
+    def reaching(self, name: ast.Name | ast.arg) -> ast.expr | ast.arg | None:
+        """The value of the assignment this read of ``name`` certainly sees; None where there
+        is no such one. A parameter (its ``ast.arg``: libcst's ``Name`` of it) sees itself,
+        where its name is rebound."""
+        found = self._reaching_binding(name)
+        if found is None or type(found) is ast.arg:
+            return found
+        return assigned_value(found, _spelling(name), self._bindings)  # type: ignore[arg-type]
+
     def reaching_unpacked(self, name: ast.Name | ast.arg) -> ast.expr | None:
         """The value whose items a tuple of names that binds ``name`` last before this read
-        unpacks (see :func:`.reaching.reaching_unpacked`); None otherwise."""
-        if self._solving or self._reaching_depth > MAX_REACHING_DEPTH or type(name) is not ast.Name:
+        unpacks (see :func:`.reaching.unpacked_value`); None otherwise."""
+        if type(name) is not ast.Name:
             return None
-        scope = self.scope_of(name)
-        spelled = _spelling(name)
-        if not (len(scope.bindings.get(spelled, ())) > 1 and scope.lookup(spelled) is scope
-                and spelled not in self._declared_elsewhere()):
-            return None
-        if self._bindings is None:
-            self._bindings = Bindings(self.module)
-        return reaching_unpacked(name, scope.node, self.parents, self._bindings)
+        return unpacked_value(self._reaching_binding(name), name.id)
 
     def _unpacks_tensors(self, value: ast.expr) -> bool:
         """Does unpacking ``value`` give tensors (a tensor's rows, a pair such as ``t.max(1)``, a
@@ -1687,24 +1675,10 @@ class Provenance:
 
     def reaching_branches(self, name: ast.Name | ast.arg) -> list[ast.expr] | None:
         """The values the branches of an ``if`` before this read leave in ``name``, where each
-        branch assigns it last (see :func:`.reaching.reaching_branch_values`); None otherwise."""
-        if self._solving or self._reaching_depth > MAX_REACHING_DEPTH or type(name) is not ast.Name:
+        branch assigns it last (see :func:`.reaching.branch_values`); None otherwise."""
+        if type(name) is not ast.Name:
             return None
-        key = id(name)
-        if key in self._reaching_branches:
-            return self._reaching_branches[key]
-        scope = self.scope_of(name)
-        spelled = _spelling(name)
-        found = None
-        if (
-            len(scope.bindings.get(spelled, ())) > 1 and scope.lookup(spelled) is scope
-            and spelled not in self._declared_elsewhere()
-        ):
-            if self._bindings is None:
-                self._bindings = Bindings(self.module)
-            found = reaching_branch_values(name, scope.node, self.parents, self._bindings)
-        self._reaching_branches[key] = found
-        return found
+        return branch_values(self._reaching_binding(name), name.id, self._bindings)  # type: ignore[arg-type]
 
     def _declared_elsewhere(self) -> frozenset[str]:
         """Names some function declares ``global`` or ``nonlocal``: a call may rebind them."""
@@ -2856,10 +2830,8 @@ class Provenance:
             if returned is not Kind.UNKNOWN:
                 return returned  # ``self.stats(x)`` where ``stats`` returns ``torch.stack(...)``
             through = passed_through(local) if type(func) is ast.Name else None
-            if through is not None:
-                params = [*local.args.posonlyargs, *local.args.args]  # type: ignore[attr-defined]
-                if self._passed_tensor(call, params.index(through), through.arg):
-                    return Kind.TENSOR
+            if through is not None and self._passed_tensor(call, *through):
+                return Kind.TENSOR
         elif self.external is not None and (type(func) is ast.Name or type(func) is ast.Attribute):
             # A function or class another module of the project defines (``from .losses
             # import compute_loss``): what it returns there.
@@ -3051,6 +3023,17 @@ def _is_text(expr: ast.expr) -> bool:
     return (t is ast.Constant and type(expr.value) in (str, bytes)) or t is ast.JoinedStr  # type: ignore[attr-defined]
 
 
+def made_from_text(expr: ast.expr) -> bool:
+    """Is ``expr`` made from a string literal by string operations (``"%d" % n``, ``' ' * 8``,
+    ``"a" + s``, ``' '.join(parts)``, ``"a,b".split(",")``)? A string, strings, a bool or a number
+    then: never a tensor."""
+    if type(expr) is ast.BinOp:
+        op = type(expr.op)  # type: ignore[attr-defined]
+        return (op is ast.Mod and is_text(expr.left)) or (  # type: ignore[attr-defined]
+            op in (ast.Add, ast.Mult) and (is_text(expr.left) or is_text(expr.right)))  # type: ignore[attr-defined]
+    return type(expr) is ast.Call and type(expr.func) is ast.Attribute and is_text(expr.func.value)  # type: ignore[attr-defined]
+
+
 def is_text(expr: ast.expr) -> bool:
     """A string by its syntax: a literal, or one repeated or joined (``"%g " * 3``, ``"a" + s``,
     ``"%11s" * 2 + "%11.4g" * 5``)."""
@@ -3079,6 +3062,18 @@ def _stub_body(func: ast.FunctionDef) -> bool:
     return True
 
 
+def transparent(decorator: ast.expr, imports: Imports,
+                local_function: Callable[[ast.Name], ast.AST | None]) -> bool:
+    """Does a function decorated with ``decorator`` still return what its body returns? A known
+    decorator (``lru_cache``, ``torch.no_grad``), or a function of the module (``local_function``
+    finds it: the one the module's analysis reads) that gives back the function it is given."""
+    target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
+    if (imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
+        return True
+    local = local_function(decorator) if type(decorator) is ast.Name else None  # type: ignore[arg-type]
+    return local is not None and returns_its_argument(local)
+
+
 def returns_its_argument(func: ast.AST) -> bool:
     """A decorator that gives back the function it is given (``def mark(fn): fn.flag = True;
     return fn``): every ``return`` of its body returns its first parameter, never rebound.
@@ -3086,75 +3081,59 @@ def returns_its_argument(func: ast.AST) -> bool:
     if type(func) is not ast.FunctionDef:
         return False
     first = _first_param(func)  # type: ignore[arg-type]
-    if first is None:
-        return False
-    returns = 0
-    nodes: list[ast.AST] = list(func.body)  # type: ignore[attr-defined]
-    while nodes:
-        node = nodes.pop()
-        t = type(node)
-        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
-            continue  # a nested scope's ``return`` is not the decorator's
-        if t is ast.Return:
-            value = node.value  # type: ignore[attr-defined]
-            if not (type(value) is ast.Name and value.id == first.arg):
-                return False
-            returns += 1
-        elif t in (ast.Yield, ast.YieldFrom, ast.Await):
-            return False
-        elif t is ast.Name and node.id == first.arg and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            return False
-        elif t is ast.Global or t is ast.Nonlocal:
-            return False
-        nodes.extend(ast.iter_child_nodes(node))
-    return returns > 0
+    return first is not None and _gives_back(func, first, lambda assign: False)
 
 
-def passed_through(func: ast.AST) -> ast.arg | None:
-    """The positional parameter every ``return`` of ``func`` gives back: itself, or a copy
-    a tensor method made of it (stylegan2's ``def reduce_sum(tensor)``, which returns
-    ``tensor`` or ``tensor.clone()`` summed over processes in place). Called with a tensor,
-    such a function returns a tensor; with anything else, nothing is known."""
+def passed_through(func: ast.AST) -> tuple[int, str] | None:
+    """The positional parameter (its place, its name) every ``return`` of ``func`` gives back:
+    itself, or a copy a tensor method made of it (stylegan2's ``def reduce_sum(tensor)``, which
+    returns ``tensor`` or ``tensor.clone()`` summed over processes in place). Called with a
+    tensor, such a function returns a tensor; with anything else, nothing is known."""
     if type(func) is not ast.FunctionDef or func.decorator_list:
         return None
     params = [*func.args.posonlyargs, *func.args.args]  # type: ignore[attr-defined]
     last = func.body[-1]  # type: ignore[attr-defined]
-    if not (type(last) is ast.Return and type(last.value) is ast.Name and any(p.arg == last.value.id for p in params)):
+    if not (type(last) is ast.Return and type(last.value) is ast.Name):
         return None  # (decided without a walk for almost every function: every module summarised asks)
-    returned: set[str] = set()
-    stores: list[ast.AST] = []
-    nodes: list[ast.AST] = list(func.body)  # type: ignore[attr-defined]
+    name = last.value.id  # type: ignore[attr-defined]
+    place = next((i for i, p in enumerate(params) if p.arg == name), None)
+
+    def copies_it(assign: ast.Assign) -> bool:  # ``tensor = tensor.clone()``: a tensor of a tensor
+        value = assign.value
+        return (type(value) is ast.Call and type(value.func) is ast.Attribute and type(value.func.value) is ast.Name
+                and value.func.value.id == name and tensor_method_kind(value) is Kind.TENSOR)  # type: ignore[attr-defined]
+
+    return (place, name) if place is not None and _gives_back(func, params[place], copies_it) else None
+
+
+def _gives_back(func: ast.FunctionDef, param: ast.arg, may_rebind: Callable[[ast.Assign], bool]) -> bool:
+    """Does every ``return`` of ``func``'s own body (not its nested functions') give back
+    ``param``, rebound only by assignments ``may_rebind`` accepts? Not where the function is
+    a generator or a coroutine, or declares a name ``global``."""
+    name = param.arg
+    returns = 0
+    nodes: list[ast.AST] = list(func.body)
     while nodes:
         node = nodes.pop()
         t = type(node)
         if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
-            continue
+            continue  # a nested scope's ``return`` is not this function's
         if t is ast.Return:
             value = node.value  # type: ignore[attr-defined]
-            if type(value) is not ast.Name:
-                return None
-            returned.add(value.id)
+            if not (type(value) is ast.Name and value.id == name):
+                return False
+            returns += 1
         elif t in (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal):
-            return None
-        elif t is ast.Name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-            stores.append(node)
-        nodes.extend(ast.iter_child_nodes(node))
-    if len(returned) != 1:
-        return None
-    name = next(iter(returned))
-    param = next((p for p in params if p.arg == name), None)
-    if param is None:
-        return None
-    for store in stores:
-        if store.id != name:  # type: ignore[attr-defined]
+            return False
+        elif t is ast.Assign and may_rebind(node):  # type: ignore[arg-type]
+            # The name as a target of this assignment is a rebinding allowed: not a store refused.
+            nodes.append(node.value)  # type: ignore[attr-defined]
+            nodes.extend(tg for tg in node.targets if not (type(tg) is ast.Name and tg.id == name))  # type: ignore[attr-defined]
             continue
-        # ``tensor = tensor.clone()``: a method of the parameter that makes a tensor of one.
-        assign = next((s for s in ast.walk(func) if type(s) is ast.Assign and store in s.targets), None)  # type: ignore[attr-defined]
-        value = assign.value if assign is not None else None  # type: ignore[attr-defined]
-        if not (type(value) is ast.Call and type(value.func) is ast.Attribute and type(value.func.value) is ast.Name
-                and value.func.value.id == name and tensor_method_kind(value) is Kind.TENSOR):
-            return None
-    return param
+        elif t is ast.Name and node.id == name and type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+            return False
+        nodes.extend(ast.iter_child_nodes(node))
+    return returns > 0
 
 
 # ``torch.unique`` and ``torch.unique_consecutive`` are Python functions made by

@@ -8,14 +8,16 @@ agree on). That is wrong where code rebinds a name to something else:
     t = torch.tensor([count, total], device="cuda")
     t = t.tolist()                       # the `t` read here is the tensor
 
-:func:`reaching_value` answers, for one read, the value of the assignment that
+:func:`reaching_binding` answers, for one read, the assignment that
 every path to it runs last: an earlier statement of the same block (or of a
 block around it, through ``if`` and ``with``), with no other binding of the
 name in between; or, before any, the function's parameter. Loops (a later statement may run before the read, on the next
-pass) and ``try`` (the binding may not have run) that rebind the name, and
-anything that binds it in another way (``+=``, ``for``, ``with ... as``,
-unpacking a call, a nested function), give no answer: the scope-wide kind
-stands.
+pass) and ``try`` (the binding may not have run) that rebind the name give no answer.
+What that statement leaves in the name is read three ways: a plain assignment's value
+(:func:`assigned_value`), the values the branches of an ``if`` assign
+(:func:`branch_values`), and the value a tuple of names unpacks (:func:`unpacked_value`).
+Anything else that binds it (``+=``, ``for``, ``with ... as``, a nested function) gives
+no answer: the scope-wide kind stands.
 """
 
 from __future__ import annotations
@@ -66,12 +68,14 @@ def statements_holding(block: ast.AST, child: ast.AST) -> list[ast.stmt] | None:
     return None
 
 
-def reaching_value(
+def reaching_binding(
     read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
     bindings: Bindings,
-) -> ast.expr | ast.arg | None:
-    """The value ``read`` certainly sees (see the module docstring): an assigned value,
-    or the function's parameter (its ``ast.arg``) when no assignment comes before; or None.
+) -> ast.stmt | ast.arg | None:
+    """The statement that binds ``read``'s name last on every path to it (see the module
+    docstring), or the function's parameter (its ``ast.arg``) when no statement does; None
+    where there is no such one. What it leaves there is read by :func:`assigned_value`,
+    :func:`branch_values` and :func:`unpacked_value`.
 
     ``scope_node``: the function (or module) whose local ``read`` is; ``bindings``: the
     module's :class:`Bindings`. (A parameter, its ``ast.arg``, sees itself.)"""
@@ -83,9 +87,8 @@ def reaching_value(
             found = bindings.last_binding_before(node, child, name)
             if found is None:
                 return None
-            earlier = found[0]
-            if earlier is not None:
-                return _assigned_value(earlier, name, bindings)
+            if found[0] is not None:
+                return found[0]
         if node is scope_node:
             return _parameter(node, name)
         if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
@@ -99,67 +102,26 @@ def reaching_value(
     return None
 
 
-def reaching_branch_values(
-    read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
-    bindings: Bindings,
-) -> list[ast.expr] | None:
-    """Where the last statement before ``read`` that binds its name is an ``if`` each branch
-    of which assigns it (``if shuffle: idx = randperm(n)`` / ``else: idx = arange(n)``, and
-    ``elif`` chains): the value each branch leaves; None otherwise (and where
-    :func:`reaching_value` has one answer)."""
-    name = read.id if type(read) is ast.Name else read.arg
-    child: ast.AST = read
-    node = parents.get(read)
-    while node is not None:
-        if isinstance(child, ast.stmt):
-            found = bindings.last_binding_before(node, child, name)
-            if found is None:
-                return None
-            if found[0] is not None:
-                return _branch_values(found[0], name, bindings, 0)
-        if node is scope_node:
-            return None
-        if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
-            if not (isinstance(node, _FOR) and child is node.iter) and bindings.binds(node, name):
-                return None
-        child = node
-        node = parents.get(node)
-    return None
+def branch_values(statement: ast.stmt | ast.arg | None, name: str, bindings: Bindings) -> list[ast.expr] | None:
+    """Where ``statement`` (a read's :func:`reaching_binding`) is an ``if`` each branch of which
+    assigns ``name`` (``if shuffle: idx = randperm(n)`` / ``else: idx = arange(n)``, and
+    ``elif`` chains): the value each branch leaves; None otherwise."""
+    return _branch_values(statement, name, bindings, 0) if type(statement) is ast.If else None
 
 
-def reaching_unpacked(
-    read: ast.Name | ast.arg, scope_node: ast.AST, parents: Mapping[ast.AST, ast.AST],
-    bindings: Bindings,
-) -> ast.expr | None:
-    """Where the last statement before ``read`` that binds its name unpacks one value into a
-    tuple of names (``widths, depths = torch.unique(t, return_counts=True)``): that value, of
-    which the name is an item; None otherwise (and where :func:`reaching_value` has one answer)."""
-    name = read.id if type(read) is ast.Name else read.arg
-    child: ast.AST = read
-    node = parents.get(read)
-    while node is not None:
-        if isinstance(child, ast.stmt):
-            found = bindings.last_binding_before(node, child, name)
-            if found is None:
-                return None
-            statement = found[0]
-            if statement is None:
-                return None
-            if (type(statement) is ast.Assign and len(statement.targets) == 1
-                    and type(statement.targets[0]) in (ast.Tuple, ast.List)
-                    and type(statement.value) not in (ast.Tuple, ast.List) and not _walrus_in(statement.value)
-                    and any(type(e) is ast.Name and e.id == name for e in statement.targets[0].elts)
-                    and not any(type(e) is ast.Starred for e in statement.targets[0].elts)):
-                return statement.value
-            return None
-        if node is scope_node:
-            return None
-        if isinstance(node, _COMPOUND) and not isinstance(node, _STRAIGHT):
-            if not (isinstance(node, _FOR) and child is node.iter) and bindings.binds(node, name):
-                return None
-        child = node
-        node = parents.get(node)
-    return None
+def unpacked_value(statement: ast.stmt | ast.arg | None, name: str) -> ast.expr | None:
+    """Where ``statement`` (a read's :func:`reaching_binding`) unpacks one value into a tuple
+    of names, ``name`` among them (``widths, depths = torch.unique(t, return_counts=True)``):
+    that value; None otherwise."""
+    if not (type(statement) is ast.Assign and len(statement.targets) == 1):
+        return None
+    target, value = statement.targets[0], statement.value
+    if type(target) not in (ast.Tuple, ast.List) or type(value) in (ast.Tuple, ast.List) or _walrus_in(value):
+        return None
+    elements = target.elts  # type: ignore[attr-defined]
+    if any(type(e) is ast.Starred for e in elements) or not any(type(e) is ast.Name and e.id == name for e in elements):
+        return None
+    return value
 
 
 def _branch_values(statement: ast.stmt, name: str, bindings: Bindings, depth: int) -> list[ast.expr] | None:
@@ -172,7 +134,7 @@ def _branch_values(statement: ast.stmt, name: str, bindings: Bindings, depth: in
         last = next((s for s in reversed(branch) if bindings.binds(s, name)), None)
         if last is None:
             return None
-        value = _assigned_value(last, name, bindings)
+        value = assigned_value(last, name, bindings)
         inner = [value] if value is not None else _branch_values(last, name, bindings, depth + 1)
         if inner is None:
             return None
@@ -227,7 +189,7 @@ def _parameter(scope_node: ast.AST, name: str) -> ast.arg | None:
     return None
 
 
-def _assigned_value(statement: ast.AST, name: str, bindings: Bindings) -> ast.expr | None:
+def assigned_value(statement: ast.AST, name: str, bindings: Bindings) -> ast.expr | None:
     """The value ``statement`` (which binds ``name``) leaves in it, when it is a plain
     assignment that certainly does."""
     if type(statement) is ast.AnnAssign:

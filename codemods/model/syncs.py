@@ -272,14 +272,15 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
 
 # Functions that build a new tensor from nested Python sequences, reading each number in them.
 _BUILDERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+_BUILDER_NAMES = frozenset(q.rpartition(".")[2] for q in _BUILDERS)
 
 
 def _builds_from_elements(ctx: FileContext, call: ast.Call) -> bool:
     """``torch.tensor(xs)`` of a list (or tuple) of tensors (``torch.tensor([a.sum(), b.sum()])``,
     yolov5's ``torch.tensor(xyxy)`` of ``for *xyxy, conf, cls in det``): the new tensor is
     built from each element's value, read on the host one by one."""
-    if (ctx.provenance.imports.qualify(call.func) or "") not in _BUILDERS:
-        return False
+    if callee_name(call.func) not in _BUILDER_NAMES or (ctx.provenance.imports.qualify(call.func) or "") not in _BUILDERS:
+        return False  # (the name first: this is asked of every call of the file)
     data = call.args[0]
     kind = ctx.kind(data)
     return kind is not Kind.TENSOR and kind is not Kind.NUMPY and ctx.provenance.element_kind(data) is Kind.TENSOR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..advice import ADVICE, size_advice, usage
+from ..advice import ADVICE, if_tensor, size_advice, usage
 from ..fixes.dynamo_config import config_form, config_replacements, missing_flags
 from ..model.context import FileContext
 from ..model.data_dependent import (
@@ -317,7 +317,7 @@ def traced_read_report(ctx: FileContext, site: SyncSite, read: ScalarRead, fixes
                     "the graph under any setting)")
     sync = by_hand(ctx, read, site)
     # ``size.tolist()`` of a value not known to be a tensor: the note says so first, as FX002's.
-    hedge = "" if site.certain else f"(if `{ctx.code(site.value)}` is a tensor) "
+    hedge = if_tensor(ctx, site)
     why = captured(ctx, site.node, SCALARS)
     if why:
         site.captured = why

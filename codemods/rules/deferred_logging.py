@@ -34,7 +34,8 @@ from ..model.output_calls import (
     writer_ended_by,
     stable_receiver,
 )
-from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text
+from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_text, made_from_text
+from ..model.reaching import statements_holding
 from ..model.signs import zero_divisor
 from ..model.streams import (
     program_replaces_streams,
@@ -375,16 +376,14 @@ _PROGRAM_ENDS = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort"})
 def _program_ends_after(ctx: FileContext, stmt: ast.stmt) -> ast.AST | None:
     """A statement after ``stmt`` in its own block that stops the program: ``sys.exit(1)``,
     ``os._exit(...)`` (dino's ``print("Loss is nan")`` before ``sys.exit(1)``); None otherwise."""
-    parent = ctx.parents.get(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if type(block) is list and any(s is stmt for s in block):
-            index = next(i for i, s in enumerate(block) if s is stmt)
-            for later in block[index + 1:]:
-                if type(later) is ast.Expr and type(later.value) is ast.Call and (  # type: ignore[attr-defined]
-                        (ctx.provenance.imports.qualify(later.value.func) or "") in _PROGRAM_ENDS):  # type: ignore[attr-defined]
-                    return later
-            return None
+    block = statements_holding(ctx.parents.get(stmt), stmt)
+    if block is None:
+        return None
+    index = next(i for i, s in enumerate(block) if s is stmt)
+    for later in block[index + 1:]:
+        if type(later) is ast.Expr and type(later.value) is ast.Call and (  # type: ignore[attr-defined]
+                (ctx.provenance.imports.qualify(later.value.func) or "") in _PROGRAM_ENDS):  # type: ignore[attr-defined]
+            return later
     return None
 
 
@@ -459,21 +458,10 @@ def _fresh_binding(ctx: FileContext, how: str, value: ast.AST | None) -> bool:
     return False
 
 
-def _made_from_text(expr: ast.expr) -> bool:
-    """Is ``expr`` made from a string literal by string operations (``"%d" % n``, ``' ' * 8``,
-    ``"a" + s``, ``' '.join(parts)``, ``"a,b".split(",")``)? A string, strings, a bool or a number
-    then: never a tensor."""
-    if type(expr) is ast.BinOp:
-        op = type(expr.op)
-        return (op is ast.Mod and is_text(expr.left)) or (
-            op in (ast.Add, ast.Mult) and (is_text(expr.left) or is_text(expr.right)))
-    return type(expr) is ast.Call and type(expr.func) is ast.Attribute and is_text(expr.func.value)  # type: ignore[attr-defined]
-
-
 def _made_string(expr: ast.expr) -> bool:
-    """Made from a string literal (:func:`_made_from_text`), and a string or a number, not a
+    """Made from a string literal (:func:`~fixitem.codemods.model.provenance.made_from_text`), and a string or a number, not a
     list the code could change (``"a,b".split(",")``)."""
-    return _made_from_text(expr) and not (type(expr) is ast.Call and expr.func.attr in ("split", "rsplit", "splitlines"))  # type: ignore[attr-defined]
+    return made_from_text(expr) and not (type(expr) is ast.Call and expr.func.attr in ("split", "rsplit", "splitlines"))  # type: ignore[attr-defined]
 
 
 def _constant_expression(expr: ast.expr) -> bool:
@@ -496,7 +484,7 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     kind = ctx.kind(expr)
     if kind in (Kind.NUMBER, Kind.MODULE, Kind.NUMPY) or _is_text(expr) or _is_literal(expr):
         return False
-    if _made_from_text(expr):
+    if made_from_text(expr):
         return False  # ``"it %d" % (n,)``, ``' ' * 8``, ``' '.join(parts)``: a string (or strings)
     if ctx.provenance.made_by_the_standard_library(expr):
         return False
@@ -518,7 +506,7 @@ def _may_hold_tensors(ctx: FileContext, expr: ast.expr, formats: dict[ast.AST, t
     if type(expr) is ast.Name:
         scope = ctx.provenance.scope_of(expr).lookup(expr.id)
         bindings = scope.bindings.get(expr.id, []) if scope is not None else []
-        if bindings and all(how == "value" and (_literal_value(v) or _made_from_text(v)
+        if bindings and all(how == "value" and (_literal_value(v) or made_from_text(v)
                                                 or ctx.provenance.made_by_the_standard_library(v))
                             for how, v in bindings):
             return False  # ``time_left = datetime.timedelta(...)``
