@@ -395,7 +395,9 @@ def _run_job(job: _Job) -> FileResult:
         _last_round[0] = job.round
         if job.write:  # files of the run were written since this process read them
             new_run()
-    with shortcuts.collection_paused(), _facts_of(job):
+    # What outlives the file (the modules of the project it read, kept for the next
+    # files) is frozen: the collector's passes would walk those caches after every file.
+    with shortcuts.collection_paused(freeze_survivors=True), _facts_of(job):
         try:
             return _run_file_job(job)
         finally:
@@ -561,7 +563,7 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
     _last_round[0] = 0
     if len(jobs) == 1:  # no other file of the run to analyse again for what its traced code calls
         jobs = [replace(jobs[0], follow_calls=False)]
-    with _Workers(workers) as pool:
+    with _Workers(workers) as pool, shortcuts.thawed_after():
         return _run_rounds(jobs, pool, progress)
 
 

@@ -769,25 +769,11 @@ def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: 
     tensor the module, the program or the caller holds (``self.weight``, a global, the
     function's own parameter: the caller's input), or a view or the very object of one
     (``w = self.weight.float()``)?"""
-    from ..model.aliasing import SHARING_METHODS
     from ..model.reaching import parameter_may_reach
 
     scope = ctx.provenance.scope_of(anchor)
-
-    def outside(expr: ast.AST | None) -> bool:
-        t = type(expr)
-        if t in (ast.Attribute, ast.Subscript, ast.Starred):
-            return True
-        if t in (ast.Tuple, ast.List):  # ``a, b = b, a``
-            return any(outside(e) for e in expr.elts)  # type: ignore[union-attr]
-        if t is ast.Name:
-            return depth < 3 and _may_come_from_outside(ctx, anchor, expr.id, None, depth + 1)  # type: ignore[union-attr]
-        if t is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr in SHARING_METHODS:  # type: ignore[union-attr]
-            return outside(expr.func.value)  # type: ignore[union-attr]
-        return False
-
     if value is not None:
-        return outside(value)
+        return _held_outside(ctx, anchor, value, depth)
     if scope.lookup(name) is not scope:
         return scope.lookup(name) is not None  # a global or a closure's name (not a builtin)
     # The binding a read of the name in ``anchor`` certainly sees, where there is one
@@ -796,14 +782,34 @@ def _may_come_from_outside(ctx: FileContext, anchor: ast.AST, name: str, value: 
                  and type(n.ctx) is ast.Load), None)  # type: ignore[attr-defined]
     seen = ctx.provenance.reaching(read) if read is not None else None
     if seen is not None and not ctx.below(seen, anchor):
-        return type(seen) is ast.arg or outside(seen)
+        return type(seen) is ast.arg or _held_outside(ctx, anchor, seen, depth)
     for how, binding in scope.bindings.get(name, []):
         if how == "aug" or (how == "value" and ctx.below(binding, anchor)):
             continue  # an update, or the value the branch itself selects
         if how == "param" and read is not None and not parameter_may_reach(read, scope.node, ctx.parents):
             continue  # rebound before ``anchor`` on every path (``x = self.norm(x)``)
-        if how not in ("value", "unpack") or outside(binding):
+        if how not in ("value", "unpack") or _held_outside(ctx, anchor, binding, depth):
             return True  # the caller's input, a loop's target (an element other code holds), an attribute, an alias
+    return False
+
+
+def _held_outside(ctx: FileContext, anchor: ast.AST, expr: ast.AST | None, depth: int) -> bool:
+    """Is ``expr`` (what a name was bound to) an object held outside the function: an
+    attribute, an element, a name that may come from outside, or a view of one of them?
+    (A function of its own, not one nested in its caller: a nested function that calls
+    itself is a reference cycle that keeps the file's whole analysis alive until the
+    cyclic collector runs.)"""
+    from ..model.aliasing import SHARING_METHODS
+
+    t = type(expr)
+    if t in (ast.Attribute, ast.Subscript, ast.Starred):
+        return True
+    if t in (ast.Tuple, ast.List):  # ``a, b = b, a``
+        return any(_held_outside(ctx, anchor, e, depth) for e in expr.elts)  # type: ignore[union-attr]
+    if t is ast.Name:
+        return depth < 3 and _may_come_from_outside(ctx, anchor, expr.id, None, depth + 1)  # type: ignore[union-attr]
+    if t is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr in SHARING_METHODS:  # type: ignore[union-attr]
+        return _held_outside(ctx, anchor, expr.func.value, depth)  # type: ignore[union-attr]
     return False
 
 

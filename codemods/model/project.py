@@ -779,6 +779,10 @@ def current() -> Project:
 
 
 def forget() -> None:
-    """Start afresh (a new run): the files may have changed."""
+    """Start afresh (a new run): the files may have changed. What the old project kept is
+    let go of at once (its analyses refer back to it: left to the cyclic collector, they
+    would stay while a run keeps the collector paused)."""
     global _PROJECT
+    if _PROJECT is not None:
+        _PROJECT._clear()
     _PROJECT = None
