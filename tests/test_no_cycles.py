@@ -78,7 +78,7 @@ def test_processing_a_file_leaves_no_cyclic_garbage(path):
 
 def test_a_cycle_through_the_analysis_is_found(monkeypatch, tmp_path):
     """The check sees a cycle that holds the tree: a nested function calling itself."""
-    import fixitem.codemods.model.context as context
+    from fixitem.codemods.model import context
 
     build = context.FileContext.build.__func__
 
