@@ -31,6 +31,10 @@ _ASSIGNS = re.compile(
     re.MULTILINE,
 )
 
+# What every match of ``_ASSIGNS`` holds, found by a pattern that starts with a literal (far
+# faster over a whole file than one anchored at each line's start).
+_ASSIGNS_HINT = re.compile(r"sys[ \t]*\.[ \t]*std(?:out|err)[ \t]*=")
+
 _program_replaces = RunFlag()
 
 # ``with redirect_stdout(buffer):``: another stream for a block, put back after it.
@@ -48,20 +52,21 @@ def writes_streams_directly(text: str) -> bool:
     """Does this source text write to the output's file descriptor or buffer itself
     (``os.write(1, ...)``, ``sys.stdout.buffer.write(...)``), which the runtime does not keep in
     order with the lines it replays? Textual, as :func:`replaces_streams`."""
-    return _DIRECT_WRITES.search(text) is not None
+    # Every match spells ``write``: a substring test first spares most files the regex.
+    return "write" in text and _DIRECT_WRITES.search(text) is not None
 
 
 def redirects_streams(text: str) -> bool:
     """Does this source text put another stream in place of ``sys.stdout`` or ``sys.stderr``
     for a block (``contextlib.redirect_stdout``)? Textual, as :func:`replaces_streams`."""
-    return _REDIRECTS.search(text) is not None
+    return "redirect_std" in text and _REDIRECTS.search(text) is not None
 
 
 def replaces_streams(text: str) -> bool:
     """Does this source text put an object it makes in place of ``sys.stdout`` or
     ``sys.stderr``? (A textual test: an assignment in a string counts too, which only
     makes fixitem more careful.)"""
-    return "sys" in text and _ASSIGNS.search(text) is not None
+    return _ASSIGNS_HINT.search(text) is not None and _ASSIGNS.search(text) is not None
 
 
 def program_replaces_streams() -> bool:
