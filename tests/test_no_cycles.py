@@ -97,3 +97,38 @@ def test_a_cycle_through_the_analysis_is_found(monkeypatch, tmp_path):
     path.write_text("import torch\n\ndef f(x):\n    return x.sum().item()\n")
     found = cyclic_garbage(path)
     assert found["Module"] >= 1 and found["cell"] >= 1
+
+
+def test_a_run_in_this_process_gives_frozen_objects_back(tmp_path):
+    """A run freezes what outlives each file (the collector would walk those caches after
+    every file) and gives it back to the collector when it ends, unless the program that
+    calls fixitem had frozen objects itself (its choice is kept)."""
+    from fixitem import api
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\n\ndef f{i}(x):\n    return x.sum().item()\n")
+    assert gc.get_freeze_count() == 0
+    frozen = []
+    real_freeze = gc.freeze
+
+    def freeze() -> None:
+        frozen.append(True)
+        real_freeze()
+
+    gc.freeze = freeze
+    try:
+        result = api.scan([tmp_path], jobs=1, cache=False, isolated=True)
+    finally:
+        gc.freeze = real_freeze
+    assert sum(len(f.findings) for f in result.files) == 3
+    assert len(frozen) == 3  # after each file
+    assert gc.get_freeze_count() == 0
+
+    gc.collect()
+    gc.freeze()  # the caller's own
+    try:
+        before = gc.get_freeze_count()
+        api.scan([tmp_path], jobs=1, cache=False, isolated=True)
+        assert gc.get_freeze_count() >= before
+    finally:
+        gc.unfreeze()
