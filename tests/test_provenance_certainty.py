@@ -196,6 +196,28 @@ def test_numpy_scalars_of_any_origin_are_not_tensors(value):
 
 
 @pytest.mark.parametrize(
+    "source",
+    [
+        # ``.numpy()`` of a value of unknown kind (an ONNX IR constant): a NumPy array.
+        "def f(value):\n    axes = value.const_value.numpy()\n",
+        # A function annotated to return an array, with ``| None`` and ``Optional``.
+        "def g(value) -> np.ndarray | None:\n    return None if value is None else value.data\n\n"
+        "def f(value):\n    axes = g(value)\n",
+        "def g(value) -> Optional[np.ndarray]:\n    return value.data\n\ndef f(value):\n    axes = g(value)\n",
+        "def f(axes: npt.NDArray[np.int64]):\n    pass\n",
+    ],
+)
+def test_numpy_arrays_by_conversion_or_annotation_are_not_tensors(source):
+    code = (
+        "from typing import Optional\n\nimport numpy as np\nimport numpy.typing as npt\nimport torch\n\n"
+        + source + "    if axes is None or axes.tolist() != [1]:\n        return None\n"
+    )
+    ctx = context(code)
+    assert ctx.kind(expression(ctx, "axes.tolist()").func.value) is Kind.NUMPY
+    assert scan(code) == []
+
+
+@pytest.mark.parametrize(
     ("query", "expected"),
     [
         ("x.is_complex()", Kind.NUMBER),

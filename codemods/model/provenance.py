@@ -184,6 +184,10 @@ NON_TENSOR_ANY_METHODS = {
     "modules": Kind.OTHER, "named_modules": Kind.OTHER, "children": Kind.OTHER,
     "named_children": Kind.OTHER, "register_buffer": Kind.OTHER, "register_parameter": Kind.OTHER,
     "register_forward_hook": Kind.OTHER, "register_forward_pre_hook": Kind.OTHER,
+    # ``.numpy()`` converts to a NumPy array, whatever has it (a torch tensor, TensorFlow's, an
+    # ONNX IR tensor): what it gives is a host array, never a torch tensor. (The stubs say it of
+    # a tensor only, and the receiver is often not known: ``value.const_value.numpy()``.)
+    "numpy": Kind.NUMPY,
 }
 # Tensor attributes the stubs do not declare (the others: ``TensorBase``'s annotations).
 NON_TENSOR_ATTRIBUTES = {"names": Kind.OTHER, "is_complex": Kind.NUMBER}
@@ -200,6 +204,8 @@ _TEXT_NUMBER_METHODS = frozenset({"startswith", "endswith", "count", "find", "rf
 # Attributes that are a value's shape, whatever the value (a hand-written fact: the stubs
 # say it of tensors only, numpy of its arrays).
 SHAPE_ATTRIBUTES = {"shape": Kind.OTHER, "ndim": Kind.NUMBER}
+# The annotations of a NumPy array.
+NUMPY_ARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray"})
 # Attributes of a numpy value that are not numpy values.
 NUMPY_METADATA = {
     "shape": Kind.OTHER, "dtype": Kind.OTHER, "ndim": Kind.NUMBER, "size": Kind.NUMBER,
@@ -380,7 +386,7 @@ def _tensor_like_call(method: str, call: ast.Call) -> bool:
 
 
 def annotation_kind(imports: Imports, annotation: ast.expr) -> Kind:
-    """The kind an annotation of a module with ``imports`` says: TENSOR, NUMBER or OTHER
+    """The kind an annotation of a module with ``imports`` says: TENSOR, NUMBER, NUMPY or OTHER
     (``Optional[...]`` and ``... | None`` of one too), else UNKNOWN (modules: see
     :meth:`Provenance._annotation_kind`)."""
     if _is_none(annotation):
@@ -393,6 +399,9 @@ def annotation_kind(imports: Imports, annotation: ast.expr) -> Kind:
         return Kind.NUMBER
     if q in ("str", "list", "dict", "tuple", "bytes"):
         return Kind.OTHER
+    if q in NUMPY_ARRAY_TYPES or (type(annotation) is ast.Subscript
+                                  and imports.qualify(annotation.value) in NUMPY_ARRAY_TYPES):  # type: ignore[attr-defined]
+        return Kind.NUMPY  # ``-> np.ndarray``, ``x: npt.NDArray[np.float32]``
     if type(annotation) is ast.Constant and type(annotation.value) is str:  # type: ignore[attr-defined]
         if annotation.value in ("torch.Tensor", "Tensor"):  # type: ignore[attr-defined]
             return Kind.TENSOR
