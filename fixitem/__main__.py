@@ -1,3 +1,3 @@
-from fixitem.cli import main
+from fixitem.cli import entry
 
-main()
+entry()

@@ -591,5 +591,48 @@ def main() -> None:
     app()
 
 
+def entry() -> None:
+    """The ``fixitem`` command: :func:`main`, then an exit that does not take the
+    interpreter apart.
+
+    A run keeps what it read of the project (module summaries, analyses, the
+    stubs' table) until it ends. Freeing all of it object by object at exit, after
+    a last pass of the cyclic collector over it, took a fifth of a one-file scan
+    (50 ms of 280 on a 5,500-line module of transformers). So, as mypy does, the
+    output is flushed and the ``atexit`` handlers are run as at any exit, and then
+    the process ends at once. (Where a thread the program must wait for is still
+    running, the exit is the usual one.)"""
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    import atexit
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a pipe its reader closed, a stream closed already
+            pass
+    atexit._run_exitfuncs()
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """The status ``SystemExit(code)`` ends Python with (a message is printed, status 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    try:
+        print(code, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 1
+
+
 if __name__ == "__main__":
-    main()
+    entry()

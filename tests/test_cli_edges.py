@@ -388,3 +388,35 @@ def test_line_100_is_printed_as_a_number_not_an_emoji(tmp_path):
     result = run("apply", "--diff", str(path))
     shown = result.stdout + result.stderr
     assert "train.py:100:9: FX001" in shown and "\U0001f4af" not in shown, shown
+
+
+def test_the_command_ends_with_its_status_output_and_exit_handlers(tmp_path):
+    """``fixitem`` ends without taking the interpreter apart (``entry``): what it printed,
+    its status and the program's ``atexit`` handlers are those of a normal exit."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit handler ran'))\n"
+        "sys.argv = ['fixitem', *sys.argv[1:]]\n"
+        "from fixitem.cli import entry\n"
+        "entry()\n"
+        "print('not reached')\n"
+    )
+    target = FIXTURES / "threshold" / "scale_if.py"
+    found = subprocess.run([sys.executable, str(script), "scan", "--no-cache", str(target)],
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 1  # findings
+    lines = found.stdout.splitlines()
+    assert "scale_if.py" in found.stdout and lines[-1] == "exit handler ran"
+    assert "not reached" not in found.stdout
+    clean = tmp_path / "clean.py"
+    clean.write_text("x = 1\n")
+    none = subprocess.run([sys.executable, str(script), "scan", "--no-cache", str(clean)],
+                          capture_output=True, text=True, timeout=120)
+    assert none.returncode == 0 and none.stdout.splitlines()[-1] == "exit handler ran"
+    bad = subprocess.run([sys.executable, str(script), "scan", "--bogus", str(clean)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--bogus" in bad.stderr
+    module = subprocess.run([sys.executable, "-m", "fixitem", "scan", "--no-cache", str(target)],
+                            capture_output=True, text=True, timeout=120)
+    assert module.returncode == 1 and "scale_if.py" in module.stdout
