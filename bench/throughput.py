@@ -1,6 +1,7 @@
 """How fast fixitem scans and rewrites large code bases, beside ruff.
 
     python bench/throughput.py [--tree PATH | --wheel PATH] [--copies 1,2,4] [--jobs N]
+                               [--repeat N] [--fixitem-python PATH]
 
 By default two pinned reference wheels are measured in one run,
 ``transformers==5.24.0`` and ``timm==1.0.31``: each is taken from
@@ -10,7 +11,9 @@ unpacked into a temporary folder. ``--wheel PATH`` measures another wheel
 instead, ``--tree PATH`` a local folder (nothing is downloaded; the folder is
 copied, never modified).
 
-For each tree, each command runs as a subprocess and is timed by wall clock
+For each tree, each command runs as a subprocess, ``--repeat`` times (3 by default: the
+run of median time is shown, as one run on a shared machine is often slower by a tenth),
+and is timed by wall clock from its start until it is reaped
 (with fixitem's default ``--jobs`` unless given): ``ruff check`` when ``ruff``
 is on PATH; ``fixitem scan`` with an empty result cache (cold) and the same
 again (warm: unchanged files are read from the cache); ``fixitem apply --diff``
@@ -36,6 +39,10 @@ and ``fixitem apply --diff --no-cache`` of the same file with its parameters
 annotated ``torch.Tensor`` (so that every function is rewritten): the time per
 line should not grow with the file.
 
+``--fixitem-python PATH`` runs ``PATH -m fixitem`` for fixitem's commands (another
+version installed in another environment; the rest, ruff and the parsers, as before),
+so that two versions are compared on the same machine and trees.
+
 A fixitem command that crashes (a traceback, or an exit status of 2 or more)
 or times out makes the script exit with status 1.
 """
@@ -51,6 +58,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import dataclass
@@ -116,6 +124,25 @@ class Run:
         return self.timed_out or self.crashed or (self.rc is not None and self.rc >= 2)
 
 
+def median_run(tries: list[Run]) -> Run:
+    """The try of median wall time (a failed try, if any: a crash is never hidden)."""
+    failed = [r for r in tries if r.failed]
+    if failed:
+        return failed[0]
+    ranked = sorted(tries, key=lambda r: r.wall_s or 0.0)
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def timed_median(repeat: int, label: str, command: list[str], cwd: Path, timeout: float | None,
+                 env: dict[str, str] | None = None) -> Run:
+    return median_run([run_timed(label, command, cwd, timeout, env) for _ in range(repeat)])
+
+
+def _kill(proc: subprocess.Popen, run: Run) -> None:
+    run.timed_out = True
+    proc.kill()
+
+
 def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
               env: dict[str, str] | None = None) -> Run:
     """Run ``command`` with stdout to a file; wall clock and peak RSS (``wait4``)."""
@@ -123,17 +150,17 @@ def run_timed(label: str, command: list[str], cwd: Path, timeout: float | None,
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env)
-        deadline = None if timeout is None else start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                run.timed_out = True
-                break
-            time.sleep(0.02)
+        # Waited for at once (not polled: a poll's interval would be part of the time, a
+        # sizeable part of a bare interpreter's start), killed by a timer at the deadline.
+        killer = None
+        if timeout is not None:
+            killer = threading.Timer(timeout, _kill, (proc, run))
+            killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if killer is not None:
+                killer.cancel()
         run.wall_s = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting
         run.rc = proc.returncode
@@ -206,8 +233,11 @@ def parser_command(parser: str, folder: str, jobs: list[str]) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "_parse", parser, folder, workers]
 
 
+FIXITEM_PYTHON = [sys.executable]  # the interpreter whose fixitem is measured (``--fixitem-python``)
+
+
 def fixitem_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "fixitem", *args]
+    return [FIXITEM_PYTHON[0], "-m", "fixitem", *args]
 
 
 def warm_up(tmp: Path) -> None:
@@ -299,9 +329,11 @@ def find_ruff() -> str | None:
 
 
 def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | None,
-            apply: bool, ruff: str | None) -> list[Run]:
-    """Every command of the table on ``tree`` (a folder below ``tmp``)."""
-    env = dict(os.environ, FIXITEM_CACHE_DIR=str(tmp / f"cache-{name}"))
+            apply: bool, ruff: str | None, repeat: int = 1) -> list[Run]:
+    """Every command of the table on ``tree`` (a folder below ``tmp``), each ``repeat``
+    times (the run of median time stands for it; libcst's parser, for scale only, once)."""
+    cache = tmp / f"cache-{name}"
+    env = dict(os.environ, FIXITEM_CACHE_DIR=str(cache))
     env.pop("FIXITEM_NO_CACHE", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python's usual bytecode cache, as users have it
     rel = tree.relative_to(tmp)
@@ -327,7 +359,12 @@ def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | 
     runs = []
     for label, command in commands:
         print(f"{name}: running {label} ...", file=sys.stderr, flush=True)
-        run = run_timed(label, command, tmp, timeout, env)
+        tries = []
+        for _ in range(1 if label == "libcst parse alone" else repeat):
+            if label == "fixitem scan (cold)":
+                shutil.rmtree(cache, ignore_errors=True)  # each try starts from an empty cache
+            tries.append(run_timed(label, command, tmp, timeout, env))
+        run = median_run(tries)
         run.tree = name
         runs.append(run)
     return runs
@@ -355,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="passed as --jobs to fixitem (default: fixitem's)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per command (killed after)")
     parser.add_argument("--no-apply", action="store_true", help="skip fixitem apply --diff")
+    parser.add_argument("--fixitem-python", type=Path, default=None,
+                        help="the Python of another environment whose fixitem is measured instead")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each timed command; the one of median time is shown (default 3)")
     args = parser.parse_args(argv)
     try:
         copies = sorted({int(c) for c in args.copies.split(",") if c.strip()})
@@ -369,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     if one_file and min(one_file) < 5:
         parser.error("--one-file-lines: counts must be >= 5")
 
+    if args.repeat < 1:
+        parser.error("--repeat: at least 1")
+    if args.fixitem_python is not None:
+        FIXITEM_PYTHON[0] = str(args.fixitem_python)
     jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
     ruff = find_ruff()
     runs: list[Run] = []
@@ -396,12 +441,12 @@ def main(argv: list[str] | None = None) -> int:
             files = python_files(tree)
             sizes[name] = (len(files), count_lines(files))
             print(f"tree: {name}: {len(files)} .py files, {sizes[name][1]} lines", file=sys.stderr, flush=True)
-            runs += measure(name, tree, tmp, jobs, args.timeout, not args.no_apply, ruff)
+            runs += measure(name, tree, tmp, jobs, args.timeout, not args.no_apply, ruff, args.repeat)
         first_name, first_tree = trees[0]
         for n in copies:
             dest = make_copies(first_tree, n, tmp / f"x{n}")
             print(f"running fixitem scan on {n} copies ...", file=sys.stderr, flush=True)
-            run = run_timed(f"fixitem scan x{n}",
+            run = timed_median(args.repeat, f"fixitem scan x{n}",
                             fixitem_command("scan", "--quiet", "--isolated", "--no-cache", *jobs, dest.name),
                             tmp, args.timeout)
             nfiles, nlines = sizes[first_name]
@@ -410,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             path = generated_file(n, tmp / f"one_file_{n}.py")
             n = len(path.read_text().splitlines())
             print(f"running fixitem scan on one generated file of {n} lines ...", file=sys.stderr, flush=True)
-            run = run_timed(f"fixitem scan 1 generated file, {n} lines",
+            run = timed_median(args.repeat, f"fixitem scan 1 generated file, {n} lines",
                             fixitem_command("scan", "--quiet", "--isolated", "--no-cache", path.name),
                             tmp, args.timeout)
             one_growth.append((n, run))
@@ -418,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
                 path = generated_file(n, tmp / f"one_file_{n}_annotated.py", annotated=True)
                 print(f"running fixitem apply --diff on one generated file of {n} lines, every function "
                       "rewritten ...", file=sys.stderr, flush=True)
-                one_apply[n] = run_timed(f"fixitem apply --diff 1 generated file, {n} lines",
+                one_apply[n] = timed_median(args.repeat, f"fixitem apply --diff 1 generated file, {n} lines",
                                          fixitem_command("apply", "--diff", "--quiet", "--isolated", "--no-cache",
                                                          path.name), tmp, args.timeout)
 
@@ -428,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
     print(f"fixitem throughput: {os.cpu_count()} CPUs{load}; python {platform.python_version()}, "
-          f"fixitem {fixitem_version()}, ruff {ruff_version(ruff)}, jobs {args.jobs if args.jobs is not None else 'default'}")
+          f"fixitem {fixitem_version() if args.fixitem_python is None else 'of ' + str(args.fixitem_python)}, ruff {ruff_version(ruff)}, jobs {args.jobs if args.jobs is not None else 'default'}; "
+          f"each time the median of {args.repeat} run{'s' if args.repeat > 1 else ''}")
     print()
     rows = []
     for r in runs:

@@ -31,12 +31,12 @@ def test_models_quick_one_model():
 def test_throughput_on_local_tree():
     proc = subprocess.run(
         [sys.executable, "bench/throughput.py", "--tree", "fixtures/threshold", "--copies", "1",
-         "--one-file-lines", "40,80"],
+         "--one-file-lines", "40,80", "--repeat", "2"],
         cwd=ROOT, capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "fixitem throughput" in out
+    assert "fixitem throughput" in out and "each time the median of 2 runs" in out
     files = len(list((ROOT / "fixtures" / "threshold").glob("*.py")))
     rows = {line.split("  ")[1].strip(): line.split() for line in out.splitlines() if line.startswith("threshold ")}
     for label in ("fixitem scan (cold)", "fixitem scan (warm)", "fixitem apply --diff (warm)",
@@ -78,6 +78,35 @@ def test_throughput_fails_when_fixitem_crashes(tmp_path):
     run = bench.run_timed("fixitem scan (cold)", [sys.executable, "-c", "import no_such_module_here"],
                           tmp_path, 60)
     assert run.rc == 1 and run.crashed and run.failed
+
+
+def test_a_time_is_the_median_of_its_tries_and_a_failed_try_is_never_hidden(tmp_path):
+    bench = _throughput()
+    tries = [bench.Run("x", [], rc=0, wall_s=w) for w in (3.0, 1.0, 2.0)]
+    assert bench.median_run(tries).wall_s == 2.0
+    assert bench.median_run(tries[:2]).wall_s == 1.0  # of two, the faster
+    crashed = bench.Run("x", [], rc=1, wall_s=0.5, crashed=True)
+    assert bench.median_run([*tries, crashed]) is crashed
+    quick = bench.timed_median(3, "fixitem scan (cold)", [sys.executable, "-c", "pass"], tmp_path, 60)
+    assert quick.rc == 0 and not quick.failed
+
+
+def test_a_command_past_its_timeout_is_killed_and_said_so(tmp_path):
+    bench = _throughput()
+    run = bench.run_timed("fixitem scan (cold)", [sys.executable, "-c", "import time; time.sleep(60)"],
+                          tmp_path, 0.5)
+    assert run.timed_out and run.failed and run.rc != 0
+
+
+def test_another_environments_fixitem_can_be_measured(tmp_path):
+    """``--fixitem-python``: fixitem's commands run with another interpreter (another version)."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/called\"\n")
+    fake.chmod(0o755)
+    bench = _throughput()
+    bench.FIXITEM_PYTHON[0] = str(fake)
+    run = bench.run_timed("fixitem scan (cold)", bench.fixitem_command("scan", "x.py"), tmp_path, 60)
+    assert run.rc == 0 and (tmp_path / "called").read_text().split() == ["-m", "fixitem", "scan", "x.py"]
 
 
 @pytest.mark.parametrize("parser", ["ast", "libcst"])
