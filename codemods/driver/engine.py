@@ -495,7 +495,7 @@ def _process(
         if first:  # the functions of other modules the file's own traced code calls
             outcome.traced_elsewhere = _calls_elsewhere(ctx) if follow_calls else None
             outcome.traced_here = traced_root_names(ctx.module, ctx.parents, ctx.traced)
-            if external is not None:  # a module of the project other files may ask about
+            if external is not None and follow_calls:  # a module other files of the run may ask about
                 project.current().remember(path, ctx.module, text)
             first = False
         chosen: list[tuple[Rule, Report]] = []
