@@ -219,6 +219,29 @@ def test_numpy_arrays_by_conversion_or_annotation_are_not_tensors(source):
 
 @pytest.mark.parametrize(
     ("query", "expected"),
+    [("ids.size(1) // 30", Kind.NUMBER), ("ids.numel()", Kind.NUMBER), ("ids.dim()", Kind.NUMBER),
+     ("ids.size()", Kind.OTHER), ("ids.stride(0)", Kind.NUMBER)],
+)
+def test_size_queries_of_a_value_of_unknown_kind_are_sizes(query, expected):
+    """``num_batches = ids.size(1) // seq_length`` with ``ids`` from another module: a number,
+    so a print that formats it with a loss is deferred as safe (it was "may be a tensor")."""
+    code = (
+        "import torch\nfrom data_utils import Corpus\n\n"
+        "ids = Corpus().get_data('train.txt')\n"
+        f"size = {query}\n"
+        "def step(loss: torch.Tensor):\n"
+        "    print('Step[{}], Loss: {:.4f}'.format(size, loss.item()))\n"
+    )
+    ctx = context(code)
+    assert ctx.kind(expression(ctx, query)) is expected
+    (finding,) = scan(code)
+    # (A ``torch.Size`` is a tuple, which a deferral may not hold: another value of kind OTHER
+    # may be a list changed before the replay.)
+    assert finding.rule == "FX201" and finding.fix == ("safe" if expected is Kind.NUMBER else "unsafe"), finding
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
     [
         ("x.is_complex()", Kind.NUMBER),
         ("x.dim()", Kind.NUMBER),

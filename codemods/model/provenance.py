@@ -206,6 +206,10 @@ _TEXT_NUMBER_METHODS = frozenset({"startswith", "endswith", "count", "find", "rf
 SHAPE_ATTRIBUTES = {"shape": Kind.OTHER, "ndim": Kind.NUMBER}
 # The annotations of a NumPy array.
 NUMPY_ARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray"})
+# Methods that ask a value its size (a hand-written fact, as ``SHAPE_ATTRIBUTES``: the stubs say
+# what they give for a tensor, ``x.size(1)`` a number and ``x.size()`` a ``torch.Size``; no other
+# value has them and gives a tensor), so that of a value of unknown kind they are what the stubs say.
+SIZE_QUERY_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size", "stride"})
 # Attributes of a numpy value that are not numpy values.
 NUMPY_METADATA = {
     "shape": Kind.OTHER, "dtype": Kind.OTHER, "ndim": Kind.NUMBER, "size": Kind.NUMBER,
@@ -2882,6 +2886,10 @@ class Provenance:
                 if method in MODULE_SELF_METHODS:
                     return Kind.MODULE  # ``model = model.to(device)``
                 return Kind.UNKNOWN
+            if receiver is Kind.UNKNOWN and method in SIZE_QUERY_METHODS:
+                found = tensor_method_kind(call)
+                if found in (Kind.NUMBER, Kind.OTHER):
+                    return found  # ``ids.size(1) // seq_len``: a size, whatever ``ids`` is
             if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS and (
                 tensor_method_kind(call) in (None, Kind.TENSOR)  # ``x.numel()`` is a number
             ):
