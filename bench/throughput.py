@@ -11,9 +11,11 @@ unpacked into a temporary folder. ``--wheel PATH`` measures another wheel
 instead, ``--tree PATH`` a local folder (nothing is downloaded; the folder is
 copied, never modified).
 
-For each tree, each command runs as a subprocess, ``--repeat`` times (3 by default: the
-run of median time is shown, as one run on a shared machine is often slower by a tenth),
-and is timed by wall clock from its start until it is reaped
+For each tree, the commands run as subprocesses in turn, ``--repeat`` rounds of them (3
+by default: on a shared machine one run is often slower by a tenth than the next), each
+timed by wall clock from its start until it is reaped; the run of median time is shown,
+and a ratio (to ruff's time, or to a bare interpreter's start) is the median over the
+rounds of the ratio within a round, where both ran a few seconds apart
 (with fixitem's default ``--jobs`` unless given): ``ruff check`` when ``ruff``
 is on PATH; ``fixitem scan`` with an empty result cache (cold) and the same
 again (warm: unchanged files are read from the cache); ``fixitem apply --diff``
@@ -55,6 +57,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -118,6 +121,8 @@ class Run:
     changed_files: int | None = None
     timed_out: bool = False
     crashed: bool = False
+    x_ruff: float | None = None  # the median over rounds of the time divided by ruff's in the same round
+    x_bare: float | None = None  # the same, divided by a bare interpreter's start (one-file scans)
 
     @property
     def failed(self) -> bool:
@@ -356,16 +361,30 @@ def measure(name: str, tree: Path, tmp: Path, jobs: list[str], timeout: float | 
     for kind, path in one_file_samples(tree):
         commands.append((f"fixitem scan 1 file ({kind})",
                          fixitem_command("scan", "--quiet", "--isolated", "--no-cache", str(path.relative_to(tmp)))))
-    runs = []
-    for label, command in commands:
-        print(f"{name}: running {label} ...", file=sys.stderr, flush=True)
-        tries = []
-        for _ in range(1 if label == "libcst parse alone" else repeat):
+    # The commands run in turn, ``repeat`` rounds of them: each try of a command is then timed
+    # beside a try of ruff made a few seconds before, on a machine in the same state, and its
+    # ratio to ruff is the median of those of its rounds.
+    tries: dict[str, list[Run]] = {label: [] for label, _ in commands}
+    for round_ in range(repeat):
+        for label, command in commands:
+            if label == "libcst parse alone" and round_:
+                continue  # for scale only: once
+            print(f"{name}: running {label} ({round_ + 1}/{repeat}) ...", file=sys.stderr, flush=True)
             if label == "fixitem scan (cold)":
                 shutil.rmtree(cache, ignore_errors=True)  # each try starts from an empty cache
-            tries.append(run_timed(label, command, tmp, timeout, env))
-        run = median_run(tries)
+            tries[label].append(run_timed(label, command, tmp, timeout, env))
+    runs = []
+    for label, _ in commands:
+        run = median_run(tries[label])
         run.tree = name
+        if ruff and label != "ruff check":
+            ratios = [r.wall_s / base.wall_s for r, base in zip(tries[label], tries["ruff check"])
+                      if r.wall_s and base.wall_s]
+            run.x_ruff = statistics.median(ratios) if ratios else None
+        if label.startswith("fixitem scan 1 file"):
+            ratios = [r.wall_s / bare.wall_s for r, bare in zip(tries[label], tries["python -c pass"])
+                      if r.wall_s and bare.wall_s]
+            run.x_bare = statistics.median(ratios) if ratios else None
         runs.append(run)
     return runs
 
@@ -484,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
         elif r.label == "python -c pass":
             nfiles, nlines = 0, 0
         ruff_run = next((x for x in runs if x.tree == r.tree and x.label == "ruff check"), None)
-        ratio = r.wall_s / ruff_run.wall_s if ruff_run and ruff_run.wall_s and r.wall_s and nfiles > 1 else None
+        ratio = (r.x_ruff if r.x_ruff is not None else r.wall_s / ruff_run.wall_s) \
+            if ruff_run and ruff_run.wall_s and r.wall_s and nfiles > 1 else None
         rows.append([
             r.tree, r.label, str(nfiles), str(nlines),
             "-" if r.findings is None else str(r.findings),
@@ -503,17 +523,17 @@ def main(argv: list[str] | None = None) -> int:
         for label, goal in GOALS.items():
             r = next((x for x in runs if x.tree == name and x.label == label), None)
             if r and r.wall_s and ruff_run and ruff_run.wall_s:
-                ratio = r.wall_s / ruff_run.wall_s
+                ratio = r.x_ruff if r.x_ruff is not None else r.wall_s / ruff_run.wall_s
                 print(f"{name}: {label} = {ratio:.1f}x ruff (goal {goal:g}x: {'met' if ratio <= goal else 'not met'})")
         floors = [(label, next((x for x in runs if x.tree == name and x.label == f"{label} alone"), None))
                   for label in PARSERS]
         if ruff_run and ruff_run.wall_s and all(r and r.wall_s for _, r in floors):
             print(f"{name}: the parsers alone (the files fixitem parses, nothing else done): "
-                  + ", ".join(f"{label} = {r.wall_s / ruff_run.wall_s:.1f}x ruff" for label, r in floors))
+                  + ", ".join(f"{label} = {r.x_ruff or r.wall_s / ruff_run.wall_s:.1f}x ruff" for label, r in floors))
         bare = next((x for x in runs if x.tree == name and x.label == "python -c pass"), None)
         for r in runs:
             if r.tree == name and r.label.startswith("fixitem scan 1 file") and r.wall_s and bare and bare.wall_s:
-                ratio = r.wall_s / bare.wall_s
+                ratio = r.x_bare if r.x_bare is not None else r.wall_s / bare.wall_s
                 met = "met" if ratio <= ONE_FILE_GOAL_X else "not met"
                 print(f"{name}: {r.label} = {r.wall_s:.2f} s = {ratio:.1f}x a bare interpreter's start "
                       f"({bare.wall_s:.3f} s; goal {ONE_FILE_GOAL_X:g}x: {met})")
@@ -566,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
                      "peak RSS MiB", "findings", "apply --diff s (all rewritten)", "x apply per line"], rows)
     print()
     print("wall s: wall clock of the subprocess, interpreter start included; peak RSS: largest process of the "
-          "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in this run; "
+          "command (wait4 ru_maxrss); x ruff: wall time divided by ruff check's on the same tree in the same round "
+          "of this run (the median over the rounds); "
           "x per size: growth divided by size growth (1.00 = linear); x per line: time per line divided by the "
           "smallest generated file's (1.00 = linear; less start-up: without the start-up row's time); CPU s: "
           "user + system time (wait4), which other work on the machine changes less than the wall clock")
