@@ -349,6 +349,8 @@ def test_an_uncertain_read_says_so_in_its_report():
         # Factories without ``device=`` build on the default device: the CPU, as nothing here sets another.
         "torch.zeros(3)", "torch.randint(0, 10, (4,))", "torch.randperm(8)", "torch.empty(4)", "torch.ones(4)",
         "torch.full((4,), 2)", "torch.arange(4)", "torch.multinomial(torch.ones(5), 3)",
+        # A legacy tensor type of the CPU's: a copy in host memory, wherever ``data`` was.
+        "data.type(torch.LongTensor)", "data.type('torch.FloatTensor').view(-1, 1)",
     ],
 )
 def test_host_tensors_cost_a_graph_break_in_traced_code_but_no_sync(source):
@@ -369,6 +371,11 @@ def test_host_tensors_cost_a_graph_break_in_traced_code_but_no_sync(source):
     # Outside traced code the read costs nothing; in ``forward`` it breaks the graph, no sync.
     assert [(f.line, f.costs) for f in findings] == [(13, ("graph-break",))]
     assert "host memory" in findings[0].note
+
+
+def test_a_device_tensor_type_keeps_the_read_a_sync():
+    code = "import torch\n\ndef f(y: torch.Tensor):\n    z = y.type(torch.cuda.LongTensor)\n    return int(z.max())\n"
+    assert [(f.rule, f.line, f.costs) for f in scan(code)] == [("FX001", 5, ("host-sync",))]
 
 
 def test_the_copy_to_the_host_syncs_but_reading_the_copy_does_not():

@@ -2525,6 +2525,12 @@ class Provenance:
             return any(self.kind(s) is Kind.TENSOR for s in sides) and all(self._cpu_or_not_tensor(s, seen) for s in sides)
         return False
 
+    def _names_host_tensor_type(self, expr: ast.expr) -> bool:
+        """``torch.LongTensor`` (or ``"torch.LongTensor"``): a tensor type of the CPU's."""
+        if type(expr) is ast.Constant:
+            return expr.value in HOST_TENSOR_TYPES  # type: ignore[attr-defined]
+        return self.imports.qualify(expr) in HOST_TENSOR_TYPES
+
     def _cpu_call(self, call: ast.Call, seen: frozenset[tuple[int, str]]) -> bool:
         func = call.func
         arguments = call_arguments(call)
@@ -2565,6 +2571,8 @@ class Provenance:
                 only_dtypes = all(argument_keyword(a) in ("dtype", "non_blocking", "copy")
                                   or self._is_dtype(argument_value(a)) for a in arguments)
                 return only_dtypes and self._cpu(func.value, seen)
+            if method == "type" and arguments and self._names_host_tensor_type(argument_value(arguments[0])):
+                return True  # ``y.type(torch.LongTensor)``: a legacy type of the CPU's, a copy there
             if method in DEVICE_MOVES:
                 return False
             if not self._cpu(func.value, seen):
@@ -2998,6 +3006,13 @@ def _names_spelled_elsewhere(module: ast.Module) -> set[str]:
         elif t is ast.ImportFrom and node.module is not None:  # type: ignore[attr-defined]
             found.update(node.module.split("."))  # type: ignore[attr-defined]
     return found
+
+
+# The legacy tensor types of the CPU (``torch.cuda.LongTensor`` and the like are a device's):
+# ``x.type(torch.LongTensor)`` gives a tensor in host memory, a copy of a device tensor.
+HOST_TENSOR_TYPES = frozenset(
+    f"torch.{name}Tensor" for name in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+)
 
 
 def _names_cpu(expr: ast.expr) -> bool:
