@@ -849,13 +849,14 @@ def apply(
         return _with_runtime_need(RunResult(_run_project(work, jobs, progress), plan.rules, plan.config.path), write)
     state = {"all": False, "quit": False}
     results = []
-    for job in work:
-        with _facts_of(job):
-            results.append(_interactive_file(job, confirm, state))
-        if progress:
-            progress(job.path)
-        if state["quit"]:
-            break
+    with shortcuts.thawed_after():  # (a file none of whose fixes is offered runs as a job: see _run_job)
+        for job in work:
+            with _facts_of(job):
+                results.append(_interactive_file(job, confirm, state))
+            if progress:
+                progress(job.path)
+            if state["quit"]:
+                break
     return _with_runtime_need(RunResult(results, plan.rules, plan.config.path, stopped=state["quit"]), write)
 
 

@@ -132,3 +132,12 @@ def test_a_run_in_this_process_gives_frozen_objects_back(tmp_path):
         assert gc.get_freeze_count() >= before
     finally:
         gc.unfreeze()
+
+
+def test_an_interactive_apply_gives_frozen_objects_back(tmp_path):
+    from fixitem import api
+
+    (tmp_path / "m.py").write_text("import torch\n\ndef f(x):\n    return x.sum().item()\n")
+    assert gc.get_freeze_count() == 0
+    api.apply([tmp_path], write=False, cache=False, isolated=True, confirm=lambda finding, diff: "no")
+    assert gc.get_freeze_count() == 0
