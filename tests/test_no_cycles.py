@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -135,9 +136,23 @@ def test_a_run_in_this_process_gives_frozen_objects_back(tmp_path):
 
 
 def test_an_interactive_apply_gives_frozen_objects_back(tmp_path):
+    """Answered "all", the files left run as ordinary jobs, which freeze what outlives them."""
     from fixitem import api
 
-    (tmp_path / "m.py").write_text("import torch\n\ndef f(x):\n    return x.sum().item()\n")
+    for name in ("a.py", "b.py"):
+        shutil.copy(ROOT / "fixtures" / "threshold" / "scale_if.py", tmp_path / name)  # one safe fix each
+    frozen = []
+    real_freeze = gc.freeze
+
+    def freeze() -> None:
+        frozen.append(True)
+        real_freeze()
+
     assert gc.get_freeze_count() == 0
-    api.apply([tmp_path], write=False, cache=False, isolated=True, confirm=lambda finding, diff: "no")
+    gc.freeze = freeze
+    try:
+        result = api.apply([tmp_path], write=False, cache=False, isolated=True, confirm=lambda finding, diff: "all")
+    finally:
+        gc.freeze = real_freeze
+    assert [len(f.applied) for f in result.files] == [1, 1] and frozen  # the second file ran as a job
     assert gc.get_freeze_count() == 0
