@@ -775,3 +775,26 @@ def test_an_element_of_a_values_and_indices_pair_is_a_certain_tensor(source):
     code = f"import torch\n\n\ndef f(y: torch.Tensor):\n    return {source}\n"
     ctx = context(code)
     assert ctx.certainty(expression(ctx, source)) is Certainty.TENSOR
+
+
+def test_a_truth_test_of_none_or_a_tensor_is_reported():
+    """``class_acc = None`` on one path and a tensor on another (ConvNeXt's engine), then
+    ``if class_acc:``: where it holds the tensor, the test reads it on the host."""
+    code = (
+        "import torch\n\n"
+        "def evaluate(model: torch.nn.Module, loader, mixup):\n"
+        "    for samples, targets in loader:\n"
+        "        output = model(samples)\n"
+        "        if mixup is None:\n"
+        "            class_acc = (output.max(-1)[-1] == targets).float().mean()\n"
+        "        else:\n"
+        "            class_acc = None\n"
+        "        if class_acc:\n"
+        "            pass\n"
+    )
+    ctx = context(code)
+    assert ctx.provenance.kind_unless_none(expression(ctx, "class_acc", 2)) is Kind.TENSOR
+    (finding,) = scan(code)
+    assert (finding.rule, finding.line, finding.fix) == ("FX101", 10, "none")
+    # A name that is None or a number is no read.
+    assert scan(code.replace("(output.max(-1)[-1] == targets).float().mean()", "0.5")) == []

@@ -1578,6 +1578,24 @@ class Provenance:
         self._guard_cache[id(name)] = guards
         return guards
 
+    def _not_none_kind(self, name: ast.Name | ast.arg) -> Kind | None:
+        """The kind of ``name`` (bound to ``None`` on some path) where it is not None; None
+        where that is not known."""
+        spelled = _spelling(name)
+        scope = self.scope_of(name).lookup(spelled)
+        if scope is None or (id(scope), spelled + NOT_NONE) not in self._equations:
+            return None
+        kind = self._lookup((id(scope), spelled + NOT_NONE))
+        return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
+
+    def kind_unless_none(self, name: ast.Name) -> Kind | None:
+        """What a read of ``name``, a name bound to ``None`` on some paths and to values of
+        one kind on the others, holds when it is not None (``acc = None``, later ``acc =
+        correct.float().mean()``); None for any other name."""
+        if self._names is None:
+            self._solve_names()
+        return self._not_none_kind(name)
+
     def _test_proves(self, test: ast.expr, name: ast.Name | ast.arg, truth: bool) -> Kind | None:
         """What ``test`` being ``truth`` says about the kind of ``name``."""
         t = type(test)
@@ -1599,11 +1617,9 @@ class Provenance:
                 return None
             if (operator is ast.Is) == truth:
                 return Kind.OTHER  # ``None``
-            scope = self.scope_of(name).lookup(spelled)
-            if scope is None or (id(scope), spelled + NOT_NONE) not in self._equations:
-                return None
-            kind = self._lookup((id(scope), spelled + NOT_NONE))
-            return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
+            return self._not_none_kind(name)
+        if t is ast.Name and test.id == spelled and truth:  # type: ignore[attr-defined]
+            return self._not_none_kind(name)  # ``if acc:`` true: ``acc`` is not None
         if t is ast.Call and (test.args or test.keywords):  # type: ignore[attr-defined]
             arguments = call_arguments(test)  # type: ignore[arg-type]
             first = argument_value(arguments[0])

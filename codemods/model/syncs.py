@@ -259,6 +259,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     for test in _truth_tests(ctx):
         if ctx.is_tensor(test) and not ctx.provenance.presumed_tensor(test):
             add(test, "truth", test)
+        elif type(test) is ast.Name and ctx.provenance.kind_unless_none(test) is Kind.TENSOR:
+            add(test, "truth", test, certain=False)  # ``if acc:`` of ``None`` or a tensor
 
     for node in ctx.nodes(ast.Slice):
         for bound in (node.lower, node.upper, node.step):  # type: ignore[attr-defined]
