@@ -790,11 +790,12 @@ def test_a_truth_test_of_none_or_a_tensor_is_reported():
         "        else:\n"
         "            class_acc = None\n"
         "        if class_acc:\n"
-        "            pass\n"
+        "            print('acc', class_acc)\n"
     )
     ctx = context(code)
     assert ctx.provenance.kind_unless_none(expression(ctx, "class_acc", 2)) is Kind.TENSOR
-    (finding,) = scan(code)
-    assert (finding.rule, finding.line, finding.fix) == ("FX101", 10, "none")
+    # ``if class_acc:`` true proves it is not None: the print's is the tensor.
+    assert ctx.kind(expression(ctx, "class_acc", 3)) is Kind.TENSOR
+    assert [(f.rule, f.line, f.fix) for f in scan(code)] == [("FX101", 10, "none"), ("FX005", 11, "none")]
     # A name that is None or a number is no read.
     assert scan(code.replace("(output.max(-1)[-1] == targets).float().mean()", "0.5")) == []

@@ -775,7 +775,7 @@ class Provenance:
         self._container_adds: dict[tuple[int, str], list[_Added]] = {}
         self._pending_targets: list[tuple[Scope, str, str, str, object]] = []
         self._object_scopes: dict[tuple[int, str], Scope] = {}
-        self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
+        self._tested_names: set[str] = set()  # names an ``isinstance``, ``is None`` or ``if x:`` test reads
         self._guard_cache: dict[int, list[tuple[ast.expr, bool]]] = {}
         self._uses_by_name: dict[str, list[ast.Name]] | None = None  # for the call sites of functions
         self._exported = False
@@ -990,6 +990,12 @@ class Provenance:
                     scope.size_comparisons.append((node.left, node.comparators[0]))  # type: ignore[attr-defined]
                 elif type(node.left) is ast.Name and (op is ast.Is or op is ast.IsNot):  # type: ignore[attr-defined]
                     self._tested_names.add(node.left.id)  # type: ignore[attr-defined]
+            elif t is ast.If or t is ast.While or t is ast.IfExp:
+                test = node.test  # type: ignore[attr-defined]
+                while type(test) is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
+                    test = test.operand  # type: ignore[attr-defined]
+                if type(test) is ast.Name:  # ``if acc:`` true: ``acc`` is not None
+                    self._tested_names.add(test.id)  # type: ignore[attr-defined]
             elif t is ast.Attribute:
                 if type(node.value) is ast.Name and node.attr in TENSOR_ONLY_ATTRIBUTES:  # type: ignore[attr-defined]
                     if node.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
@@ -3242,6 +3248,7 @@ _BINDING_NODES = frozenset({
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *COMPREHENSIONS, ast.Assign, ast.AnnAssign,
     ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.withitem, ast.Import, ast.ImportFrom,
     ast.ExceptHandler, ast.Global, ast.Nonlocal, ast.Call, ast.Attribute, ast.Slice, ast.Compare,
+    ast.If, ast.While, ast.IfExp,
 })
 
 # Tensor methods whose arguments are all Python sizes or dimensions.
