@@ -403,8 +403,10 @@ def test_the_command_ends_with_its_status_output_and_exit_handlers(tmp_path):
         "print('not reached')\n"
     )
     target = FIXTURES / "threshold" / "scale_if.py"
+    # Buffered output, as a pipe has it by default: what an exit handler prints is not lost.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     found = subprocess.run([sys.executable, str(script), "scan", "--no-cache", str(target)],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, env=env)
     assert found.returncode == 1  # findings
     lines = found.stdout.splitlines()
     assert "scale_if.py" in found.stdout and lines[-1] == "exit handler ran"
