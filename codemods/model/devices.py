@@ -37,8 +37,11 @@ _WITH_DEVICE = re.compile(r"with\s+(?:torch\s*\.\s*)?device\s*\(")
 # ``with torch.device("meta"):`` is how models are built without memory; it set nothing
 # that makes a factory's tensor wait for a device.
 _HOST_DEVICE = re.compile(r"""\s*\(?\s*(['"])(?:cpu|meta)\1\s*\)""")
+# The legacy tensor types of the CPU (``torch.cuda.LongTensor`` and the like are a device's).
+HOST_TENSOR_TYPE_NAMES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+HOST_TENSOR_TYPES = frozenset(f"torch.{name}Tensor" for name in HOST_TENSOR_TYPE_NAMES)
 _HOST_TENSOR_TYPE = re.compile(
-    r"""\s*\(\s*(['"]?)torch\.(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor\1\s*\)"""
+    r"""\s*\(\s*(['"]?)torch\.(?:""" + "|".join(HOST_TENSOR_TYPE_NAMES) + r""")Tensor\1\s*\)"""
 )
 
 _project_sets_default = RunFlag()

@@ -2550,8 +2550,8 @@ class Provenance:
     def _names_host_tensor_type(self, expr: ast.expr) -> bool:
         """``torch.LongTensor`` (or ``"torch.LongTensor"``): a tensor type of the CPU's."""
         if type(expr) is ast.Constant:
-            return expr.value in HOST_TENSOR_TYPES  # type: ignore[attr-defined]
-        return self.imports.qualify(expr) in HOST_TENSOR_TYPES
+            return expr.value in devices.HOST_TENSOR_TYPES  # type: ignore[attr-defined]
+        return self.imports.qualify(expr) in devices.HOST_TENSOR_TYPES
 
     def _cpu_call(self, call: ast.Call, seen: frozenset[tuple[int, str]]) -> bool:
         func = call.func
@@ -2921,7 +2921,7 @@ class Provenance:
                 if found in (Kind.NUMBER, Kind.OTHER):
                     return found  # ``ids.size(1) // seq_len``: a size, whatever ``ids`` is
             if receiver is Kind.UNKNOWN and method in TENSOR_ONLY_NAMES and method not in NON_TENSOR_METHODS and (
-                tensor_method_kind(call) in (None, Kind.TENSOR)  # ``x.numel()`` is a number
+                tensor_method_kind(call) in (None, Kind.TENSOR)  # ``x.data_ptr()`` is a number
             ):
                 if not self._is_imported_name(func.value):  # ``math.isfinite(x)`` is a function
                     return Kind.TENSOR
@@ -3028,13 +3028,6 @@ def _names_spelled_elsewhere(module: ast.Module) -> set[str]:
         elif t is ast.ImportFrom and node.module is not None:  # type: ignore[attr-defined]
             found.update(node.module.split("."))  # type: ignore[attr-defined]
     return found
-
-
-# The legacy tensor types of the CPU (``torch.cuda.LongTensor`` and the like are a device's):
-# ``x.type(torch.LongTensor)`` gives a tensor in host memory, a copy of a device tensor.
-HOST_TENSOR_TYPES = frozenset(
-    f"torch.{name}Tensor" for name in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
-)
 
 
 def _names_cpu(expr: ast.expr) -> bool:
