@@ -775,7 +775,8 @@ class Provenance:
         self._container_adds: dict[tuple[int, str], list[_Added]] = {}
         self._pending_targets: list[tuple[Scope, str, str, str, object]] = []
         self._object_scopes: dict[tuple[int, str], Scope] = {}
-        self._tested_names: set[str] = set()  # names an ``isinstance``, ``is None`` or ``if x:`` test reads
+        self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
+        self._truth_tested: set[str] = set()  # names an ``if x:`` test reads
         self._guard_cache: dict[int, list[tuple[ast.expr, bool]]] = {}
         self._uses_by_name: dict[str, list[ast.Name]] | None = None  # for the call sites of functions
         self._exported = False
@@ -995,7 +996,7 @@ class Provenance:
                 while type(test) is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
                     test = test.operand  # type: ignore[attr-defined]
                 if type(test) is ast.Name:  # ``if acc:`` true: ``acc`` is not None
-                    self._tested_names.add(test.id)  # type: ignore[attr-defined]
+                    self._truth_tested.add(test.id)  # type: ignore[attr-defined]
             elif t is ast.Attribute:
                 if type(node.value) is ast.Name and node.attr in TENSOR_ONLY_ATTRIBUTES:  # type: ignore[attr-defined]
                     if node.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
@@ -1514,7 +1515,7 @@ class Provenance:
 
     def _name_kind(self, name: ast.Name | ast.arg) -> Kind:
         spelled = _spelling(name)
-        if spelled in self._tested_names:
+        if self._may_be_narrowed(name, spelled):
             narrowed = self.narrowed(name)
             if narrowed is not None:
                 return narrowed
@@ -1535,6 +1536,18 @@ class Provenance:
             if unpacked is not None and self._deeper(lambda: self._unpacks_tensors(unpacked)):
                 return Kind.TENSOR  # ``a, b = torch.unique(t, return_counts=True)``, then ``a = a.tolist()``
         return self.name_kind_at(spelled, name)
+
+    def _may_be_narrowed(self, name: ast.Name | ast.arg, spelled: str) -> bool:
+        """Can a test around this read say what it is? Where its name is tested with
+        ``isinstance`` or ``is None``, or tested bare (``if acc:``) and bound to ``None``
+        somewhere (a bare test says only that it is not None). Asked before the tests
+        around the read are looked for: a flag tested bare (``if use_cache:``) is read often."""
+        if spelled in self._tested_names:
+            return True
+        if spelled not in self._truth_tested or self._names is None:
+            return False
+        scope = self.scope_of(name).lookup(spelled)
+        return scope is not None and (id(scope), spelled + NOT_NONE) in self._equations
 
     def narrowed(self, name: ast.Name | ast.arg) -> Kind | None:
         """The kind a test around this read proves: ``isinstance(x, torch.Tensor)`` (TENSOR in
@@ -2283,7 +2296,7 @@ class Provenance:
         t = type(expr)
         if t is ast.Name or t is ast.arg:  # a parameter's name was a ``Name`` to libcst
             name = _spelling(expr)  # type: ignore[arg-type]
-            if name in self._tested_names and self.narrowed(expr) is Kind.TENSOR:  # type: ignore[arg-type]
+            if self._may_be_narrowed(expr, name) and self.narrowed(expr) is Kind.TENSOR:  # type: ignore[arg-type]
                 return True  # ``isinstance(x, torch.Tensor)`` holds here
             value = self.reaching(expr)  # type: ignore[arg-type]
             if value is not None and self._deeper(lambda: self._reaching_kind(expr, value)) is Kind.TENSOR:  # type: ignore[arg-type]
