@@ -185,58 +185,107 @@ class Text:
         return self.source[start:end].rstrip("\r\n")
 
 
+def _how_children(t: type):
+    """How a node of type ``t`` gives its children: a function (:data:`_ORDER`), the
+    names of the fields that may hold nodes, or None for a leaf."""
+    found = _HOW.get(t, _HOW)
+    if found is _HOW:
+        found = _HOW[t] = _ORDER.get(t) or _fields(t) or None
+    return found
+
+
+_HOW: dict[type, object] = {}
+
+
+def _numbered(module: ast.Module) -> tuple[list[ast.AST], list[int], list[int], dict[type, list[int]]]:
+    """The nodes of ``module`` in source order; each one's parent's number (-1 for the
+    module), the number one past its subtree, and the numbers of each type's nodes.
+    (The hottest loop of an analysis: it runs once per node. Recursion, which CPython
+    3.11 runs without a C frame per call, costs less here than a stack of our own.)"""
+    order: list[ast.AST] = []
+    parent: list[int] = []
+    stop: list[int] = []
+    numbers_by_type: dict[type, list[int]] = {}
+    add, add_parent, add_stop = order.append, parent.append, stop.append
+    how_of = _HOW
+
+    def visit(node: ast.AST, up: int) -> None:
+        number = len(order)
+        add(node)
+        add_parent(up)
+        add_stop(number + 1)
+        t = node.__class__
+        numbers = numbers_by_type.get(t)
+        if numbers is None:
+            numbers_by_type[t] = [number]
+        else:
+            numbers.append(number)
+        how = how_of.get(t, how_of)
+        if how is how_of:
+            how = _how_children(t)
+        if how is None:  # a leaf: ``Name``, ``Constant``, ``Pass``...
+            return
+        if how.__class__ is tuple:
+            for field in how:  # type: ignore[attr-defined]
+                value = getattr(node, field)
+                if value.__class__ is list:
+                    for kid in value:
+                        if kid is not None and kid.__class__ is not str:
+                            visit(kid, number)
+                elif value is not None:
+                    visit(value, number)
+        else:
+            for kid in how(node):  # type: ignore[operator]
+                if kid is not None:
+                    visit(kid, number)
+        stop[number] = len(order)
+
+    try:
+        visit(module, -1)
+    finally:
+        # ``visit`` refers to itself through its closure: a reference cycle that would keep
+        # the lists (and through them the tree) until the cyclic collector ran.
+        del visit
+    return order, parent, stop, numbers_by_type
+
+
+def _numbered_with_a_stack(module: ast.Module) -> tuple[list[ast.AST], list[int], list[int], dict[type, list[int]]]:
+    """:func:`_numbered` for trees nested too deep to recurse: depth-first with a stack of
+    our own, children pushed in reverse so that they come out in source order (a negative
+    entry closes the subtree of node ~entry)."""
+    order: list[ast.AST] = []
+    parent: list[int] = []
+    stop: list[int] = []
+    numbers_by_type: dict[type, list[int]] = {}
+    stack: list = [(module, -1)]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is int:
+            stop[~item] = len(order)
+            continue
+        node, up = item
+        number = len(order)
+        order.append(node)
+        parent.append(up)
+        numbers_by_type.setdefault(node.__class__, []).append(number)
+        kids = _in_source_order(node)
+        if not kids:
+            stop.append(number + 1)
+            continue
+        stop.append(0)
+        stack.append(~number)
+        stack.extend((kid, number) for kid in reversed(kids))
+    return order, parent, stop, numbers_by_type
+
+
 class Index:
     """What one pass over ``module`` found: nodes in source order, parents, spans."""
 
     def __init__(self, module: ast.Module, source: str) -> None:
-        order: list[ast.AST] = []
-        parent: list[int] = []
-        stop: list[int] = []
-        numbers_by_type: dict[type, list[int]] = {}
-        # Depth-first, children pushed in reverse so that they come out in source order.
-        # A negative entry closes the subtree of node ~entry. (The hottest loop of an
-        # analysis: it runs once per node, so it looks each node's children up itself.)
-        stack: list = [(module, -1)]
-        pop, push = stack.pop, stack.append
-        add, add_parent, add_stop = order.append, parent.append, stop.append
-        fields_of = _FIELDS
-        while stack:
-            item = pop()
-            if item.__class__ is int:
-                stop[~item] = len(order)
-                continue
-            node, up = item
-            number = len(order)
-            add(node)
-            add_parent(up)
-            t = node.__class__
-            numbers = numbers_by_type.get(t)
-            if numbers is None:
-                numbers_by_type[t] = [number]
-            else:
-                numbers.append(number)
-            if t in _ORDER:
-                kids = _in_source_order(node)
-            else:
-                fields = fields_of.get(t)
-                if fields is None:
-                    fields = _fields(t)
-                if not fields:  # a leaf: ``Name``, ``Constant``, ``Pass``...
-                    add_stop(number + 1)
-                    continue
-                kids = []
-                for field in fields:
-                    value = getattr(node, field)
-                    if value.__class__ is list:
-                        for kid in value:
-                            if kid is not None and kid.__class__ is not str:
-                                kids.append(kid)
-                    elif value is not None:
-                        kids.append(value)
-            add_stop(0)
-            push(~number)
-            for kid in reversed(kids):
-                push((kid, number))
+        try:
+            order, parent, stop, numbers_by_type = _numbered(module)
+        except RecursionError:  # nested deeper than Python's stack allows (``a + b + ...`` of thousands)
+            order, parent, stop, numbers_by_type = _numbered_with_a_stack(module)
         self.order = order
         self.parent = parent
         self.stop = stop
@@ -291,6 +340,11 @@ class Parents(Mapping):
             return default
         up = self._parent[number]
         return self._order[up] if up >= 0 else default
+
+    def tables(self) -> tuple[dict[int, int], list[int], list[ast.AST]]:
+        """id(node) -> number, each number's parent number (-1: none), nodes by number:
+        for walks up that hold numbers rather than nodes."""
+        return self._number, self._parent, self._order
 
     def __getitem__(self, node: ast.AST) -> ast.AST:
         found = self.get(node)
