@@ -11,6 +11,8 @@ from fixitem.codemods import gen
 from fixitem.codemods.model.context import FileContext
 from fixitem.codemods.model.suppression import Suppressions
 from fixitem.codemods.model.tree import (
+    _numbered,
+    _numbered_with_a_stack,
     children_of,
     index,
     nodes_in_body,
@@ -96,6 +98,27 @@ def test_source_order_and_subtrees(name, text, module):
         expected = [n for n in ast.walk(node) if not isinstance(n, SHARED)]
         assert set(map(id, below)) == set(map(id, expected))
         assert [n for n in below if isinstance(n, ast.Call)] == nodes_within(node, ast.Call)
+
+
+@pytest.mark.parametrize("name,text,module", MODULES, ids=[m[0] for m in MODULES])
+def test_the_recursive_numbering_is_the_one_of_the_plain_walk(name, text, module):
+    # The fast numbering recurses; the one it falls back on (for trees too deep to recurse)
+    # keeps a stack of its own. Both give the same tables.
+    assert _numbered(module) == _numbered_with_a_stack(module)
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_indexed(monkeypatch):
+    # ``a0 + a1 + ... + a1999`` nests 2,000 deep: deeper than Python lets a function recurse.
+    text = "x = " + " + ".join(f"a{i}" for i in range(2000)) + "\ny = f(x)\n"
+    module = parse_module(text)
+    with pytest.raises(RecursionError):
+        _numbered(module)
+    found = index(module, text)
+    assert len(found.order) == len([n for n in ast.walk(module) if not isinstance(n, SHARED)])
+    assert [n.id for n in nodes_within(module, ast.Name)][-3:] == ["y", "f", "x"]
+    last = module.body[1].value.args[0]
+    assert found.parents[last] is module.body[1].value
+    assert found.positions[last].start.line == 2
 
 
 def test_the_nodes_of_a_block_are_those_of_its_statements_only():
@@ -224,3 +247,12 @@ def test_new_code_prints_the_files_nodes_as_their_own_text():
         "torch.where(t > 0, (x  # keep\n         + 1), y)")
     wide = gen.Assign("y", gen.Call("torch.where", ["c", "a", "b"], one_per_line=True), comments=["# moved"])
     assert wide.render(ctx, "    ") == "# moved\n    y = torch.where(\n        c,\n        a,\n        b,\n    )"
+
+
+@pytest.mark.parametrize("name,text,module", MODULES, ids=[m[0] for m in MODULES])
+def test_each_nodes_scope_is_found_by_numbers_as_by_parents(name, text, module):
+    # The walk up by node numbers (the fast one) and the walk up through the parents'
+    # mapping place every node of the file in the same scope.
+    provenance = FileContext.build(Path("x.py"), text, module=module).provenance
+    for node in walk(module):
+        assert provenance._find_scope(node) is provenance._find_scope_by_nodes(node)

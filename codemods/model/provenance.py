@@ -38,7 +38,7 @@ from .. import shortcuts
 from . import devices, torch_stubs
 from .reaching import Bindings, assigned_value, branch_values, reaching_binding, unpacked_value
 from .reductions import REDUCTIONS
-from .tree import children_of, nodes_within, number_of, tables
+from .tree import callee_name, children_of, nodes_within, number_of, tables
 
 
 class Certainty(enum.Enum):
@@ -756,6 +756,7 @@ class Provenance:
         self._pending_reads = 0
         self._reads: set[tuple[int, str]] | None = None  # while solving: the names a computation reads
         self._scope_cache: dict[ast.AST, Scope] = {}
+        self._scopes_by_number: dict[int, Scope] = {}  # the scopes, by their node's number
         self._reaching: dict[int, ast.stmt | ast.arg | None] = {}  # id(Name) -> the binding it sees
         self._reaching_depth = 0
         self._bindings: Bindings | None = None  # where each name is bound, for reaching()
@@ -895,7 +896,45 @@ class Provenance:
     def _fill_scope(self, scope: Scope, body: object) -> None:
         for node in _scope_nodes(body):
             t = type(node)
-            if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
+            if t is ast.Attribute:  # the commonest first
+                if type(node.value) is ast.Name and node.attr in TENSOR_ONLY_ATTRIBUTES:  # type: ignore[attr-defined]
+                    if node.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
+                        scope.evidence.add(node.value.id)  # type: ignore[attr-defined]
+            elif t is ast.Call:
+                scope.size_calls.append(node)  # type: ignore[arg-type]
+                func = node.func  # type: ignore[attr-defined]
+                called = callee_name(func)
+                if (called == "isinstance" or called == "is_tensor") and (dotted_name(func) or "").endswith(called):
+                    arguments = call_arguments(node)  # type: ignore[arg-type]
+                    if arguments and type(argument_value(arguments[0])) is ast.Name:
+                        self._tested_names.add(argument_value(arguments[0]).id)  # type: ignore[attr-defined]
+                if type(func) is ast.Attribute:
+                    receiver = func.value
+                    method = func.attr
+                    arguments = call_arguments(node) if method in CONTAINER_ADDS or method == "save_for_backward" else []  # type: ignore[arg-type]
+                    if type(receiver) is ast.Name and method in CONTAINER_ADDS and arguments:
+                        # ``xs.append(v)``, ``xs.insert(i, v)``: ``v`` is an element; ``xs.extend(ys)``: ys's are.
+                        added = argument_value(arguments[-1])
+                        how = "extend" if method in ("extend", "update") else "element"
+                        self._pending_targets.append((scope, receiver.id, how, "add", _Added(how, added)))
+                    if type(receiver) is ast.Name and method in TENSOR_ONLY_NAMES and \
+                            _tensor_like_call(method, node):  # type: ignore[arg-type]
+                        if receiver.id not in ("self", "cls"):
+                            scope.evidence.add(receiver.id)
+                    elif type(receiver) is ast.Name and method in ("cpu", "cuda") and receiver.id not in (
+                            "self", "cls") and copy_is_read(node, self.parents) and not _type_tested_around(
+                            node, receiver.id, self.parents):  # type: ignore[arg-type]
+                        # ``ts.cpu().numpy()``: a module's ``cpu()`` gives the module, which has no
+                        # ``numpy()`` (nor ``tolist()``, ``item()``); numpy arrays have no ``cpu()``.
+                        # (Under ``if isinstance(ts, torch.Tensor):`` it says nothing of ``ts`` elsewhere.)
+                        scope.evidence.add(receiver.id)
+                    elif method == "save_for_backward":
+                        # ``ctx.save_for_backward`` takes tensors only.
+                        for arg in arguments:
+                            value = argument_value(arg)
+                            if type(value) is ast.Name:
+                                scope.evidence.add(value.id)
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
                 if t is not ast.Lambda:
                     scope.bind(node.name, "opaque", None)  # type: ignore[attr-defined]
                 inner = Scope(node, scope)
@@ -949,38 +988,6 @@ class Provenance:
             elif t is ast.Global or t is ast.Nonlocal:
                 for item in node.names:  # type: ignore[attr-defined]
                     scope.bind(item, "opaque", None)
-            elif t is ast.Call:
-                scope.size_calls.append(node)  # type: ignore[arg-type]
-                func = node.func  # type: ignore[attr-defined]
-                arguments = call_arguments(node)  # type: ignore[arg-type]
-                if arguments and type(argument_value(arguments[0])) is ast.Name and (dotted_name(func) or "").split(".")[-1] in (
-                        "isinstance", "is_tensor"):
-                    self._tested_names.add(argument_value(arguments[0]).id)  # type: ignore[attr-defined]
-                if type(func) is ast.Attribute:
-                    receiver = func.value
-                    method = func.attr
-                    if type(receiver) is ast.Name and method in CONTAINER_ADDS and arguments:
-                        # ``xs.append(v)``, ``xs.insert(i, v)``: ``v`` is an element; ``xs.extend(ys)``: ys's are.
-                        added = argument_value(arguments[-1])
-                        how = "extend" if method in ("extend", "update") else "element"
-                        self._pending_targets.append((scope, receiver.id, how, "add", _Added(how, added)))
-                    if type(receiver) is ast.Name and method in TENSOR_ONLY_NAMES and \
-                            _tensor_like_call(method, node):  # type: ignore[arg-type]
-                        if receiver.id not in ("self", "cls"):
-                            scope.evidence.add(receiver.id)
-                    elif type(receiver) is ast.Name and method in ("cpu", "cuda") and receiver.id not in (
-                            "self", "cls") and copy_is_read(node, self.parents) and not _type_tested_around(
-                            node, receiver.id, self.parents):  # type: ignore[arg-type]
-                        # ``ts.cpu().numpy()``: a module's ``cpu()`` gives the module, which has no
-                        # ``numpy()`` (nor ``tolist()``, ``item()``); numpy arrays have no ``cpu()``.
-                        # (Under ``if isinstance(ts, torch.Tensor):`` it says nothing of ``ts`` elsewhere.)
-                        scope.evidence.add(receiver.id)
-                    elif method == "save_for_backward":
-                        # ``ctx.save_for_backward`` takes tensors only.
-                        for arg in arguments:
-                            value = argument_value(arg)
-                            if type(value) is ast.Name:
-                                scope.evidence.add(value.id)
             elif t is ast.Slice:
                 for bound in (node.lower, node.upper, node.step):  # type: ignore[attr-defined]
                     if bound is not None:
@@ -997,10 +1004,6 @@ class Provenance:
                     test = test.operand  # type: ignore[attr-defined]
                 if type(test) is ast.Name:  # ``if acc:`` true: ``acc`` is not None
                     self._truth_tested.add(test.id)  # type: ignore[attr-defined]
-            elif t is ast.Attribute:
-                if type(node.value) is ast.Name and node.attr in TENSOR_ONLY_ATTRIBUTES:  # type: ignore[attr-defined]
-                    if node.value.id not in ("self", "cls"):  # type: ignore[attr-defined]
-                        scope.evidence.add(node.value.id)  # type: ignore[attr-defined]
 
     def _note_target(self, scope: Scope, target: ast.expr, how: str, value: ast.AST | None) -> None:
         """``t.loss = v`` of a local object, ``xs[i] = v`` and ``xs += [v]`` of a container."""
@@ -1072,6 +1075,43 @@ class Provenance:
         return cached
 
     def _find_scope(self, node: ast.AST) -> Scope:
+        tables = getattr(self.parents, "tables", None)
+        if tables is None:
+            return self._find_scope_by_nodes(node)
+        number_of_id, parent, order = tables()
+        k = number_of_id.get(id(node))
+        if k is None or order[k] is not node:  # a node built after the file was indexed
+            return self._find_scope_by_nodes(node)
+        by_number = self._scopes_by_number
+        if len(by_number) != len(self.scopes):
+            by_number.clear()
+            for owner, scope in self.scopes.items():
+                number = number_of_id.get(id(owner))
+                if number is not None:
+                    by_number[number] = scope
+        below = -1  # the child of node ``k`` on the way up
+        while k >= 0:
+            up = parent[k]
+            scope = by_number.get(up)
+            if scope is not None:
+                # Decorators, a return annotation and a class's bases belong to the enclosing
+                # scope; a function's parameters (their annotations and default values
+                # included, as libcst's ``Parameters`` did) and its statements to its own.
+                owner, current = order[up], order[k]
+                if type(owner) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
+                    below, k = k, up
+                    continue
+                # The first iterable of a comprehension is evaluated outside it.
+                if type(current) is ast.comprehension and below >= 0 and order[below] is current.iter and \
+                        current is owner.generators[0]:  # type: ignore[attr-defined]
+                    below, k = k, up
+                    continue
+                return scope
+            below, k = k, up
+        return self.scopes[self.module]
+
+    def _find_scope_by_nodes(self, node: ast.AST) -> Scope:
+        """:meth:`_find_scope` through the parents' mapping, node by node."""
         scopes = self.scopes
         parents = self.parents
         current: ast.AST | None = node
@@ -1079,13 +1119,9 @@ class Provenance:
         while current is not None:
             parent = parents.get(current)
             if parent is not None and parent in scopes:
-                # Decorators, a return annotation and a class's bases belong to the enclosing
-                # scope; a function's parameters (their annotations and default values
-                # included, as libcst's ``Parameters`` did) and its statements to its own.
                 if type(parent) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
                     below, current = current, parent
                     continue
-                # The first iterable of a comprehension is evaluated outside it.
                 if type(current) is ast.comprehension and below is current.iter and \
                         current is parent.generators[0]:  # type: ignore[attr-defined]
                     below, current = current, parent
@@ -1197,6 +1233,14 @@ class Provenance:
         while i < len(group):  # finding the group: ``_lookup`` appends what is read
             self._update(group[i])
             i += 1
+        if shortcuts.ENABLED and len(group) == 1 and first not in self._key_reads[first]:
+            # It read only solved keys: iterating again would compute the same kind.
+            if names[first] is Kind.PENDING:
+                names[first] = Kind.UNKNOWN
+            self._final.add(first)
+            self._group = None
+            self._solving = False
+            return
         for key in group:
             names[key] = Kind.PENDING
             self._computed_at.pop(key, None)
