@@ -37,6 +37,7 @@ from typing import Any, Literal, Union
 
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.codemods import shortcuts
+from fixitem.codemods.real_paths import real_path
 from fixitem.codemods.driver.discovery import PathNotFound, discover, missing
 from fixitem.codemods.driver.engine import (
     Analyses,
@@ -324,7 +325,7 @@ def _display(path: Path) -> str:
     if cwd not in _resolved_cwd:  # resolved once per folder, not once per file
         _resolved_cwd[cwd] = Path(cwd).resolve()
     try:
-        return path.resolve().relative_to(_resolved_cwd[cwd]).as_posix()
+        return real_path(path).relative_to(_resolved_cwd[cwd]).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -572,8 +573,8 @@ def _run_rounds(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None)
     place = {}
     for index, job in enumerate(jobs):
         try:
-            place[str(job.path.resolve())] = index
-        except OSError:
+            place[str(real_path(job.path))] = index
+        except (OSError, RuntimeError):
             continue
     for later in range(1, TRACED_ROUNDS + 1):
         wanted: dict[int, set[str]] = {}

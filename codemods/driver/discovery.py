@@ -15,6 +15,8 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from .. import real_paths
+
 SKIPPED_DIRS = frozenset(
     {
         "__pycache__", "node_modules", "site-packages", "build", "dist",
@@ -135,6 +137,7 @@ def discover(
     followed to the file they name). Raises
     :class:`PathNotFound` for a path that cannot be read.
     """
+    real_paths.forget()  # a new run: links may have changed since the last one
     found: dict[str, Path] = {}
     for raw in paths:
         problem = missing(raw)
@@ -148,7 +151,9 @@ def discover(
         else:
             files = (path,)
         for file in files:
-            first = found.setdefault(os.path.realpath(file), file)
+            real = os.path.realpath(file)
+            real_paths.remember(file, real)
+            first = found.setdefault(real, file)
             if first.is_symlink() and not file.is_symlink():  # the file itself over a link to it
-                found[os.path.realpath(file)] = file
+                found[real] = file
     return list(found.values())

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ..real_paths import real_path
+
 try:
     import tomllib
 except ImportError:  # pragma: no cover - Python 3.10
@@ -27,8 +29,8 @@ _SANE = range(40, 401)
 def line_length(file: Path) -> int:
     """The line length for ``file`` (see the module's documentation)."""
     try:
-        folder = file.resolve().parent
-    except OSError:
+        folder = real_path(file).parent
+    except (OSError, RuntimeError):
         return DEFAULT
     return _for_folder(folder)
 

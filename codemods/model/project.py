@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from .. import real_paths
+from ..real_paths import real_path
 from .context import FileContext
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
 from .provenance import (
@@ -213,7 +215,7 @@ class Project:
         if path is None:
             return None
         try:
-            real = Path(path).resolve()
+            real = real_path(path)
             if not real.is_file():
                 return None
         except (OSError, RuntimeError):
@@ -235,6 +237,7 @@ class Project:
             except OSError:
                 pass
             self._clear()
+            real_paths.forget()
             return
 
     def module_file(self, importer: Path, module: str, level: int) -> Path | None:
@@ -255,7 +258,7 @@ class Project:
             candidates.append(target / "__init__.py")
             for candidate in candidates:
                 if candidate.is_file():
-                    found = candidate.resolve()
+                    found = real_path(candidate)
                     if found != importer:
                         return found
         return None
@@ -273,8 +276,8 @@ class Project:
         """The summary of a file this process has parsed anyway (a file of the run), when its
         text is the file's on disk: a file that asks about it later needs no parse of its own."""
         try:
-            real = Path(path).resolve()
-        except OSError:
+            real = real_path(path)
+        except (OSError, RuntimeError):
             return
         if real in self._summaries:
             return
