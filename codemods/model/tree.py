@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 # Node types that carry no position and nothing to analyse: ``Load``/``Store``, operators.
 # (CPython shares one instance of each between all trees, so they have no parent.)
@@ -149,6 +150,14 @@ class Text:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self.ascii = source.isascii()
+        self._encoded: dict[int, bytes] = {}
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        """The offset where each line starts (worked out when first asked: the analysis of a
+        file with nothing to report never asks)."""
+        source = self.source
         starts = [0]
         if "\r" in source:
             i, n = 0, len(source)
@@ -159,9 +168,7 @@ class Text:
                 i += 1
         else:  # one C-level split, then the running sum of the line lengths
             starts.extend(accumulate(map(add, map(len, source.split("\n")[:-1]), repeat(1))))
-        self.line_starts = starts
-        self.ascii = source.isascii()
-        self._encoded: dict[int, bytes] = {}
+        return starts
 
     def offset(self, line: int, byte_column: int) -> int:
         """The character offset of ``ast``'s (1-based line, UTF-8 byte column)."""
