@@ -74,7 +74,7 @@ class FileContext:
             module = parse_module(source)
         found = index(module, source)
         parents = found.parents
-        provenance = Provenance(module, parents, external)
+        provenance = Provenance(module, parents, external, found.names_by_spelling)
         traced = traced_functions(module, provenance.imports, parents, traced_roots)
         return cls(path, source, module, found.positions, parents, found.by_type, provenance, traced,
                    Suppressions(source), flush_every, found)
@@ -185,6 +185,8 @@ class FileContext:
     def names(self, value: str, within: ast.AST | None = None) -> list[ast.Name]:
         """The ``Name`` nodes spelled ``value`` (at or below ``within``), in source order."""
         def by_value() -> dict[str, tuple[list[int], list[ast.Name]]]:
+            if self.tree_index is not None:
+                return self.tree_index.names_by_spelling()
             found: dict[str, tuple[list[int], list[ast.Name]]] = {}
             for node in self.nodes(ast.Name):
                 numbers, nodes = found.setdefault(node.id, ([], []))  # type: ignore[attr-defined]

@@ -733,9 +733,12 @@ class Scope:
 class Provenance:
     """Answers ``kind(expr)`` for the expressions of one parsed module."""
 
-    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST], external: object | None = None) -> None:
+    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST], external: object | None = None,
+                 names_by_spelling: Callable[[], dict[str, tuple[list[int], list[ast.Name]]]] | None = None) -> None:
         self.module = module
         self.parents = parents
+        # The index's table of the names spelled in the file (None: walked for when needed).
+        self._names_by_spelling = names_by_spelling
         # What this file may ask about the other modules of its project (None: nothing;
         # :class:`codemods.model.project.External`): names they define that it imports.
         self.external = external
@@ -2289,12 +2292,14 @@ class Provenance:
         if self.functions.get(name) is not func or len(self.scopes[self.module].bindings.get(name, [])) != 1:
             return None
         if self._uses_by_name is None:
-            self._uses_by_name = {}
-            for node in nodes_within(self.module, ast.Name):
-                self._uses_by_name.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
-            if "__all__" in self._uses_by_name or "__all__" in _names_spelled_elsewhere(self.module):
-                self._uses_by_name["__all__"] = []  # names exported may be called from elsewhere
-                self._exported = True
+            if self._names_by_spelling is not None:
+                self._uses_by_name = {spelled: nodes for spelled, (_, nodes) in self._names_by_spelling().items()}
+            else:
+                self._uses_by_name = {}
+                for node in nodes_within(self.module, ast.Name):
+                    self._uses_by_name.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
+            # Names exported (``__all__``) may be called from elsewhere.
+            self._exported = "__all__" in self._uses_by_name or "__all__" in _names_spelled_elsewhere(self.module)
         if self._exported:
             return None
         calls: list[ast.Call] = []

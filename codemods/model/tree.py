@@ -302,7 +302,25 @@ class Index:
         self.by_type = ByType(numbers_by_type, order)  # node type -> its nodes, in source order
         self.text = Text(source)
         self.positions = Positions(self.number, order, self.parents, self.text)
+        self._names: dict[str, tuple[list[int], list[ast.Name]]] | None = None
         self.activate()
+
+    def names_by_spelling(self) -> dict[str, tuple[list[int], list[ast.Name]]]:
+        """Each name spelled in the file -> the numbers of its ``Name`` nodes, and the nodes,
+        in source order (made when first asked for)."""
+        found = self._names
+        if found is None:
+            found = self._names = {}
+            order = self.order
+            for number in self.numbers_by_type.get(ast.Name, ()):
+                node = order[number]
+                entry = found.get(node.id)  # type: ignore[attr-defined]
+                if entry is None:
+                    found[node.id] = ([number], [node])  # type: ignore[attr-defined,list-item]
+                else:
+                    entry[0].append(number)
+                    entry[1].append(node)  # type: ignore[arg-type]
+        return found
 
     def activate(self) -> None:
         """Make the module-level lookups answer for this index again."""
