@@ -622,16 +622,22 @@ class _Workers:
         self.count = workers
         self.pool: Any = None
         self.broken = False  # a worker died: the rest of the run is done in-process
+        self.summaries: str | None = None  # the folder the workers share modules' summaries through
 
     def start(self, files: int) -> Any:
         """The pool, started for a first round of ``files`` files if it is not yet."""
         if self.pool is None:
             # Imported here: a run of a few files (a pre-commit hook's) starts without them.
+            import tempfile
             from concurrent.futures import ProcessPoolExecutor
 
             from fixitem.workers import pool_options as worker_options
 
-            self.pool = ProcessPoolExecutor(max_workers=min(self.count, files), **worker_options())
+            try:
+                self.summaries = tempfile.mkdtemp(prefix="fixitem-summaries-")
+            except OSError:  # no temporary folder: each worker reads the modules itself
+                self.summaries = None
+            self.pool = ProcessPoolExecutor(max_workers=min(self.count, files), **worker_options(self.summaries))
         return self.pool
 
     def __enter__(self) -> _Workers:
@@ -641,6 +647,11 @@ class _Workers:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=kind is not None)  # interrupted: no file more
             self.pool = None
+        if self.summaries is not None:
+            import shutil
+
+            shutil.rmtree(self.summaries, ignore_errors=True)
+            self.summaries = None
 
 
 def _run_all(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None) -> list[FileResult]:

@@ -28,18 +28,23 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 POLL_SECONDS = 1.0
 
 
-def pool_options() -> dict[str, object]:
-    """``ProcessPoolExecutor`` arguments for workers that end with the process making the pool."""
+def pool_options(summaries: str | None = None) -> dict[str, object]:
+    """``ProcessPoolExecutor`` arguments for workers that end with the process making the pool
+    (and share the summaries of the project's modules through the folder ``summaries``)."""
     context = multiprocessing.get_context()
     # fork and spawn start each worker from this process; forkserver from a server process.
     direct = context.get_start_method() != "forkserver"
-    return {"mp_context": context, "initializer": started, "initargs": (os.getpid(), direct)}
+    return {"mp_context": context, "initializer": started, "initargs": (os.getpid(), direct, summaries)}
 
 
-def started(parent: int, direct: bool) -> None:
+def started(parent: int, direct: bool, summaries: str | None = None) -> None:
     """The pool's initializer, run in each worker as it starts. ``parent``: the pid of the
-    process that made the pool; ``direct``: whether it started this worker itself. Never
-    raises (a failing initializer breaks the pool)."""
+    process that made the pool; ``direct``: whether it started this worker itself;
+    ``summaries``: the run's folder of shared module summaries. Never raises (a failing
+    initializer breaks the pool)."""
+    from fixitem.codemods.model.project import share_summaries
+
+    share_summaries(summaries)
     _die_with_parent()
     if not parent_alive(parent, direct):  # it died before the kernel was asked
         os._exit(1)

@@ -299,3 +299,60 @@ def test_a_class_built_on_another_modules_class_is_looked_up_only_when_asked_abo
     assert read == ["layers.py"]  # configs.py is never read: nobody asked about Config
     assert "Config" not in ctx.provenance.module_classes
     assert read == ["layers.py", "configs.py"]
+
+
+def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monkeypatch):
+    # The workers of a run share the summaries of the modules they read through a folder:
+    # the second process (here a fresh project) reads b.py's from it, without parsing b.py.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (tmp_path / "b.py").write_text("import torch\n\n\ndef g(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n")
+    monkeypatch.setattr(project, "_SHARED_SUMMARIES", None)
+    project.share_summaries(str(shared))
+    first = project.Project().summary(tmp_path / "b.py")
+    assert first is not None and len(list(shared.iterdir())) == 1
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counting(source, *args, **options):
+        parsed.append(source)
+        return parse(source, *args, **options)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    second = project.Project().summary(tmp_path / "b.py")
+    assert parsed == []
+    assert second is not None and second.digest == first.digest
+    assert second.definitions["g"].returns is Kind.TENSOR and second.names == first.names
+    # A summary of another text is not taken for this one, nor a file that is not a summary.
+    (tmp_path / "b.py").write_text("def g(x):\n    return 1\n")
+    next(shared.iterdir()).write_bytes(b"not a pickle")
+    third = project.Project().summary(tmp_path / "b.py")
+    assert third is not None and third.definitions["g"].returns is Kind.UNKNOWN and len(parsed) == 1
+    project.share_summaries(None)
+
+
+def test_a_parallel_run_shares_summaries_and_leaves_no_folder_behind(tree, tmp_path, monkeypatch):
+    import tempfile
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.setattr(api, "PARALLEL_MIN_FILES", 1)  # workers even for a small project
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **options: made.append(mkdtemp(**options)) or made[-1])
+    shared: list[str] = []
+    rmtree = shutil.rmtree
+
+    def removing(folder, **options):
+        shared.extend(p.name for p in Path(folder).iterdir())
+        rmtree(folder, **options)
+
+    monkeypatch.setattr(shutil, "rmtree", removing)
+    project.forget()
+    parallel = [(f.rule, f.line, f.fix) for f in api.scan([tree], jobs=2, cache=False).findings]
+    project.forget()
+    alone = [(f.rule, f.line, f.fix) for f in api.scan([tree], jobs=1, cache=False).findings]
+    assert parallel == alone and parallel
+    assert len(made) == 1 and list(temporary.iterdir()) == []
+    assert shared and all(name.endswith(".summary") for name in shared)  # what the workers handed on

@@ -34,6 +34,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
+import pickle
 import re
 import sys
 import time
@@ -180,6 +182,50 @@ class Summary:
         return self.imports.qualify(expr)
 
 
+# A folder through which the processes of one run share the summaries of the modules
+# they read (None: this process keeps its own). A worker then never parses a module
+# for what it defines when another worker has parsed or analysed it already.
+_SHARED_SUMMARIES: Path | None = None
+
+
+def share_summaries(folder: str | None) -> None:
+    """Share summaries through ``folder`` (made for the run, readable by its processes
+    alone), or not (None)."""
+    global _SHARED_SUMMARIES
+    _SHARED_SUMMARIES = Path(folder) if folder else None
+
+
+def _shared_summary(digest: str) -> Summary | None:
+    """The summary another process of the run made of a text with this digest."""
+    if _SHARED_SUMMARIES is None:
+        return None
+    try:
+        data = (_SHARED_SUMMARIES / f"{digest}.summary").read_bytes()
+        found = pickle.loads(data)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return None
+    return found if isinstance(found, Summary) and found.digest == digest else None
+
+
+def _share(summary: Summary) -> None:
+    """Hand ``summary`` to the other processes of the run (written whole, then renamed: a
+    process reading it never sees half of it)."""
+    if _SHARED_SUMMARIES is None:
+        return
+    target = _SHARED_SUMMARIES / f"{summary.digest}.summary"
+    if target.exists():
+        return
+    temporary = target.with_name(f".{summary.digest}.{os.getpid()}")
+    try:
+        temporary.write_bytes(pickle.dumps(summary, pickle.HIGHEST_PROTOCOL))
+        os.replace(temporary, target)
+    except (OSError, pickle.PicklingError, RecursionError):
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+
+
 @dataclass
 class _Read:
     context: FileContext | None  # None: the file does not parse
@@ -283,7 +329,8 @@ class Project:
             return
         read = self._text(real)
         if read is not None and read[0] == text:
-            self._summaries[real] = Summary(module, read[1], text)
+            found = self._summaries[real] = Summary(module, read[1], text)
+            _share(found)
 
     def summary(self, path: Path) -> Summary | None:
         """``path``'s top-level statements (None when it cannot be read or parsed)."""
@@ -292,13 +339,17 @@ class Project:
             return self._summaries[path]
         found: Summary | None = None
         read = self._text(path)
-        if read is not None and read[0] is not None:
+        shared = _shared_summary(read[1]) if read is not None and read[0] is not None else None
+        if shared is not None:
+            found = shared
+        elif read is not None and read[0] is not None:
             try:
                 module = parse_module(read[0])
                 found = Summary(module, read[1], read[0])
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 found = None
             else:
+                _share(found)
                 self._parsed[path] = (read[1], module)
                 while len(self._parsed) > KEEP_PARSED:
                     self._parsed.popitem(last=False)
