@@ -317,15 +317,9 @@ def _engine_options(job: _Job) -> dict[str, Any]:
     return options
 
 
-_resolved_cwd: dict[str, Path] = {}
-
-
 def _display(path: Path) -> str:
-    cwd = os.getcwd()
-    if cwd not in _resolved_cwd:  # resolved once per folder, not once per file
-        _resolved_cwd[cwd] = Path(cwd).resolve()
     try:
-        return real_path(path).relative_to(_resolved_cwd[cwd]).as_posix()
+        return real_path(path).relative_to(real_path(os.getcwd())).as_posix()
     except ValueError:
         return path.as_posix()
 

@@ -74,7 +74,7 @@ class FileContext:
             module = parse_module(source)
         found = index(module, source)
         parents = found.parents
-        provenance = Provenance(module, parents, external, found.names_by_spelling)
+        provenance = Provenance(module, parents, external, names_by_spelling=found.names_by_spelling)
         traced = traced_functions(module, provenance.imports, parents, traced_roots)
         return cls(path, source, module, found.positions, parents, found.by_type, provenance, traced,
                    Suppressions(source), flush_every, found)

@@ -339,20 +339,19 @@ class Project:
             return self._summaries[path]
         found: Summary | None = None
         read = self._text(path)
-        shared = _shared_summary(read[1]) if read is not None and read[0] is not None else None
-        if shared is not None:
-            found = shared
-        elif read is not None and read[0] is not None:
-            try:
-                module = parse_module(read[0])
-                found = Summary(module, read[1], read[0])
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                found = None
-            else:
-                _share(found)
-                self._parsed[path] = (read[1], module)
-                while len(self._parsed) > KEEP_PARSED:
-                    self._parsed.popitem(last=False)
+        if read is not None and read[0] is not None:
+            found = _shared_summary(read[1])
+            if found is None:
+                try:
+                    module = parse_module(read[0])
+                    found = Summary(module, read[1], read[0])
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    found = None
+                else:
+                    _share(found)
+                    self._parsed[path] = (read[1], module)
+                    while len(self._parsed) > KEEP_PARSED:
+                        self._parsed.popitem(last=False)
         self._summaries[path] = found
         while len(self._summaries) > self._keep_summaries:
             self._summaries.popitem(last=False)

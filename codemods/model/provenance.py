@@ -38,7 +38,7 @@ from .. import shortcuts
 from . import devices, torch_stubs
 from .reaching import Bindings, assigned_value, branch_values, reaching_binding, unpacked_value
 from .reductions import REDUCTIONS
-from .tree import callee_name, children_of, nodes_within, number_of, tables
+from .tree import Parents, callee_name, children_of, nodes_within, number_of, tables
 
 
 class Certainty(enum.Enum):
@@ -733,11 +733,11 @@ class Scope:
 class Provenance:
     """Answers ``kind(expr)`` for the expressions of one parsed module."""
 
-    def __init__(self, module: ast.Module, parents: Mapping[ast.AST, ast.AST], external: object | None = None,
-                 names_by_spelling: Callable[[], dict[str, tuple[list[int], list[ast.Name]]]] | None = None) -> None:
+    def __init__(self, module: ast.Module, parents: Parents, external: object | None = None, *,
+                 names_by_spelling: Callable[[], dict[str, tuple[list[int], list[ast.Name]]]]) -> None:
         self.module = module
         self.parents = parents
-        # The index's table of the names spelled in the file (None: walked for when needed).
+        # The index's table of the names spelled in the file (made when first asked for).
         self._names_by_spelling = names_by_spelling
         # What this file may ask about the other modules of its project (None: nothing;
         # :class:`codemods.model.project.External`): names they define that it imports.
@@ -782,8 +782,7 @@ class Provenance:
         self._tested_names: set[str] = set()  # names an ``isinstance`` or ``is None`` test reads
         self._truth_tested: set[str] = set()  # names an ``if x:`` test reads
         self._guard_cache: dict[int, list[tuple[ast.expr, bool]]] = {}
-        self._uses_by_name: dict[str, list[ast.Name]] | None = None  # for the call sites of functions
-        self._exported = False
+        self._exported: bool | None = None  # does the module list its names in ``__all__``? (asked once)
         self._passing: set[int] = set()  # parameters whose passed values are being worked out
         self._presuming: set[ast.AST] = set()  # values being asked whether a parameter heuristic alone makes them tensors
         # the functions and methods of this file, and the values they return.
@@ -1078,10 +1077,7 @@ class Provenance:
         return cached
 
     def _find_scope(self, node: ast.AST) -> Scope:
-        tables = getattr(self.parents, "tables", None)
-        if tables is None:
-            return self._find_scope_by_nodes(node)
-        number_of_id, parent, order = tables()
+        number_of_id, parent, order = self.parents.tables()
         k = number_of_id.get(id(node))
         if k is None or order[k] is not node:  # a node built after the file was indexed
             return self._find_scope_by_nodes(node)
@@ -1096,19 +1092,7 @@ class Provenance:
         while k >= 0:
             up = parent[k]
             scope = by_number.get(up)
-            if scope is not None:
-                # Decorators, a return annotation and a class's bases belong to the enclosing
-                # scope; a function's parameters (their annotations and default values
-                # included, as libcst's ``Parameters`` did) and its statements to its own.
-                owner, current = order[up], order[k]
-                if type(owner) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
-                    below, k = k, up
-                    continue
-                # The first iterable of a comprehension is evaluated outside it.
-                if type(current) is ast.comprehension and below >= 0 and order[below] is current.iter and \
-                        current is owner.generators[0]:  # type: ignore[attr-defined]
-                    below, k = k, up
-                    continue
+            if scope is not None and not _evaluated_outside(order[up], order[k], order[below] if below >= 0 else None):
                 return scope
             below, k = k, up
         return self.scopes[self.module]
@@ -1121,14 +1105,7 @@ class Provenance:
         below: ast.AST | None = None  # the child of ``current`` on the way up
         while current is not None:
             parent = parents.get(current)
-            if parent is not None and parent in scopes:
-                if type(parent) in _DEFINITIONS and not isinstance(current, ast.stmt) and type(current) is not ast.arguments:
-                    below, current = current, parent
-                    continue
-                if type(current) is ast.comprehension and below is current.iter and \
-                        current is parent.generators[0]:  # type: ignore[attr-defined]
-                    below, current = current, parent
-                    continue
+            if parent is not None and parent in scopes and not _evaluated_outside(parent, current, below):
                 return scopes[parent]
             below, current = current, parent
         return scopes[self.module]
@@ -2291,19 +2268,13 @@ class Provenance:
         name = func.name
         if self.functions.get(name) is not func or len(self.scopes[self.module].bindings.get(name, [])) != 1:
             return None
-        if self._uses_by_name is None:
-            if self._names_by_spelling is not None:
-                self._uses_by_name = {spelled: nodes for spelled, (_, nodes) in self._names_by_spelling().items()}
-            else:
-                self._uses_by_name = {}
-                for node in nodes_within(self.module, ast.Name):
-                    self._uses_by_name.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
-            # Names exported (``__all__``) may be called from elsewhere.
-            self._exported = "__all__" in self._uses_by_name or "__all__" in _names_spelled_elsewhere(self.module)
+        spelled = self._names_by_spelling()
+        if self._exported is None:  # names exported (``__all__``) may be called from elsewhere
+            self._exported = "__all__" in spelled or "__all__" in _names_spelled_elsewhere(self.module)
         if self._exported:
             return None
         calls: list[ast.Call] = []
-        for use in self._uses_by_name.get(name, []):
+        for use in spelled.get(name, ((), ()))[1]:
             parent = self.parents.get(use)
             if self.scope_of(use).lookup(name) is not self.scopes[self.module]:
                 continue  # another ``train`` (a parameter or a local of another function)
@@ -3376,6 +3347,18 @@ def _is_shape_query(expr: ast.expr) -> bool:
             return func.attr in ("size", "numel", "dim")
         return type(func) is ast.Name and func.id == "len"
     return False
+
+
+def _evaluated_outside(owner: ast.AST, child: ast.AST, below: ast.AST | None) -> bool:
+    """Is ``child`` of the scope node ``owner`` (``below``: the child of ``child`` on the way
+    up) evaluated in the enclosing scope? Decorators, a return annotation and a class's bases
+    are; a function's parameters (their annotations and default values included, as libcst's
+    ``Parameters`` were) and its statements are its own. The first iterable of a
+    comprehension is evaluated outside it."""
+    if type(owner) in _DEFINITIONS and not isinstance(child, ast.stmt) and type(child) is not ast.arguments:
+        return True
+    return type(child) is ast.comprehension and below is not None and below is child.iter and \
+        child is owner.generators[0]  # type: ignore[attr-defined]
 
 
 _NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
