@@ -47,6 +47,7 @@ from fixitem.codemods.driver.engine import (
     new_run,
     process,
     release,
+    worth_parsing,
 )
 from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
 from fixitem.codemods.driver.line_length import DEFAULT as DEFAULT_LINE_LENGTH
@@ -405,6 +406,10 @@ def _run_file_job(job: _Job) -> FileResult:
     source, error = _read(job.path)
     if source is None:
         return FileResult(job.path, error=error)
+    if not worth_parsing(source.text):
+        # Nothing to find (the engine would not parse it), and nothing kept: an entry would
+        # cost more to write and to read back than the text check it stands for.
+        return FileResult(job.path)
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,

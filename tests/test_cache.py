@@ -143,6 +143,19 @@ def test_kept_rewrites_give_what_apply_gives(tmp_path, monkeypatch, processed):
         assert path.read_bytes() == (copy / path.relative_to(tmp_path / "fixtures")).read_bytes(), path
 
 
+def test_a_file_the_engine_would_not_parse_is_not_kept(tree, processed):
+    """Its entry would cost more to write and read back than the text check it stands for."""
+    (tree / "src" / "plain.py").write_text("def add(a, b):\n    return a + b\n")
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=1)
+    assert len(list(store.rglob("*.json"))) == 3  # the three files that mention torch
+    assert "plain.py" not in processed
+    processed.clear()
+    second = api.scan(["src"], cache=store, jobs=1)
+    assert processed == []
+    assert _view(second) == _view(first)
+
+
 def test_a_broken_entry_is_a_miss(tree, processed):
     store = tree / "kept"
     api.scan(["src"], cache=store, jobs=1)
