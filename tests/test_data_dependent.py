@@ -122,6 +122,17 @@ def test_operators_with_a_fixed_output_size(line):
     assert dynamic_shape_ops(ctx) == []
 
 
+def test_an_index_that_is_a_slice_or_a_number_needs_no_question_about_values(monkeypatch):
+    """``x[..., -1]``, ``x[-2:]``, ``x[0]``: never a mask, so nothing is asked about ``x`` (in a
+    model file, most subscripts of traced code are of this kind)."""
+    code = MODULE + "        a = x[..., -1]\n        b = x[-2:, +1]\n        c = x[0]\n        return a + b + c\n"
+    ctx = FileContext.build(Path("m.py"), code)
+    asked = []
+    monkeypatch.setattr(FileContext, "is_tensor", lambda self, expr: asked.append(expr) or True)
+    monkeypatch.setattr(FileContext, "kind", lambda self, expr: asked.append(expr))
+    assert dynamic_shape_ops(ctx) == [] and asked == []
+
+
 def test_the_findings_are_the_breaks_dynamo_reports_and_the_configuration_removes_them():
     """Each break Dynamo reports in the fixture's forward is a finding of the family, on its line;
     under the configuration the findings name, Dynamo reports none, and the results are equal."""

@@ -380,20 +380,28 @@ def _dynamic_shape_ops(ctx: FileContext) -> list[ShapeOp]:
         found.append(ShapeOp(call, name, tensor))
     for subscript in ctx.nodes(ast.Subscript):
         assert type(subscript) is ast.Subscript
-        if type(subscript.ctx) is not ast.Load or not ctx.in_traced_code(subscript):
+        if type(subscript.ctx) is not ast.Load:
             continue
         index = subscript.slice
-        # A slice or a constant (``x[:, :n]``, ``x[0]``, ``x[..., None]``) is never a mask:
-        # those subscripts need no question about their value.
+        # A slice or a number (``x[:, :n]``, ``x[0]``, ``x[..., -1]``, ``x[..., None]``) is never a
+        # mask: those subscripts need no question about where they stand or what they index.
         masks = [m for m in (index.elts if type(index) is ast.Tuple else [index])  # type: ignore[attr-defined]
-                 if type(m) is not ast.Slice and type(m) is not ast.Constant]
-        if not masks or not ctx.is_tensor(subscript.value):
+                 if not _never_a_mask(m)]
+        if not masks or not ctx.in_traced_code(subscript) or not ctx.is_tensor(subscript.value):
             continue
         mask = next((m for m in masks if is_bool_tensor(ctx, m)), None)
         if mask is not None:
             found.append(ShapeOp(subscript, "boolean mask", mask))
     found.sort(key=lambda op: ctx.positions.offset(op.node))
     return found
+
+
+def _never_a_mask(index: ast.expr) -> bool:
+    """A slice, a constant or a signed number: an index that is no tensor, whatever the code around."""
+    t = type(index)
+    if t is ast.UnaryOp and type(index.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+        index, t = index.operand, type(index.operand)  # type: ignore[attr-defined]
+    return t is ast.Constant or t is ast.Slice
 
 
 _BOOL_FUNCTIONS = frozenset({"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_and", "logical_or",
