@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fixitem.codemods import gen
 from fixitem.codemods.model.context import FileContext
+from fixitem.codemods.model.reaching import Bindings, _names_bound_by
 from fixitem.codemods.model.suppression import Suppressions
 from fixitem.codemods.model.tree import (
     _numbered,
@@ -17,6 +18,7 @@ from fixitem.codemods.model.tree import (
     index,
     nodes_in_body,
     nodes_within,
+    number_of,
     parse_module,
     walk,
 )
@@ -256,3 +258,16 @@ def test_each_nodes_scope_is_found_by_numbers_as_by_parents(name, text, module):
     provenance = FileContext.build(Path("x.py"), text, module=module).provenance
     for node in walk(module):
         assert provenance._find_scope(node) is provenance._find_scope_by_nodes(node)
+
+
+@pytest.mark.parametrize("name,text,module", MODULES, ids=[m[0] for m in MODULES])
+def test_where_each_name_is_bound_is_what_a_walk_of_the_binding_nodes_finds(name, text, module):
+    # ``Bindings`` reads the index a node type at a time; a walk of the tree in source order,
+    # asking each binding node which names it binds, gives the same numbers.
+    index(module, text)
+    expected: dict[str, list[int]] = {}
+    for node in walk(module):
+        if type(node) in Bindings.TYPES:
+            for spelled in _names_bound_by(node):
+                expected.setdefault(spelled, []).append(number_of(node))
+    assert Bindings(module)._at == expected

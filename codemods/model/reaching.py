@@ -26,7 +26,7 @@ import ast
 import bisect
 from collections.abc import Mapping
 
-from .tree import nodes_within, number_of, subtree_stop, walk
+from .tree import number_of, numbered_within, subtree_stop, walk
 
 # Blocks a read is followed out of whatever they bind: their header runs once, before their body.
 _STRAIGHT = (ast.If, ast.With, ast.AsyncWith)
@@ -255,13 +255,16 @@ class Bindings:
     def __init__(self, module: ast.Module) -> None:
         self._at: dict[str, list[int]] = {}
         self._starts: dict[int, list[int]] = {}  # a block's first statement's number -> its statements' numbers
-        for node in nodes_within(module, *self.TYPES):
-            number = number_of(node)
-            if number is None:
-                continue
-            for name in _names_bound_by(node):
-                self._at.setdefault(name, []).append(number)
-        for numbers in self._at.values():
+        at = self._at
+        for t in self.TYPES:  # (a type at a time: the numbers are sorted once, per name)
+            for number, node in numbered_within(module, t):
+                for name in (node.arg,) if t is ast.arg else _names_bound_by(node):  # type: ignore[attr-defined]
+                    numbers = at.get(name)
+                    if numbers is None:
+                        at[name] = [number]
+                    else:
+                        numbers.append(number)
+        for numbers in at.values():
             numbers.sort()
 
     def last_binding_before(self, block: ast.AST, child: ast.AST, name: str) -> tuple[ast.stmt | None] | None:

@@ -618,6 +618,17 @@ def nodes_within(root: ast.AST, *types: type) -> list[ast.AST]:
     return _nodes_numbered(number, _stop[number], types)
 
 
+def numbered_within(root: ast.AST, t: type) -> Iterator[tuple[int, ast.AST]]:
+    """The nodes of type ``t`` in ``root``'s subtree with their source-order numbers, in order
+    (none where ``root`` is not in the active index)."""
+    number = _number.get(id(root))
+    if number is None:
+        return
+    numbers = _by_type.get(t, ())
+    for i in numbers[bisect.bisect_left(numbers, number):bisect.bisect_left(numbers, _stop[number])]:
+        yield i, _order[i]
+
+
 def nodes_in_body(body: list[ast.stmt], *types: type) -> list[ast.AST]:
     """The nodes of exactly these types in the statements ``body`` (a block: consecutive
     statements of one parent, such as a function's body), in source order."""
