@@ -123,6 +123,43 @@ def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, monkeypatch):
     assert parsed.count("return x * 2") == 1
 
 
+def test_a_file_of_the_run_asked_about_before_its_turn_is_parsed_once(tmp_path, monkeypatch):
+    # a.py comes first and asks what b.py's ``h`` is (its summary: ``-> torch.Tensor``); b.py's
+    # own analysis, next, takes the tree its summary was read from.
+    (tmp_path / "a.py").write_text("import torch\nfrom b import h\n\n\ndef f(x):\n    y = h(x)\n"
+                                   "    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
+    (tmp_path / "b.py").write_text("import torch\n\n\ndef h(x: torch.Tensor) -> torch.Tensor:\n    if x.sum().item() > 0:\n"
+                                   "        x = x * 2\n    return x * 3\n")
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counting(source, *args, **options):
+        parsed.append(source.splitlines()[-1].strip())
+        return parse(source, *args, **options)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    project.forget()
+    found = findings([tmp_path])
+    assert [(f[0], f[2], f[3]) for f in found] == [("a.py", "FX101", "safe"), ("b.py", "FX101", "safe")]
+    assert parsed.count("return x * 3") == 1
+
+
+def test_a_tree_parsed_already_is_given_only_for_its_text(tmp_path):
+    path = tmp_path / "m.py"
+    text = "import torch\n\n\ndef h(x) -> torch.Tensor:\n    return x\n"
+    path.write_text(text)
+    project.forget()
+    kept = project.current()
+    assert kept.summary(path) is not None
+    assert kept.parsed(path, text.replace("x\n", "x + 1\n")) is None  # another text: parsed anew
+    assert isinstance(kept.parsed(path, text), ast.Module)
+    assert kept.parsed(path, text) is None
+    # An analysis of the module kept here (what ``h`` returns) shares its tree, as often as asked.
+    read = kept.read(path)
+    assert kept.parsed(path, text) is read.context.module and kept.parsed(path, text) is read.context.module
+    assert kept.parsed(path, text + "\n") is None
+
+
 def test_what_an_annotated_function_of_another_module_returns_needs_no_analysis_of_it(tmp_path, monkeypatch):
     # transformers' ``@lru_cache @_make_compile_constant def is_torch_available() -> bool``,
     # where ``_make_compile_constant`` sets an attribute and returns the function: the

@@ -482,7 +482,9 @@ def _process(
         return outcome
     external = _external(path, analyses)
     current = text
-    tree: ast.Module | None = None  # the parse of ``current``, once a rewrite made it
+    # The parse of ``current``: of the text, when a file analysed before asked what this one
+    # defines (its summary's parse is kept a while); of a rewrite, once one was made.
+    tree = project.current().parsed(path, text) if external is not None else None
     first = True
     for _ in range(MAX_PASSES):
         analysed = _analysis(outcome, current, text, rules, flush_every, analyses, tree, external, traced_roots,

@@ -66,8 +66,12 @@ MAX_HOPS = 4
 # How many analyses of modules are made one inside another (a function that returns what a
 # function of a third module returns...) before the next is taken as unknown.
 MAX_NESTED_READS = 3
-# Parsed modules kept between a summary and an analysis of the same file.
+# Modules parsed for their summary, kept for an analysis of the same file (what one of its
+# functions returns, or the file's own analysis later in the run): the last 8, and older ones
+# while their text comes to no more than this many characters (a tree takes some 20 bytes of
+# memory per character of its text).
 KEEP_PARSED = 8
+KEEP_PARSED_CHARS = 1_000_000
 T = TypeVar("T")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NN_MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -248,10 +252,12 @@ class Project:
         self._summaries: OrderedDict[Path, Summary | None] = OrderedDict()
         self._reads: OrderedDict[Path, _Read] = OrderedDict()
         self._pinned: dict[Path, _Read] = {}
-        # The last few modules parsed for a summary, by path: (digest, tree). A file whose
-        # summary was asked for is often analysed next (what one of its functions returns),
-        # and its analysis then takes this tree rather than parsing the text again.
-        self._parsed: OrderedDict[Path, tuple[str, ast.Module]] = OrderedDict()
+        # The last modules parsed for a summary, by path: (digest, tree, text). A file whose
+        # summary was asked for is often analysed next (what one of its functions returns, or
+        # as a file of the run), and its analysis then takes this tree rather than parsing the
+        # text again.
+        self._parsed: OrderedDict[Path, tuple[str, ast.Module, str]] = OrderedDict()
+        self._parsed_chars = 0
         self._reading: set[Path] = set()
         self._answers: dict[tuple, object] = {}
         self._computing: set[tuple] = set()
@@ -351,13 +357,41 @@ class Project:
                     found = None
                 else:
                     _share(found)
-                    self._parsed[path] = (read[1], module)
-                    while len(self._parsed) > KEEP_PARSED:
-                        self._parsed.popitem(last=False)
+                    self._keep_parsed(path, read[1], module, read[0])
         self._summaries[path] = found
         while len(self._summaries) > self._keep_summaries:
             self._summaries.popitem(last=False)
         return found
+
+    def _keep_parsed(self, path: Path, digest: str, module: ast.Module, text: str) -> None:
+        self._drop_parsed(path)
+        self._parsed[path] = (digest, module, text)
+        self._parsed_chars += len(text)
+        while len(self._parsed) > KEEP_PARSED and self._parsed_chars > KEEP_PARSED_CHARS:
+            self._drop_parsed(next(iter(self._parsed)))
+
+    def _drop_parsed(self, path: Path) -> tuple[str, ast.Module, str] | None:
+        found = self._parsed.pop(path, None)
+        if found is not None:
+            self._parsed_chars -= len(found[2])
+        return found
+
+    def parsed(self, path: Path | str, text: str) -> ast.Module | None:
+        """The tree of ``path`` this process parsed already, when ``text`` is the text parsed:
+        for its summary (given once, to the analysis of the file), or for an analysis kept here
+        (what one of its functions returns), which then shares its tree with the file's own."""
+        try:
+            real = real_path(path)
+        except (OSError, RuntimeError):
+            return None
+        kept = self._parsed.get(real)
+        if kept is not None and kept[2] == text:
+            self._drop_parsed(real)
+            return kept[1]
+        read = self._reads.get(real) or self._pinned.get(real)
+        if read is not None and read.context is not None and read.context.source == text:
+            return read.context.module
+        return None
 
     def read(self, path: Path) -> _Read | None:
         """``path`` parsed and analysed (None when it cannot be read, while it is being read:
@@ -373,7 +407,7 @@ class Project:
         if read is None:
             return None
         text, digest = read
-        parsed = self._parsed.pop(path, None)
+        parsed = self._drop_parsed(path)
         module = parsed[1] if parsed is not None and parsed[0] == digest else None
         self._reading.add(path)
         context: FileContext | None = None
