@@ -498,7 +498,7 @@ def _process(
             outcome.traced_elsewhere = _calls_elsewhere(ctx) if follow_calls else None
             outcome.traced_here = traced_root_names(ctx.module, ctx.parents, ctx.traced)
             if external is not None and follow_calls:  # a module other files of the run may ask about
-                project.current().remember(path, ctx.module, text)
+                project.current().remember(path, ctx.module, text, ctx.tree_index.text if ctx.tree_index else None)
             first = False
         chosen: list[tuple[Rule, Report]] = []
         taken = _Taken()

@@ -115,7 +115,8 @@ class Summary:
     """A module's top-level statements: what it defines and what it imports (the names
     it binds at its top level, including under ``if`` and ``try``)."""
 
-    def __init__(self, module: ast.Module, digest: str, text: str) -> None:
+    def __init__(self, module: ast.Module, digest: str, text: str | Text) -> None:
+        """``text``: the module's text (a :class:`Text` where its lines are known already)."""
         self.digest = digest
         self.definitions: dict[str, Defined] = {}
         self.names: set[str] = set()  # every name bound at the top level
@@ -326,9 +327,10 @@ class Project:
         self._stats[path] = (stat.st_mtime_ns, stat.st_size)
         return _decoded(data), hashlib.sha1(data).hexdigest()  # type: ignore[return-value]
 
-    def remember(self, path: Path | str, module: ast.Module, text: str) -> None:
+    def remember(self, path: Path | str, module: ast.Module, text: str, lines: Text | None = None) -> None:
         """The summary of a file this process has parsed anyway (a file of the run), when its
-        text is the file's on disk: a file that asks about it later needs no parse of its own."""
+        text is the file's on disk: a file that asks about it later needs no parse of its own.
+        ``lines``: the file's :class:`Text`, whose lines its analysis may have found already."""
         try:
             real = real_path(path)
         except (OSError, RuntimeError):
@@ -337,7 +339,8 @@ class Project:
             return
         read = self._text(real)
         if read is not None and read[0] == text:
-            found = self._summaries[real] = Summary(module, read[1], text)
+            found = self._summaries[real] = Summary(module, read[1], lines if lines is not None and lines.source == text
+                                                    else text)
             _share(found)
 
     def summary(self, path: Path) -> Summary | None:
@@ -734,7 +737,7 @@ _CALL_TEXT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(|\.([A-Za-z_]\w*)\s*\(")
 _WRITE_METHODS = frozenset({*LOG_METHODS, *LOG_ONCE_METHODS, "print", "write"})
 
 
-def _writing_functions(functions: dict[str, ast.FunctionDef], text: str) -> dict[str, bool]:
+def _writing_functions(functions: dict[str, ast.FunctionDef], text: str | Text) -> dict[str, bool]:
     """Which top-level functions could be output wrappers: a short body that calls
     ``print``, a logging method or ``write``, or another such function of the module (a
     wrapper of a wrapper). Only for those is the module analysed to know.
@@ -747,7 +750,8 @@ def _writing_functions(functions: dict[str, ast.FunctionDef], text: str) -> dict
     writes = dict.fromkeys(functions, False)
     calls: dict[str, set[str]] = {name: set() for name in functions}
     if short:
-        starts = Text(text).line_starts  # the lines as ``ast`` counts them
+        lines = text if isinstance(text, Text) else Text(text)
+        starts, text = lines.line_starts, lines.source  # the lines as ``ast`` counts them
         for name, func in short.items():
             first = starts[func.lineno - 1]
             last = starts[func.end_lineno] if func.end_lineno < len(starts) else len(text)  # type: ignore[operator]
