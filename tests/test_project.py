@@ -368,6 +368,24 @@ def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monk
     project.share_summaries(None)
 
 
+def test_a_summary_is_handed_on_once_when_asked_about_not_for_each_file_analysed(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    path = tmp_path / "b.py"
+    text = "import torch\n\n\ndef g(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n"
+    path.write_text(text)
+    monkeypatch.setattr(project, "_SHARED_SUMMARIES", None)
+    project.share_summaries(str(shared))
+    kept = project.Project()
+    kept.remember(path, ast.parse(text), text)  # a file of the run analysed here
+    assert list(shared.iterdir()) == []
+    assert kept.summary(path) is not None  # then asked about
+    (written,) = shared.iterdir()
+    written.unlink()
+    assert kept.summary(path) is not None and list(shared.iterdir()) == []  # handed on once
+    project.share_summaries(None)
+
+
 def test_a_parallel_run_shares_summaries_and_leaves_no_folder_behind(tree, tmp_path, monkeypatch):
     import tempfile
 

@@ -118,6 +118,7 @@ class Summary:
     def __init__(self, module: ast.Module, digest: str, text: str | Text) -> None:
         """``text``: the module's text (a :class:`Text` where its lines are known already)."""
         self.digest = digest
+        self.shared = False  # handed to the other processes of the run (see ``_share``)
         self.definitions: dict[str, Defined] = {}
         self.names: set[str] = set()  # every name bound at the top level
         functions: dict[str, ast.FunctionDef] = {}
@@ -188,8 +189,10 @@ class Summary:
 
 
 # A folder through which the processes of one run share the summaries of the modules
-# they read (None: this process keeps its own). A worker then never parses a module
-# for what it defines when another worker has parsed or analysed it already.
+# they are asked about (None: this process keeps its own). A worker then does not parse a
+# module for what it defines when another worker was asked about it already. (Not each file
+# a worker analyses: writing a file costs as much as parsing a small module, and most
+# files of a run are asked about by none.)
 _SHARED_SUMMARIES: Path | None = None
 
 
@@ -214,9 +217,10 @@ def _shared_summary(digest: str) -> Summary | None:
 
 def _share(summary: Summary) -> None:
     """Hand ``summary`` to the other processes of the run (written whole, then renamed: a
-    process reading it never sees half of it)."""
-    if _SHARED_SUMMARIES is None:
+    process reading it never sees half of it), once."""
+    if _SHARED_SUMMARIES is None or summary.shared:
         return
+    summary.shared = True
     target = _SHARED_SUMMARIES / f"{summary.digest}.summary"
     if target.exists():
         return
@@ -339,15 +343,17 @@ class Project:
             return
         read = self._text(real)
         if read is not None and read[0] == text:
-            found = self._summaries[real] = Summary(module, read[1], lines if lines is not None and lines.source == text
-                                                    else text)
-            _share(found)
+            self._summaries[real] = Summary(module, read[1], lines if lines is not None and lines.source == text
+                                            else text)
 
     def summary(self, path: Path) -> Summary | None:
         """``path``'s top-level statements (None when it cannot be read or parsed)."""
         if path in self._summaries:
             self._summaries.move_to_end(path)
-            return self._summaries[path]
+            found = self._summaries[path]
+            if found is not None:
+                _share(found)  # (a file analysed here, asked about: likely asked about elsewhere too)
+            return found
         found: Summary | None = None
         read = self._text(path)
         if read is not None and read[0] is not None:
