@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
+from fixitem.cache import close_all as close_caches
 from fixitem.codemods import shortcuts
 from fixitem.codemods.real_paths import real_path
 from fixitem.codemods.driver.discovery import PathNotFound, discover, missing
@@ -563,8 +564,14 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
     _last_round[0] = 0
     if len(jobs) == 1:  # no other file of the run to analyse again for what its traced code calls
         jobs = [replace(jobs[0], follow_calls=False)]
-    with _Workers(workers) as pool, shortcuts.thawed_after():
-        return _run_rounds(jobs, pool, progress)
+    for folder in sorted({job.cache_dir for job in jobs if job.cache_dir}):
+        ResultCache(folder).prune()
+    close_caches()  # (before the workers start: each opens its own)
+    try:
+        with _Workers(workers) as pool, shortcuts.thawed_after():
+            return _run_rounds(jobs, pool, progress)
+    finally:
+        close_caches()
 
 
 def _run_rounds(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None) -> list[FileResult]:

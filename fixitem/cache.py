@@ -16,6 +16,14 @@ current folder), or ``FIXITEM_CACHE_DIR``; ``FIXITEM_NO_CACHE=1`` or
 ``--no-cache`` turns it off. It ignores itself in git (a ``.gitignore``
 holding ``*``) and may be deleted at any time. An entry that cannot be read
 or written is treated as missing: the cache never changes a result.
+
+The entries are rows of one SQLite database in that folder (Python's own
+``sqlite3``), in write-ahead-log mode: the processes of a run, and runs side by
+side, write it at once, and a reader never sees half an entry. One file per
+entry cost a file created and renamed per analysed file (a fifth of a
+millisecond each on an ext4 disk, more with two processes at it); a row costs
+a twentieth of that. Entries not written for 30 days are dropped at the start
+of a run (a file unchanged that long is analysed once more).
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +41,14 @@ from typing import Any
 from fixitem.codemods.driver.engine import FileResult, Finding
 
 DIR_NAME = ".fixitem_cache"
-FORMAT = "2"  # bump when the stored shape changes
+FORMAT = "3"  # bump when the stored shape changes
+KEEP_DAYS = 30  # entries not written for this long are dropped
+# How long a process waits for another one's write (each takes microseconds); past that, the
+# process runs on without the cache rather than wait at every file.
+LOCK_WAIT_S = 5.0
+# This process's connection to each cache (None: it cannot be opened), by folder: a
+# connection is not shared across ``fork``, so each process opens its own.
+_DATABASES: dict[tuple[int, str], sqlite3.Connection | None] = {}
 
 _fingerprint: str | None = None
 
@@ -91,13 +107,76 @@ class ResultCache:
         digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
-    def _entry(self, key: str) -> Path:
-        return self.folder / f"v{FORMAT}" / key[:2] / f"{key}.json"
+    @property
+    def database(self) -> Path:
+        return self.folder / f"results-v{FORMAT}.sqlite"
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """This process's connection (made on first use, with the folder), or None when the
+        folder or its database cannot be opened (a read-only disk, a file in the way)."""
+        where = (os.getpid(), str(self.folder))
+        if where in _DATABASES:
+            return _DATABASES[where]
+        found = None
+        for _ in range(2):
+            try:
+                self._create()
+                found = sqlite3.connect(self.database, timeout=LOCK_WAIT_S, isolation_level=None,
+                                        check_same_thread=False)
+                try:
+                    found.execute("PRAGMA journal_mode=WAL")  # (not on every file system: then as it is)
+                except sqlite3.Error:
+                    pass
+                found.execute("PRAGMA synchronous=NORMAL")
+                found.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data TEXT NOT NULL, "
+                              "written REAL NOT NULL)")
+                break
+            except sqlite3.DatabaseError as exc:
+                if found is not None:
+                    found.close()
+                found = None
+                if isinstance(exc, sqlite3.OperationalError):
+                    break  # locked, or not to be opened: no cache this run
+                try:  # not a database (a broken file): start it again
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{self.database}{suffix}").unlink(missing_ok=True)
+                except OSError:
+                    break
+            except (OSError, sqlite3.Error):
+                if found is not None:
+                    found.close()
+                found = None
+                break
+        _DATABASES[where] = found
+        return found
+
+    def prune(self) -> None:
+        """Drop the entries not written for :data:`KEEP_DAYS` days (done once per run)."""
+        if not self.database.exists():
+            return
+        connection = self._connection()
+        try:
+            if connection is not None:
+                connection.execute("DELETE FROM entries WHERE written < ?", (time.time() - KEEP_DAYS * 86400,))
+        except sqlite3.Error:
+            pass
 
     def get(self, key: str) -> Kept | None:
         """The kept answer for ``key``, read once; None when there is none (or it is unreadable)."""
+        where = (os.getpid(), str(self.folder))
+        if where not in _DATABASES and not self.database.exists():
+            return None  # (nothing made on a read: a first run makes the folder when it writes)
+        connection = self._connection()
         try:
-            data: dict[str, Any] = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            row = connection.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone() \
+                if connection is not None else None
+        except sqlite3.Error:
+            self._give_up()
+            row = None
+        if row is None:
+            return None
+        try:
+            data: dict[str, Any] = json.loads(row[0])
             depends = {str(k): str(v) for k, v in data.get("depends", {}).items()}
             if any(file_digest(path) != digest for path, digest in depends.items()):
                 return None  # a module of the project the answer used has changed since
@@ -116,7 +195,6 @@ class ResultCache:
         the project the analysis read (``depends``: path -> sha1 of the text), the
         functions of other modules its traced code calls (None: not looked for) and its own
         functions traced already."""
-        entry = self._entry(key)
         kept_rewrites = {
             "unsafe" if unsafe else "safe": {
                 "text": run.new_text, "applied": [f.to_dict() for f in run.applied],
@@ -127,19 +205,25 @@ class ResultCache:
         data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites,
                            "depends": depends or {}, "traced_elsewhere": None if traced_elsewhere is None else list(traced_elsewhere),
                            "traced_here": sorted(traced_here)})
+        connection = self._connection()
+        if connection is None:
+            return  # a read-only or full disk: run without keeping results
         try:
-            self._create()
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
+            connection.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, data, time.time()))
+        except sqlite3.Error:
+            self._give_up()
+
+    def _give_up(self) -> None:
+        """A read or write failed (the disk is full, another process holds the database too
+        long): this process goes on without the cache until the run ends."""
+        where = (os.getpid(), str(self.folder))
+        connection = _DATABASES.get(where)
+        _DATABASES[where] = None
+        if connection is not None:
             try:
-                with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                    stream.write(data)
-                os.replace(temporary, entry)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        except OSError:
-            pass  # a read-only or full disk: run without keeping results
+                connection.close()
+            except sqlite3.Error:
+                pass
 
     def _create(self) -> None:
         if (self.folder / ".gitignore").exists():
@@ -176,6 +260,18 @@ class Kept:
 
 
 _DIGESTS: dict[str, tuple[int, int, str]] = {}  # path -> (mtime, size, sha1), per process
+
+
+def close_all() -> None:
+    """Close this process's connections (a run ends: the next one opens the caches anew, as
+    they are then)."""
+    for where, connection in list(_DATABASES.items()):
+        if where[0] == os.getpid() and connection is not None:
+            try:
+                connection.close()
+            except sqlite3.Error:
+                pass
+    _DATABASES.clear()
 
 
 def file_digest(path: str) -> str:

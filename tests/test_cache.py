@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from typer.testing import CliRunner
@@ -37,6 +38,18 @@ def processed(monkeypatch):
 
     monkeypatch.setattr(api, "process", counting)
     return seen
+
+
+def _rows(store) -> list[tuple[str, str, float]]:
+    with sqlite3.connect(ResultCache(store).database) as database:
+        return database.execute("SELECT key, data, written FROM entries").fetchall()
+
+
+def _change(store, statement: str) -> None:
+    database = sqlite3.connect(ResultCache(store).database)
+    with database:
+        database.execute(statement)
+    database.close()
 
 
 def _view(result: api.RunResult):
@@ -148,7 +161,7 @@ def test_a_file_the_engine_would_not_parse_is_not_kept(tree, processed):
     (tree / "src" / "plain.py").write_text("def add(a, b):\n    return a + b\n")
     store = tree / "kept"
     first = api.scan(["src"], cache=store, jobs=1)
-    assert len(list(store.rglob("*.json"))) == 3  # the three files that mention torch
+    assert len(_rows(store)) == 3  # the three files that mention torch
     assert "plain.py" not in processed
     processed.clear()
     second = api.scan(["src"], cache=store, jobs=1)
@@ -159,13 +172,44 @@ def test_a_file_the_engine_would_not_parse_is_not_kept(tree, processed):
 def test_a_broken_entry_is_a_miss(tree, processed):
     store = tree / "kept"
     api.scan(["src"], cache=store, jobs=1)
-    for entry in store.rglob("*.json"):
-        entry.write_text("{not json")
+    _change(store, "UPDATE entries SET data = '{not json'")
     processed.clear()
     result = api.scan(["src"], cache=store, jobs=1)
     assert len(set(processed)) == 3 and len(result.findings) == 2
-    entry = next(store.rglob("*.json"))
-    assert json.loads(entry.read_text())["findings"] is not None  # rewritten
+    assert all(json.loads(data)["findings"] is not None for _, data, _ in _rows(store))  # rewritten
+
+
+def test_a_file_that_is_not_a_database_is_made_anew(tree, processed):
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=1)
+    ResultCache(store).database.write_bytes(b"not a database" * 100)
+    processed.clear()
+    second = api.scan(["src"], cache=store, jobs=1)
+    assert len(set(processed)) == 3 and _view(second) == _view(first) and len(_rows(store)) == 3
+    processed.clear()
+    api.scan(["src"], cache=store, jobs=1)
+    assert processed == []
+
+
+def test_entries_not_written_for_a_month_are_dropped(tree, processed):
+    store = tree / "kept"
+    api.scan(["src"], cache=store, jobs=1)
+    _change(store, "UPDATE entries SET written = written - 31 * 86400 WHERE key IN (SELECT key FROM entries LIMIT 1)")
+    processed.clear()
+    api.scan(["src"], cache=store, jobs=1)
+    assert len(set(processed)) == 1 and len(_rows(store)) == 3  # analysed once more, and kept again
+
+
+def test_the_workers_of_a_run_write_one_database_side_by_side(tree, monkeypatch, processed):
+    monkeypatch.setattr(api, "PARALLEL_MIN_FILES", 1)  # workers even for a small project
+    for i in range(12):
+        (tree / "src" / f"more_{i}.py").write_text(FIXABLE.replace("def f", f"def f{i}"))
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=2)
+    kept = sorted(_rows(store))
+    assert len(kept) == 15
+    assert _view(api.scan(["src"], cache=store, jobs=2)) == _view(first)
+    assert sorted(_rows(store)) == kept  # all read back: none written again
 
 
 def test_unparseable_files_keep_their_error(tree, processed):

@@ -82,7 +82,7 @@ def first_after(ctx: FileContext, anchor: ast.AST, name: str, what: str,
     """The first place ``find`` gives for a read of ``name`` (what the read does: a write, a
     ``return``; None where it does none) that comes after ``anchor`` or lies in a loop
     around it. ``what`` names the question: each name's places are found once, so a
-    function of a thousand ``if``\ s is not walked for each."""
+    function of a thousand ``if`` statements is not walked for each."""
     scope = ctx.provenance.scope_of(anchor)
     if scope.lookup(name) is not scope or not isinstance(scope.node, FUNCTIONS):
         return None  # a module-level name: other modules' writes are not followed
