@@ -23,7 +23,8 @@ side, write it at once, and a reader never sees half an entry. One file per
 entry cost a file created and renamed per analysed file (a fifth of a
 millisecond each on an ext4 disk, more with two processes at it); a row costs
 a twentieth of that. Entries not written for 30 days are dropped at the start
-of a run (a file unchanged that long is analysed once more).
+of a run (a file unchanged that long is analysed once more), and the first run
+of this format removes the folders of the earlier ones (``v1/``, ``v2/``).
 """
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ class ResultCache:
         for _ in range(2):
             try:
                 self._create()
+                if not self.database.exists():
+                    self._drop_old_formats()
                 found = sqlite3.connect(self.database, timeout=LOCK_WAIT_S, isolation_level=None,
                                         check_same_thread=False)
                 try:
@@ -224,6 +227,16 @@ class ResultCache:
                 connection.close()
             except sqlite3.Error:
                 pass
+
+    def _drop_old_formats(self) -> None:
+        """The entries of earlier versions of fixitem (``v1/``, ``v2/``: a file per entry),
+        which no version reads once this one has written here."""
+        import shutil
+
+        for old in range(1, int(FORMAT)):
+            folder = self.folder / f"v{old}"
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _create(self) -> None:
         if (self.folder / ".gitignore").exists():

@@ -191,6 +191,16 @@ def test_a_file_that_is_not_a_database_is_made_anew(tree, processed):
     assert processed == []
 
 
+def test_the_entries_of_an_earlier_format_are_removed(tree):
+    store = tree / "kept"
+    old = store / "v2" / "ab"
+    old.mkdir(parents=True)
+    (old / "ab12.json").write_text("{}")
+    (store / "notes.txt").write_text("mine")
+    api.scan(["src"], cache=store, jobs=1)
+    assert not (store / "v2").exists() and (store / "notes.txt").read_text() == "mine" and len(_rows(store)) == 3
+
+
 def test_entries_not_written_for_a_month_are_dropped(tree, processed):
     store = tree / "kept"
     api.scan(["src"], cache=store, jobs=1)
