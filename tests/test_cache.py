@@ -201,6 +201,26 @@ def test_the_entries_of_an_earlier_format_are_removed(tree):
     assert not (store / "v2").exists() and (store / "notes.txt").read_text() == "mine" and len(_rows(store)) == 3
 
 
+def test_a_database_another_process_holds_locked_is_done_without(tree, monkeypatch):
+    # A process that cannot get at the database in time runs on without the cache: same findings.
+    import fixitem.cache as cache
+
+    store = tree / "kept"
+    first = api.scan(["src"], cache=store, jobs=1)
+    monkeypatch.setattr(cache, "LOCK_WAIT_S", 0.05)
+    holder = sqlite3.connect(ResultCache(store).database, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        (tree / "src" / "clean.py").write_text(CLEAN + "\n# edited\n")  # a miss, then a write that waits
+        assert _view(api.scan(["src"], cache=store, jobs=1)) == _view(first)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(_rows(store)) == 3  # the edited file's result was not kept
+    api.scan(["src"], cache=store, jobs=1)
+    assert len(_rows(store)) == 4  # and is, once the database is free
+
+
 def test_entries_not_written_for_a_month_are_dropped(tree, processed):
     store = tree / "kept"
     api.scan(["src"], cache=store, jobs=1)
