@@ -28,6 +28,20 @@ def tree(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def parsed(monkeypatch) -> list[str]:
+    """The last line of each text ``ast.parse`` is given from here on."""
+    texts: list[str] = []
+    parse = ast.parse
+
+    def counting(source, *args, **options):
+        texts.append(source.splitlines()[-1].strip())
+        return parse(source, *args, **options)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    return texts
+
+
 def findings(paths, **options):
     return [(Path(f.path).name, f.line, f.rule, f.fix, f.costs)
             for f in api.scan(paths, cache=False, isolated=True, jobs=1, **options).findings]
@@ -103,41 +117,25 @@ def test_modules_that_import_each_other_are_read_once_each(tmp_path):
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``f`` returns a tensor, read from a.py
 
 
-def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, monkeypatch):
+def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, parsed):
     # Finding ``g`` reads b.py's summary; what ``g`` returns then needs b.py's analysis:
     # it takes the tree the summary was read from.
     (tmp_path / "b.py").write_text("import torch\n\n\ndef g(x: torch.Tensor):\n    return x * 2\n")
     (tmp_path / "a.py").write_text("import torch\nfrom b import g\n\n\ndef f(x: torch.Tensor):\n"
                                    "    y = g(x)\n    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
-    parsed: list[str] = []
-    parse = ast.parse
-
-    def counting(source, *args, **options):
-        parsed.append(source.splitlines()[-1].strip())
-        return parse(source, *args, **options)
-
-    monkeypatch.setattr(ast, "parse", counting)
     project.forget()
     found = findings([tmp_path / "a.py"])
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``g`` returns a tensor, read from b.py
     assert parsed.count("return x * 2") == 1
 
 
-def test_a_file_of_the_run_asked_about_before_its_turn_is_parsed_once(tmp_path, monkeypatch):
+def test_a_file_of_the_run_asked_about_before_its_turn_is_parsed_once(tmp_path, parsed):
     # a.py comes first and asks what b.py's ``h`` is (its summary: ``-> torch.Tensor``); b.py's
     # own analysis, next, takes the tree its summary was read from.
     (tmp_path / "a.py").write_text("import torch\nfrom b import h\n\n\ndef f(x):\n    y = h(x)\n"
                                    "    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
     (tmp_path / "b.py").write_text("import torch\n\n\ndef h(x: torch.Tensor) -> torch.Tensor:\n    if x.sum().item() > 0:\n"
                                    "        x = x * 2\n    return x * 3\n")
-    parsed: list[str] = []
-    parse = ast.parse
-
-    def counting(source, *args, **options):
-        parsed.append(source.splitlines()[-1].strip())
-        return parse(source, *args, **options)
-
-    monkeypatch.setattr(ast, "parse", counting)
     project.forget()
     found = findings([tmp_path])
     assert [(f[0], f[2], f[3]) for f in found] == [("a.py", "FX101", "safe"), ("b.py", "FX101", "safe")]
@@ -338,7 +336,7 @@ def test_a_class_built_on_another_modules_class_is_looked_up_only_when_asked_abo
     assert read == ["layers.py", "configs.py"]
 
 
-def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monkeypatch):
+def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monkeypatch, parsed):
     # The workers of a run share the summaries of the modules they read through a folder:
     # the second process (here a fresh project) reads b.py's from it, without parsing b.py.
     shared = tmp_path / "shared"
@@ -348,14 +346,7 @@ def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monk
     project.share_summaries(str(shared))
     first = project.Project().summary(tmp_path / "b.py")
     assert first is not None and len(list(shared.iterdir())) == 1
-    parsed: list[str] = []
-    parse = ast.parse
-
-    def counting(source, *args, **options):
-        parsed.append(source)
-        return parse(source, *args, **options)
-
-    monkeypatch.setattr(ast, "parse", counting)
+    parsed.clear()
     second = project.Project().summary(tmp_path / "b.py")
     assert parsed == []
     assert second is not None and second.digest == first.digest
