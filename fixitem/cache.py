@@ -135,8 +135,7 @@ class ResultCache:
                               "written REAL NOT NULL)")
                 break
             except sqlite3.DatabaseError as exc:
-                if found is not None:
-                    found.close()
+                _close(found)
                 found = None
                 if isinstance(exc, sqlite3.OperationalError):
                     break  # locked, or not to be opened: no cache this run
@@ -146,8 +145,7 @@ class ResultCache:
                 except OSError:
                     break
             except (OSError, sqlite3.Error):
-                if found is not None:
-                    found.close()
+                _close(found)
                 found = None
                 break
         _DATABASES[where] = found
@@ -220,13 +218,8 @@ class ResultCache:
         """A read or write failed (the disk is full, another process holds the database too
         long): this process goes on without the cache until the run ends."""
         where = (os.getpid(), str(self.folder))
-        connection = _DATABASES.get(where)
+        _close(_DATABASES.get(where))
         _DATABASES[where] = None
-        if connection is not None:
-            try:
-                connection.close()
-            except sqlite3.Error:
-                pass
 
     def _drop_old_formats(self) -> None:
         """The entries of earlier versions of fixitem (``v1/``, ``v2/``: a file per entry),
@@ -278,13 +271,19 @@ _DIGESTS: dict[str, tuple[int, int, str]] = {}  # path -> (mtime, size, sha1), p
 def close_all() -> None:
     """Close this process's connections (a run ends: the next one opens the caches anew, as
     they are then)."""
-    for where, connection in list(_DATABASES.items()):
-        if where[0] == os.getpid() and connection is not None:
-            try:
-                connection.close()
-            except sqlite3.Error:
-                pass
+    for where, connection in _DATABASES.items():
+        if where[0] == os.getpid():
+            _close(connection)
     _DATABASES.clear()
+
+
+def _close(connection: sqlite3.Connection | None) -> None:
+    """Close ``connection`` (if any), whatever state it is in."""
+    if connection is not None:
+        try:
+            connection.close()
+        except sqlite3.Error:
+            pass
 
 
 def file_digest(path: str) -> str:
