@@ -273,12 +273,17 @@ def test_possible_wrappers_are_read_from_the_text_of_short_functions():
         "def warn(msg):\n    logging.getLogger(__name__).warning(msg)\n\n\n"
         "def add(a, b):\n    return a + b  # print(a) in a comment only costs an analysis\n\n\n"
         "def compute(x):\n    return x.exp()\n\n\n"
+        "def spaced(x): print (x)\n\n\n"  # one line, a space before the parenthesis
+        "def method(x):\n    return x.write\t(x)\n\n\n"
+        "def named_alike(x):\n    return reprint(x) + print_(x) + x.printed(x) + x2print(x) + x.info\n\n\n"
+        "def calls_named_alike(x):\n    return named_alike(x) + x.spaced(x) + spaced_(x)\n\n\n"
         "def long(x):\n" + "    x = x + 1\n" * 21 + "    print(x)\n"
     )
     module = ast.parse(text)
     functions = {f.name: f for f in module.body if type(f) is ast.FunctionDef}
     writes = project._writing_functions(functions, text)
-    assert writes == {"log0": True, "_emit": True, "warn": True, "add": True, "compute": False, "long": False}
+    assert writes == {"log0": True, "_emit": True, "warn": True, "add": True, "compute": False, "spaced": True,
+                      "method": True, "named_alike": False, "calls_named_alike": False, "long": False}
 
 
 def test_only_a_call_made_for_its_effect_is_asked_whether_it_is_another_modules_wrapper(tree):
