@@ -545,7 +545,7 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     rebound = {name for node in ctx.nodes(ast.Global) for name in node.names}  # type: ignore[attr-defined]
     candidates: dict[str, ast.FunctionDef] = {}
     for stmt in ctx.module.body:
-        if type(stmt) is ast.FunctionDef and not stmt.decorator_list:
+        if type(stmt) is ast.FunctionDef and not stmt.decorator_list and _may_only_write(stmt.body):
             name = stmt.name
             if len(module_scope.bindings.get(name, [])) == 1:
                 candidates[name] = stmt
@@ -577,6 +577,16 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
                 found[name] = func
                 changed = True
     return found
+
+
+def _may_only_write(body: list[ast.stmt]) -> bool:
+    """Could :meth:`_WrapperCheck.body_ok` accept ``body``, from its statements' types alone?
+    (Most functions fail this at once, before their lines are looked at.)"""
+    return all(type(stmt) in _WRAPPER_STATEMENTS and (type(stmt) is not ast.Return or stmt.value is None)
+               for stmt in body)
+
+
+_WRAPPER_STATEMENTS = frozenset({ast.If, ast.Pass, ast.Return, ast.Expr})
 
 
 class _WrapperCheck:
