@@ -1660,15 +1660,15 @@ class DeferredLogging(Rule):
             call = stmt.value
             if type(call) is not ast.Call or _is_deferred_record(ctx, call):
                 continue
+            traced = ctx.in_traced_code(stmt)
+            inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
+            if not traced and not any(s.kind in READ_KINDS for s in inner):
+                continue  # reads no tensor and breaks no graph: left as it is, whatever it calls
             found = output_call(ctx, call)
             if found is None or live_context(found, call):
                 continue
             if ctx.enclosing_function(stmt) in wrappers:
                 continue  # a wrapper's own output is deferred where the wrapper is called
-            traced = ctx.in_traced_code(stmt)
-            inner = [s for s in sites_within(ctx, sites, call) if s not in claimed]
-            if not traced and not any(s.kind in READ_KINDS for s in inner):
-                continue  # reads no tensor and breaks no graph: left as it is
             plan = self._plan(ctx, stmt, call, found, inner)
             if not plan.reads and plan.new is None:
                 continue  # e.g. `print(x)` in forward: reported as a formatted tensor
