@@ -70,10 +70,13 @@ def collection_paused(freeze_survivors: bool = False) -> Iterator[None]:
 def thawed_after() -> Iterator[None]:
     """Give what ``collection_paused(freeze_survivors=True)`` froze in the block back to
     the collector at its end, unless objects were frozen before it (by the program that
-    calls fixitem, whose choice is kept)."""
+    calls fixitem, whose choice is kept).
+
+    Nothing is counted at the end: ``gc.get_freeze_count`` walks every frozen object (3 ms
+    after a one-file scan of a 5,500-line module), while ``gc.unfreeze`` only joins two lists."""
     frozen_before = gc.get_freeze_count()
     try:
         yield
     finally:
-        if frozen_before == 0 and gc.get_freeze_count():
+        if frozen_before == 0:
             gc.unfreeze()
