@@ -9,7 +9,6 @@ by its reader (``fixitem rule | head``) is no error: the status is the one
 the command had decided, else 0.
 """
 
-from __future__ import annotations
 
 import copy
 import os
@@ -545,7 +544,7 @@ def demo(
             os.chdir(here)
 
 
-def _demo(console: rich.console.Console, model: Path, original: Path, verify: bool) -> None:
+def _demo(console: "rich.console.Console", model: Path, original: Path, verify: bool) -> None:
     console.rule(f"fixitem scan {model}")
     found = api.scan([model], isolated=True, cache=False)
     for finding in found.findings:
