@@ -384,10 +384,21 @@ def _facts_of(job: _Job) -> Iterator[None]:
 
 # The round of the last job this process ran (see ``_Job.round``).
 _last_round = [0]
+# True when the process ends as soon as the run does (the ``fixitem`` command): see
+# :func:`ends_after_run`.
+_ENDS_AFTER_RUN = [False]
 
 
-def _run_job(job: _Job) -> FileResult:
-    """Process one file (in a worker or in-process); never raises for the user's file."""
+def ends_after_run() -> None:
+    """The process ends at once after the run, without freeing what it made (as the
+    ``fixitem`` command does): the last file's tree and tables are then left to the exit
+    (freed object by object they were 2% of a one-file scan of a 5,500-line module)."""
+    _ENDS_AFTER_RUN[0] = True
+
+
+def _run_job(job: _Job, last: bool = False) -> FileResult:
+    """Process one file (in a worker or in-process); never raises for the user's file.
+    ``last``: no other file follows it in this process's run."""
     if job.round != _last_round[0]:
         _last_round[0] = job.round
         if job.write:  # files of the run were written since this process read them
@@ -398,7 +409,8 @@ def _run_job(job: _Job) -> FileResult:
         try:
             return _run_file_job(job)
         finally:
-            release()
+            if not (last and _ENDS_AFTER_RUN[0]):
+                release()
 
 
 def _run_file_job(job: _Job) -> FileResult:
@@ -702,8 +714,8 @@ def _run_here(jobs: list[_Job], progress: ProgressHook | None, start: Callable[[
     if start:
         start(len(jobs))
     results = []
-    for job in jobs:
-        results.append(_run_job(job))
+    for i, job in enumerate(jobs):
+        results.append(_run_job(job, last=i == len(jobs) - 1))
         if progress:
             progress(job.path)
     return results

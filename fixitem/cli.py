@@ -601,6 +601,7 @@ def entry() -> None:
     ``atexit`` handlers are run as at any exit, the output (theirs too) is flushed,
     and then the process ends at once. (Where a thread the program must wait for is still
     running, the exit is the usual one.)"""
+    api.ends_after_run()
     try:
         main()
         status = 0

@@ -156,3 +156,27 @@ def test_exact_type_checks_stand_for_isinstance():
                     assert type(node) is cls, (path, type(node), cls)
                     checked += 1
     assert checked > 10000
+
+
+def test_the_last_file_is_left_to_the_exit_only_when_the_process_ends_after_the_run(tmp_path, monkeypatch):
+    from fixitem.codemods.model import tree
+
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("import torch\n\n\ndef f(x):\n    return x.sum().item()\n")
+    released: list[int] = []
+    real_forget = tree.forget
+
+    def forget() -> None:
+        released.append(len(tree.tables()[1]))
+        real_forget()
+
+    monkeypatch.setattr(tree, "forget", forget)
+    monkeypatch.setattr(api, "_ENDS_AFTER_RUN", [False])
+    assert len(api.scan([tmp_path], jobs=1).findings) == 2
+    assert len(released) == 2 and all(released)  # each file's tables freed once it is done
+    released.clear()
+    api.ends_after_run()  # as the ``fixitem`` command does
+    assert len(api.scan([tmp_path], jobs=1).findings) == 2
+    assert len(released) == 1  # the first file's; the last one's stay for the exit
+    assert tree.tables()[1]
+    real_forget()
