@@ -54,7 +54,7 @@ from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
 from fixitem.codemods.driver.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from fixitem.codemods.driver.line_length import forget as forget_line_lengths
 from fixitem.codemods.driver.line_length import line_length
-from fixitem.codemods.driver.notebooks import is_notebook, process_notebook
+from fixitem.codemods.driver.discovery import is_notebook
 from fixitem.codemods.driver.one_fix import fix_one
 from fixitem.codemods.driver.registry import UnknownRule, select_rules
 from fixitem.codemods.driver.run_facts import RunFacts, run_facts
@@ -358,6 +358,7 @@ def _write(result: FileResult, source: SourceFile, text: str, as_it_is: Callable
 
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.driver.notebooks`)."""
+    from fixitem.codemods.driver.notebooks import process_notebook  # (not imported for a run of Python files)
 
     def run(fix: bool) -> FileResult:
         return process_notebook(

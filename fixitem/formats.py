@@ -11,7 +11,6 @@ from fixitem import __version__
 from fixitem.api import RunResult
 from fixitem.codemods import graph_break_codes
 from fixitem.codemods.driver.engine import Finding
-from fixitem.codemods.driver.notebooks import notebook_line
 from fixitem.codemods.driver.registry import rule_class
 from fixitem.output import COSTS
 
@@ -47,6 +46,8 @@ def _file_line(finding: Finding) -> int:
     """The line in the file: in a notebook, the line of its JSON that holds the cell's line."""
     if finding.cell is None:
         return finding.line
+    from fixitem.codemods.driver.notebooks import notebook_line  # (not imported for a run of Python files)
+
     return notebook_line(Path(finding.path), finding.cell, finding.line) or 1
 
 

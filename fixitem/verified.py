@@ -38,7 +38,7 @@ from typing import Union
 
 from fixitem import api
 from fixitem.codemods.driver.engine import Finding
-from fixitem.codemods.driver.notebooks import is_notebook
+from fixitem.codemods.driver.discovery import is_notebook
 from fixitem.codemods.driver.source import write_atomically
 from fixitem.deploy import RuntimeNeed, imports_runtime, runtime_need
 from fixitem.verify.run import (

@@ -26,7 +26,13 @@ SKIPPED_DIRS = frozenset(
 
 
 # Python files and Jupyter notebooks (whose code cells are read as one module).
-SUFFIXES = (".py", ".ipynb")
+NOTEBOOK_SUFFIX = ".ipynb"
+SUFFIXES = (".py", NOTEBOOK_SUFFIX)
+
+
+def is_notebook(path: Path) -> bool:
+    """Is ``path`` a Jupyter notebook (read by :mod:`.notebooks`, which is imported only for one)?"""
+    return path.suffix.lower() == NOTEBOOK_SUFFIX
 
 
 class PathNotFound(Exception):

@@ -42,11 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from ..rule import Rule
+from .discovery import NOTEBOOK_SUFFIX
 from .engine import FileResult, Finding, in_original, process
 from .line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from .one_fix import fix_one
 
-SUFFIX = ".ipynb"
+SUFFIX = NOTEBOOK_SUFFIX
 
 # A line of IPython syntax becomes one of these statements; the number names the line. At the top
 # level it is import-shaped, so that imports a fix adds still go after a cell's leading imports
@@ -71,10 +72,6 @@ def _lines(text: str) -> list[str]:
     if parts[-1]:
         lines.append(parts[-1])
     return lines
-
-
-def is_notebook(path: Path) -> bool:
-    return path.suffix.lower() == SUFFIX
 
 
 class NotebookError(Exception):
