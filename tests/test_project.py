@@ -228,9 +228,9 @@ def test_a_module_whose_called_function_is_traced_already_is_not_analysed_again(
     analysed: list[tuple[str, tuple[str, ...]]] = []
     run_job = api._run_job
 
-    def counting(job):
+    def counting(job, **options):
         analysed.append((job.path.name, job.traced_roots))
-        return run_job(job)
+        return run_job(job, **options)
 
     monkeypatch.setattr(api, "_run_job", counting)
     project.forget()
