@@ -14,7 +14,6 @@ import copy
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -528,6 +527,8 @@ def demo(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Also prove the rewrite with `fixitem verify`."),
 ) -> None:
     """Run fixitem on a bundled example model: scan, diff, apply, verify."""
+    import tempfile
+
     from fixitem.examples import gated_mlp
 
     with tempfile.TemporaryDirectory(prefix="fixitem-demo-") as tmp:

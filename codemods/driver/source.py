@@ -13,7 +13,6 @@ import codecs
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +99,8 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise SourceError(f"{path}: file is not writable")
     folder = target.parent
     try:
+        import tempfile  # (only when a file is written: not for a scan)
+
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fixitem", dir=folder)
     except OSError as exc:
         raise SourceError(f"{path}: cannot write in {folder}: {exc.strerror or exc}") from None

@@ -35,7 +35,6 @@ import ast
 import hashlib
 import importlib.util
 import os
-import pickle
 import re
 import sys
 import time
@@ -207,6 +206,8 @@ def _shared_summary(digest: str) -> Summary | None:
     """The summary another process of the run made of a text with this digest."""
     if _SHARED_SUMMARIES is None:
         return None
+    import pickle  # (a run of several processes only: not at each start)
+
     try:
         data = (_SHARED_SUMMARIES / f"{digest}.summary").read_bytes()
         found = pickle.loads(data)
@@ -225,6 +226,8 @@ def _share(summary: Summary) -> None:
     if target.exists():
         return
     temporary = target.with_name(f".{summary.digest}.{os.getpid()}")
+    import pickle
+
     try:
         temporary.write_bytes(pickle.dumps(summary, pickle.HIGHEST_PROTOCOL))
         os.replace(temporary, target)

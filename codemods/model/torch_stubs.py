@@ -21,7 +21,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -406,6 +405,8 @@ def _store(path: Path, data: dict) -> None:
     """Write atomically; a folder that cannot be written is left alone."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # (only when the table is built: not at each start)
+
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".torch-stubs-", suffix=".tmp")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
