@@ -88,6 +88,18 @@ def test_reading_a_stub(tmp_path):
     assert table.function_kind("torch.zeros") == "tensor"
 
 
+def test_a_table_read_back_from_its_json_answers_every_name_as_the_one_built(table):
+    stored = json.loads(json.dumps(table.to_json()))
+    loaded = torch_stubs.StubTable.from_json(stored)
+    assert len(loaded) == len(table)
+    for arguments in ((None, frozenset()), (0, frozenset()), (1, frozenset()), (2, frozenset({"dim"}))):
+        assert {n: loaded.method_kind(n, *arguments) for n in table.methods} == \
+            {n: table.method_kind(n, *arguments) for n in table.methods}
+        assert {n: loaded.function_kind(n, *arguments) for n in table.functions} == \
+            {n: table.function_kind(n, *arguments) for n in table.functions}
+    assert loaded.to_json() == stored  # overloads made from their JSON when asked are written back the same
+
+
 def test_the_table_is_cached_per_stub_files(tmp_path, monkeypatch):
     folder = fake_torch(tmp_path / "torch")
     cache = tmp_path / "cache"

@@ -261,7 +261,10 @@ def _key(folder: Path) -> str:
 @dataclass
 class StubTable:
     """What torch's APIs return: ``functions`` by qualified name (``torch.zeros``,
-    ``torch.nn.functional.relu``), ``methods`` and ``attributes`` of ``Tensor``."""
+    ``torch.nn.functional.relu``), ``methods`` and ``attributes`` of ``Tensor``.
+
+    A table read from the cache holds each name's overloads as the JSON gave them until the
+    name is first asked about (:func:`_overloads`): a run asks about a few dozen of 1,800."""
 
     version: str
     functions: dict[str, list[Overload]]
@@ -272,11 +275,11 @@ class StubTable:
         """What ``qualified`` returns (None when the stubs do not know it); with the call's
         number of positional arguments and its keywords, only the overloads that accept
         them count."""
-        return _resolve(self.functions.get(qualified), positional, keywords)
+        return _resolve(_overloads(self.functions, qualified), positional, keywords)
 
     def method_kind(self, name: str, positional: int | None = None, keywords: frozenset[str] = frozenset()) -> str | None:
         """What ``Tensor.name`` returns (None when the stubs do not know it)."""
-        return _resolve(self.methods.get(name), positional, keywords)
+        return _resolve(_overloads(self.methods, name), positional, keywords)
 
     def attribute_kind(self, name: str) -> str | None:
         return self.attributes.get(name)
@@ -290,7 +293,7 @@ class StubTable:
             return {
                 name: items[0].kind if len({o.kind for o in items}) == 1 else
                 [[o.kind, o.required, o.most, sorted(o.keywords)] for o in items]
-                for name, items in sorted(table.items())
+                for name, items in sorted((name, _overloads(table, name)) for name in table)
             }
 
         return {"version": self.version, "functions": overloads(self.functions), "methods": overloads(self.methods),
@@ -298,14 +301,22 @@ class StubTable:
 
     @classmethod
     def from_json(cls, data: dict) -> StubTable:
-        def overloads(table: dict) -> dict[str, list[Overload]]:
-            return {
-                name: [Overload(items, 0, None, frozenset({"**"}))] if isinstance(items, str) else
-                [Overload(k, r, m, frozenset(w)) for k, r, m, w in items]
-                for name, items in table.items()
-            }
+        return cls(data["version"], dict(data["functions"]), dict(data["methods"]), dict(data["attributes"]))
 
-        return cls(data["version"], overloads(data["functions"]), overloads(data["methods"]), dict(data["attributes"]))
+
+def _overloads(table: dict, name: str) -> list[Overload] | None:
+    """The overloads of ``name`` in ``table``, made from their JSON the first time they are
+    asked for: the kind alone (overloads that agree) or ``[kind, required, most, keywords]``
+    each."""
+    found = table.get(name)
+    if found is None or (type(found) is list and found and type(found[0]) is Overload):
+        return found
+    if type(found) is str:
+        made = [Overload(found, 0, None, frozenset({"**"}))]
+    else:
+        made = [Overload(k, r, m, frozenset(w)) for k, r, m, w in found]
+    table[name] = made
+    return made
 
 
 def _accepts(overload: Overload, positional: int, keywords: frozenset[str]) -> bool:
