@@ -407,3 +407,35 @@ def test_a_parallel_run_shares_summaries_and_leaves_no_folder_behind(tree, tmp_p
     assert parallel == alone and parallel
     assert len(made) == 1 and list(temporary.iterdir()) == []
     assert shared and all(name.endswith(".summary") for name in shared)  # what the workers handed on
+
+
+def test_a_decorator_of_the_module_is_read_once_for_all_the_functions_it_decorates(monkeypatch):
+    from fixitem.codemods.model import provenance
+
+    decorators = (
+        "import torch\n\n\ndef mark(fn):\n    fn.marked = True\n    return fn\n\n\n"
+        "def wrap(fn):\n    return lambda *args: fn(*args)\n\n\n"
+    )
+    read: list[str] = []
+    real = provenance.returns_its_argument
+
+    def counting(func):
+        read.append(func.name)
+        return real(func)
+
+    monkeypatch.setattr(provenance, "returns_its_argument", counting)
+    # A module asked about: what its functions return, from their annotations.
+    source = decorators + "".join(f"@mark\ndef f{i}(x) -> torch.Tensor:\n    return x\n\n\n" for i in range(3)) + \
+        "@wrap\ndef g(x) -> torch.Tensor:\n    return x\n"
+    summary = project.Summary(ast.parse(source), "digest", source)
+    assert [summary.definitions[f"f{i}"].returns for i in range(3)] == [Kind.TENSOR] * 3
+    assert summary.definitions["g"].returns is Kind.UNKNOWN  # ``wrap`` gives back another function
+    assert sorted(read) == ["mark", "wrap"]
+    # A file's own analysis: what its functions return, from their bodies.
+    read.clear()
+    source = decorators + "".join(f"@mark\ndef f{i}(x):\n    return torch.zeros(3)\n\n\n" for i in range(3)) + \
+        "@wrap\ndef g(x):\n    return torch.zeros(3)\n\n\ndef use(x):\n    return f0(x), f1(x), f2(x), g(x)\n"
+    ctx = FileContext.build(None, source)
+    calls = [n for n in ctx.nodes(ast.Call) if type(n.func) is ast.Name and n.func.id in ("f0", "f1", "f2", "g")]
+    assert [ctx.kind(c) for c in calls] == [Kind.TENSOR] * 3 + [Kind.UNKNOWN]
+    assert sorted(read) == ["mark", "wrap"]

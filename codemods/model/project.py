@@ -170,12 +170,13 @@ class Summary:
         def local(name: ast.Name) -> ast.FunctionDef | None:  # as ``Provenance.local_function`` finds it
             return functions[name.id] if name.id in single else None
 
+        known: dict[int, bool] = {}  # the module's decorators that give back what they are given
         for name, writes in _writing_functions(functions, text).items():
             function = functions[name]
             returns = Kind.UNKNOWN
             opaque = False
             if name in single:
-                if all(transparent(d, self.imports, local) for d in function.decorator_list):
+                if all(transparent(d, self.imports, local, known) for d in function.decorator_list):
                     if function.returns is not None:
                         returns = annotation_kind(self.imports, function.returns)
                 else:

@@ -751,6 +751,7 @@ class Provenance:
         self.class_attrs: dict[ast.ClassDef, dict[str, list[ast.expr]]] = {}
         self.tensor_functions: set[str] = set()  # local functions annotated "-> Tensor"
         self._cache: dict[ast.AST, Kind] = {}
+        self._transparent: dict[int, bool] = {}  # the file's decorators that return what they are given
         self._names: dict[tuple[int, str], Kind] | None = None  # (scope, name) -> kind
         self._equations: dict[tuple[int, str], tuple] = {}  # key -> how its kind is computed
         self._final: set[tuple[int, str]] = set()  # keys solved
@@ -1317,7 +1318,8 @@ class Provenance:
 
     def _compute_return(self, func: ast.FunctionDef) -> Kind:
         """What a function of this file returns: what all its ``return``s agree on."""
-        if not all(transparent(decorator, self.imports, self.local_function) for decorator in func.decorator_list):
+        if not all(transparent(decorator, self.imports, self.local_function, self._transparent)
+                   for decorator in func.decorator_list):
             return Kind.UNKNOWN
         if func.returns is not None:
             annotated = self._annotation_kind(func.returns)
@@ -3143,15 +3145,24 @@ def _stub_body(func: ast.FunctionDef) -> bool:
 
 
 def transparent(decorator: ast.expr, imports: Imports,
-                local_function: Callable[[ast.Name], ast.AST | None]) -> bool:
+                local_function: Callable[[ast.Name], ast.AST | None], known: dict[int, bool] | None = None) -> bool:
     """Does a function decorated with ``decorator`` still return what its body returns? A known
     decorator (``lru_cache``, ``torch.no_grad``), or a function of the module (``local_function``
-    finds it: the one the module's analysis reads) that gives back the function it is given."""
+    finds it: the one the module's analysis reads) that gives back the function it is given.
+    ``known``: the answers for the module's functions so far, by ``id`` (transformers'
+    ``import_utils.py`` decorates 150 functions with one of its own)."""
     target = decorator.func if type(decorator) is ast.Call else decorator  # type: ignore[attr-defined]
     if (imports.qualify(target) or "") in TRANSPARENT_DECORATORS:
         return True
     local = local_function(decorator) if type(decorator) is ast.Name else None  # type: ignore[arg-type]
-    return local is not None and returns_its_argument(local)
+    if local is None:
+        return False
+    if known is None:
+        return returns_its_argument(local)
+    found = known.get(id(local))
+    if found is None:
+        found = known[id(local)] = returns_its_argument(local)
+    return found
 
 
 def returns_its_argument(func: ast.AST) -> bool:
