@@ -286,6 +286,36 @@ def test_possible_wrappers_are_read_from_the_text_of_short_functions():
                       "method": True, "named_alike": False, "calls_named_alike": False, "long": False}
 
 
+def test_a_function_of_another_module_that_does_more_than_write_is_known_no_wrapper_unread(tmp_path, monkeypatch):
+    (tmp_path / "helpers.py").write_text(
+        "import logging\n\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def setup(value):\n    shown = value + 1\n    logger.info('setup %s', shown)\n\n\n"
+        "@staticmethod\ndef decorated(value):\n    print(value)\n\n\n"
+        "def log0(value):\n    print(value)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom helpers import decorated, log0, setup\n\n\ndef step(x):\n    loss = x.sum()\n"
+        "    setup(loss.item())\n    decorated(loss.item())\n"
+    )
+    read: list[str] = []
+    real = project.Project.read
+
+    def reading(self, path, *args, **options):
+        read.append(path.name)
+        return real(self, path, *args, **options)
+
+    monkeypatch.setattr(project.Project, "read", reading)
+    project.forget()
+    assert [f[1:3] for f in findings([tmp_path / "train.py"])] == [(7, "FX001"), (8, "FX001")]  # reads, no wrappers
+    assert read == []  # neither could be a wrapper: its module was not analysed to know
+    # A function that only writes is still asked about, and found a wrapper.
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom helpers import log0\n\n\ndef step(x):\n    loss = x.sum()\n    log0(loss.item())\n")
+    project.forget()
+    assert [f[1:3] for f in findings([tmp_path / "train.py"])] == [(7, "FX201")]
+    assert set(read) == {"helpers.py"}
+
+
 def test_only_a_call_made_for_its_effect_is_asked_whether_it_is_another_modules_wrapper(tree):
     from fixitem.codemods.model.output_calls import output_call
 

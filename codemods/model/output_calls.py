@@ -545,7 +545,7 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     rebound = {name for node in ctx.nodes(ast.Global) for name in node.names}  # type: ignore[attr-defined]
     candidates: dict[str, ast.FunctionDef] = {}
     for stmt in ctx.module.body:
-        if type(stmt) is ast.FunctionDef and not stmt.decorator_list and _may_only_write(stmt.body):
+        if type(stmt) is ast.FunctionDef and not stmt.decorator_list and may_only_write(stmt.body):
             name = stmt.name
             if len(module_scope.bindings.get(name, [])) == 1:
                 candidates[name] = stmt
@@ -579,9 +579,10 @@ def _output_wrappers(ctx: FileContext) -> dict[str, ast.FunctionDef]:
     return found
 
 
-def _may_only_write(body: list[ast.stmt]) -> bool:
+def may_only_write(body: list[ast.stmt]) -> bool:
     """Could :meth:`_WrapperCheck.body_ok` accept ``body``, from its statements' types alone?
-    (Most functions fail this at once, before their lines are looked at.)"""
+    (Most functions fail this at once, before their lines are looked at; a module that
+    imports one of them need not analyse its module to know it is no wrapper.)"""
     return all(type(stmt) in _WRAPPER_STATEMENTS and (type(stmt) is not ast.Return or stmt.value is None)
                for stmt in body)
 

@@ -47,7 +47,7 @@ from typing import TypeVar
 from .. import real_paths
 from ..real_paths import real_path
 from .context import FileContext
-from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, output_wrappers
+from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, may_only_write, output_wrappers
 from .provenance import (
     Imports,
     Kind,
@@ -98,7 +98,7 @@ class Defined:
     kind: str  # "function" or "class"
     bases: tuple[ast.expr, ...] = ()  # a class's bases, as written
     methods: frozenset[str] = frozenset()  # a class's methods
-    may_write: bool = False  # a function that could be an output wrapper (see _may_write_output)
+    may_write: bool = False  # a function that could be an output wrapper (see Summary and output_calls.output_wrappers)
     # A function (without decorators that change what it returns) whose return annotation
     # says its kind (``-> bool``, ``-> torch.Tensor``): what it returns, known without
     # analysing its module.
@@ -181,7 +181,10 @@ class Summary:
                         returns = annotation_kind(self.imports, function.returns)
                 else:
                     opaque = True
-            self.definitions[name] = Defined("function", may_write=writes, returns=returns, opaque=opaque,
+            # An output wrapper (see ``output_wrappers``) has no decorator, and only statements that
+            # may write: for any other function, a file that imports it need not analyse this module.
+            may_write = writes and not function.decorator_list and may_only_write(function.body)
+            self.definitions[name] = Defined("function", may_write=may_write, returns=returns, opaque=opaque,
                                              passes=passed_through(function) if name in single else None)
 
     def qualify(self, expr: ast.AST) -> str | None:
