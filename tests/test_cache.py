@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -301,3 +302,32 @@ def test_a_default_device_set_elsewhere_in_the_run_is_part_of_the_key(tmp_path):
     assert api.scan([tmp_path / "sample.py"], cache=kept, jobs=1).findings == []
     (tmp_path / "main.py").write_text("import torch\n\ntorch.set_default_device('cuda')\n")
     assert [f.rule for f in api.scan([tmp_path / "sample.py", tmp_path / "main.py"], cache=kept, jobs=1).findings] == ["FX001"]
+
+
+def test_the_code_fingerprint_changes_with_any_file_of_the_code(tmp_path):
+    from fixitem.cache import code_folder_fingerprint
+
+    code = tmp_path / "code"
+    (code / "rules").mkdir(parents=True)
+    (code / "a.py").write_text("A = 1\n")
+    (code / "rules" / "b.py").write_text("B = 2\n")
+    (code / "notes.txt").write_text("not code\n")
+    first = code_folder_fingerprint(code, "1.0")
+    assert code_folder_fingerprint(code, "1.0") == first
+    (code / "notes.txt").write_text("still not code\n")
+    assert code_folder_fingerprint(code, "1.0") == first
+    assert code_folder_fingerprint(code, "1.1") != first  # another version
+    stat = (code / "rules" / "b.py").stat()
+    os.utime(code / "rules" / "b.py", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # same size, written again
+    second = code_folder_fingerprint(code, "1.0")
+    assert second != first
+    (code / "a.py").write_text("A = 10\n")  # another size
+    assert code_folder_fingerprint(code, "1.0") not in (first, second)
+    (code / "c.py").write_text("")  # a new module
+    third = code_folder_fingerprint(code, "1.0")
+    (code / "c.py").unlink()
+    fourth = code_folder_fingerprint(code, "1.0")
+    assert fourth != third
+    moved = tmp_path / "elsewhere"
+    code.rename(moved)  # the same files, times kept, in another place
+    assert code_folder_fingerprint(moved, "1.0") != fourth
