@@ -38,8 +38,12 @@ from typing import Any, Literal, Union
 from fixitem.cache import ResultCache, default_dir, disabled_by_environment
 from fixitem.cache import close_all as close_caches
 from fixitem.codemods import shortcuts
-from fixitem.codemods.real_paths import real_path
-from fixitem.codemods.driver.discovery import PathNotFound, discover, missing
+from fixitem.codemods.driver.discovery import (
+    PathNotFound,
+    discover,
+    is_notebook,
+    missing,
+)
 from fixitem.codemods.driver.engine import (
     Analyses,
     FileResult,
@@ -54,7 +58,6 @@ from fixitem.codemods.driver.line_blocks import unified_diff as line_diff
 from fixitem.codemods.driver.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from fixitem.codemods.driver.line_length import forget as forget_line_lengths
 from fixitem.codemods.driver.line_length import line_length
-from fixitem.codemods.driver.discovery import is_notebook
 from fixitem.codemods.driver.one_fix import fix_one
 from fixitem.codemods.driver.registry import UnknownRule, select_rules
 from fixitem.codemods.driver.run_facts import RunFacts, run_facts
@@ -66,6 +69,8 @@ from fixitem.codemods.driver.source import (
 )
 from fixitem.codemods.driver.without_runtime import WithoutRuntime
 from fixitem.codemods.model import devices, streams
+from fixitem.codemods.model.project import keep_summaries_in
+from fixitem.codemods.real_paths import real_path
 from fixitem.codemods.rule import Rule
 from fixitem.config import (
     Config,
@@ -358,7 +363,9 @@ def _write(result: FileResult, source: SourceFile, text: str, as_it_is: Callable
 
 def _run_notebook(job: _Job) -> FileResult:
     """A Jupyter notebook: its code cells as one module (see :mod:`fixitem.codemods.driver.notebooks`)."""
-    from fixitem.codemods.driver.notebooks import process_notebook  # (not imported for a run of Python files)
+    from fixitem.codemods.driver.notebooks import (
+        process_notebook,  # (not imported for a run of Python files)
+    )
 
     def run(fix: bool) -> FileResult:
         return process_notebook(
@@ -426,6 +433,7 @@ def _run_file_job(job: _Job) -> FileResult:
         return FileResult(job.path)
     display = _display(job.path)
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
+    keep_summaries_in(kept)  # the modules of the project it asks about, for later runs
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,
                    job.traced_roots, job.replaced_streams, job.line_length) if kept else ""
     outcome: FileResult | None = None

@@ -80,6 +80,11 @@ def code_folder_fingerprint(folder: Path, salt: str) -> str:
     return digest.hexdigest()
 
 
+def _summary_key(digest: str) -> str:
+    """A module's summary is a function of its text and of fixitem's code alone."""
+    return f"{code_fingerprint()}:{digest}"
+
+
 def disabled_by_environment() -> bool:
     return os.environ.get("FIXITEM_NO_CACHE", "").strip().lower() not in ("", "0", "false", "no")
 
@@ -140,8 +145,9 @@ class ResultCache:
                 except sqlite3.Error:
                     pass
                 found.execute("PRAGMA synchronous=NORMAL")
-                found.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data TEXT NOT NULL, "
-                              "written REAL NOT NULL)")
+                for table in ("entries", "summaries"):
+                    found.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, data TEXT NOT NULL, "
+                                  "written REAL NOT NULL)")
                 break
             except sqlite3.DatabaseError as exc:
                 _close(found)
@@ -167,7 +173,8 @@ class ResultCache:
         connection = self._connection()
         try:
             if connection is not None:
-                connection.execute("DELETE FROM entries WHERE written < ?", (time.time() - KEEP_DAYS * 86400,))
+                for table in ("entries", "summaries"):
+                    connection.execute(f"DELETE FROM {table} WHERE written < ?", (time.time() - KEEP_DAYS * 86400,))
         except sqlite3.Error:
             pass
 
@@ -220,6 +227,39 @@ class ResultCache:
             return  # a read-only or full disk: run without keeping results
         try:
             connection.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, data, time.time()))
+        except sqlite3.Error:
+            self._give_up()
+
+    def summary(self, digest: str) -> dict | None:
+        """The kept summary (``Summary.to_data``) of a module of the project whose text has
+        this digest, made by this version of fixitem; None when there is none."""
+        where = (os.getpid(), str(self.folder))
+        if where not in _DATABASES and not self.database.exists():
+            return None
+        connection = self._connection()
+        try:
+            row = connection.execute("SELECT data FROM summaries WHERE key = ?", (_summary_key(digest),)).fetchone() \
+                if connection is not None else None
+        except sqlite3.Error:
+            self._give_up()
+            row = None
+        if row is None:
+            return None
+        try:
+            found = json.loads(row[0])
+        except ValueError:
+            return None
+        return found if isinstance(found, dict) else None
+
+    def keep_summary(self, digest: str, data: dict) -> None:
+        """Keep the summary of a module (a file asked about it): a later run that asks about
+        the module again, its text unchanged, reads it back instead of parsing the module."""
+        connection = self._connection()
+        if connection is None:
+            return
+        try:
+            connection.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
+                               (_summary_key(digest), json.dumps(data), time.time()))
         except sqlite3.Error:
             self._give_up()
 

@@ -331,3 +331,90 @@ def test_the_code_fingerprint_changes_with_any_file_of_the_code(tmp_path):
     moved = tmp_path / "elsewhere"
     code.rename(moved)  # the same files, times kept, in another place
     assert code_folder_fingerprint(moved, "1.0") != fourth
+
+
+HELPERS = "import torch\n\n\ndef is_ready(x) -> bool:\n    return bool(x)\n"
+TRAIN = "import torch\nfrom helpers import is_ready\n\n\ndef step(x):\n    if is_ready(x):\n        return x.sum().item()\n"
+
+
+@pytest.fixture
+def project_tree(tmp_path, monkeypatch):
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    (tmp_path / "train.py").write_text(TRAIN)
+    project.forget()
+    yield tmp_path
+    project.forget()
+
+
+@pytest.fixture
+def parsed_texts(monkeypatch) -> list[str]:
+    """The first line of each text the analysis parses."""
+    seen: list[str] = []
+    from fixitem.codemods.model import context, project
+
+    real = project.parse_module
+
+    def counting(source):
+        seen.append(source.splitlines()[0])
+        return real(source)
+
+    monkeypatch.setattr(project, "parse_module", counting)
+    monkeypatch.setattr(context, "parse_module", counting)
+    return seen
+
+
+def _summary_rows(store) -> list[tuple[str, str]]:
+    with sqlite3.connect(ResultCache(store).database) as database:
+        return database.execute("SELECT key, data FROM summaries").fetchall()
+
+
+def _scan_edited(tree, store, text: str) -> list[str]:
+    """Scan ``train.py`` as a new process would, after writing ``text`` to it."""
+    from fixitem.codemods.model import project
+
+    (tree / "train.py").write_text(text)
+    project.forget()
+    return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+
+def test_an_edited_file_reads_the_summaries_of_the_modules_it_imports_back(project_tree, parsed_texts):
+    store = project_tree / "kept"
+    assert _scan_edited(project_tree, store, TRAIN) == ["FX001"]  # ``is_ready(x)`` is a bool: no truth test
+    assert parsed_texts == ["import torch", "import torch"]  # train.py, and helpers.py for its summary
+    ((_, data),) = _summary_rows(store)  # the one module asked about
+    assert json.loads(data)["definitions"]["is_ready"][4] == "number"  # (a bool is a number)
+    # The file edited, the module it imports not: the module's summary is read back, not parsed.
+    parsed_texts.clear()
+    assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 10\n") == ["FX001"]
+    assert parsed_texts == ["import torch"]  # train.py alone
+    # The module edited: its summary is made again, from its new text.
+    (project_tree / "helpers.py").write_text(HELPERS.replace("-> bool", "-> torch.Tensor"))
+    parsed_texts.clear()
+    assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 20\n") == ["FX101", "FX001"]  # now a tensor's truth
+    assert parsed_texts == ["import torch", "import torch"] and len(_summary_rows(store)) == 2
+
+
+def test_a_kept_summary_that_does_not_read_back_is_made_again(project_tree, parsed_texts):
+    store = project_tree / "kept"
+    assert _scan_edited(project_tree, store, TRAIN) == ["FX001"]
+    for n, broken in enumerate(['{"digest": "x"}', "[1, 2]", "not json",
+                                '{"digest": "D", "names": [], "aliases": {}, "origins": {}, '
+                                '"definitions": {"is_ready": ["function", [], [], false, "no such kind", false, null]}}']):
+        ((_, data),) = _summary_rows(store)
+        broken = broken.replace("D", json.loads(data)["digest"]) if n == 3 else broken
+        _change(store, f"UPDATE summaries SET data = '{broken}'")
+        parsed_texts.clear()
+        assert _scan_edited(project_tree, store, TRAIN + f"\n\nSTEPS = {n}\n") == ["FX001"]
+        assert parsed_texts == ["import torch", "import torch"]  # helpers.py parsed again, and kept again
+
+
+def test_no_summary_is_kept_without_the_cache_or_for_a_module_nobody_asks_about(project_tree, monkeypatch):
+    store = project_tree / "kept"
+    api.scan(["helpers.py"], cache=store, jobs=1)  # asks about no other module
+    assert _summary_rows(store) == []
+    monkeypatch.setenv("FIXITEM_CACHE_DIR", str(project_tree / "elsewhere"))
+    api.scan(["train.py"], cache=False, jobs=1)
+    assert not (project_tree / "elsewhere").exists()

@@ -42,7 +42,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .. import real_paths
 from ..real_paths import real_path
@@ -190,6 +190,44 @@ class Summary:
     def qualify(self, expr: ast.AST) -> str | None:
         return self.imports.qualify(expr)
 
+    def to_data(self) -> dict:
+        """The summary as JSON data, which :meth:`from_data` reads back (a class's bases as
+        their source text)."""
+        return {
+            "digest": self.digest,
+            "names": sorted(self.names),
+            "aliases": self.imports.aliases,
+            "origins": {name: list(origin) for name, origin in self.imports.origins.items()},
+            "definitions": {
+                name: [d.kind, [ast.unparse(base) for base in d.bases], sorted(d.methods), d.may_write,
+                       d.returns.value, d.opaque, None if d.passes is None else list(d.passes)]
+                for name, d in self.definitions.items()
+            },
+        }
+
+    @classmethod
+    def from_data(cls, data: dict) -> Summary:
+        """The summary :meth:`to_data` gave. Raises ``ValueError``, ``TypeError``,
+        ``KeyError`` or ``SyntaxError`` for data it did not give."""
+        summary = cls.__new__(cls)
+        summary.digest = str(data["digest"])
+        summary.shared = False
+        summary.names = {str(name) for name in data["names"]}
+        summary.imports = Imports.from_data(
+            {str(k): str(v) for k, v in data["aliases"].items()},
+            {str(k): (str(module), int(level), None if name is None else str(name))
+             for k, (module, level, name) in data["origins"].items()})
+        summary.origins = summary.imports.origins
+        summary.definitions = {}
+        for name, (kind, bases, methods, may_write, returns, opaque, passes) in data["definitions"].items():
+            if kind not in ("function", "class"):
+                raise ValueError(f"not a definition: {kind!r}")
+            summary.definitions[str(name)] = Defined(
+                kind, tuple(ast.parse(str(base), mode="eval").body for base in bases),
+                frozenset(str(m) for m in methods), bool(may_write), Kind(returns), bool(opaque),
+                None if passes is None else (int(passes[0]), str(passes[1])))
+        return summary
+
 
 # A folder through which the processes of one run share the summaries of the modules
 # they are asked about (None: this process keeps its own). A worker then does not parse a
@@ -220,12 +258,47 @@ def _shared_summary(digest: str) -> Summary | None:
     return found if isinstance(found, Summary) and found.digest == digest else None
 
 
+# The run's result cache (``fixitem.cache.ResultCache``: ``summary(digest)``,
+# ``keep_summary(digest, data)``), which keeps the summaries files ask about for later runs:
+# a file edited since then is analysed again, the modules it imports, unchanged, are not
+# parsed for what they define. None: nothing kept.
+_KEPT_SUMMARIES: Any = None
+
+
+def keep_summaries_in(cache: Any) -> None:
+    """Keep the summaries files ask about in ``cache`` (a ``ResultCache``), and read them
+    back from it; None: neither."""
+    global _KEPT_SUMMARIES
+    _KEPT_SUMMARIES = cache
+
+
+def _kept_summary(digest: str) -> Summary | None:
+    """The summary an earlier run kept of a text with this digest."""
+    if _KEPT_SUMMARIES is None:
+        return None
+    data = _KEPT_SUMMARIES.summary(digest)
+    if data is None:
+        return None
+    try:
+        found = Summary.from_data(data)
+    except (KeyError, TypeError, ValueError, SyntaxError, RecursionError, MemoryError):
+        return None  # not what this version keeps: the module is parsed
+    if found.digest != digest:
+        return None
+    found.shared = True  # kept already, and readable by every process of the run
+    return found
+
+
 def _share(summary: Summary) -> None:
-    """Hand ``summary`` to the other processes of the run (written whole, then renamed: a
-    process reading it never sees half of it), once."""
-    if _SHARED_SUMMARIES is None or summary.shared:
+    """Keep ``summary`` for later runs, and hand it to the other processes of this one
+    (written whole, then renamed: a process reading it never sees half of it), once."""
+    if summary.shared or (_SHARED_SUMMARIES is None and _KEPT_SUMMARIES is None):
         return
     summary.shared = True
+    if _KEPT_SUMMARIES is not None:
+        _KEPT_SUMMARIES.keep_summary(summary.digest, summary.to_data())
+    if _SHARED_SUMMARIES is None:
+        return
     target = _SHARED_SUMMARIES / f"{summary.digest}.summary"
     if target.exists():
         return
@@ -364,7 +437,7 @@ class Project:
         found: Summary | None = None
         read = self._text(path)
         if read is not None and read[0] is not None:
-            found = _shared_summary(read[1])
+            found = _shared_summary(read[1]) or _kept_summary(read[1])
             if found is None:
                 try:
                     module = parse_module(read[0])

@@ -502,6 +502,13 @@ class Imports:
                         local = alias.asname
                     self.aliases[local] = f"{base}.{name}"
 
+    @classmethod
+    def from_data(cls, aliases: dict[str, str], origins: dict[str, tuple[str, int, str | None]]) -> Imports:
+        """The imports whose ``aliases`` and ``origins`` these are (a module's summary read back)."""
+        imports = cls(())
+        imports.aliases, imports.origins = aliases, origins
+        return imports
+
     def imports_module(self, *roots: str) -> bool:
         """Does the file import one of the packages ``roots`` (``"jax"``: ``import jax``,
         ``import jax.numpy as jnp``, ``from jax import jit``)?"""
