@@ -469,3 +469,27 @@ def test_a_decorator_of_the_module_is_read_once_for_all_the_functions_it_decorat
     calls = [n for n in ctx.nodes(ast.Call) if type(n.func) is ast.Name and n.func.id in ("f0", "f1", "f2", "g")]
     assert [ctx.kind(c) for c in calls] == [Kind.TENSOR] * 3 + [Kind.UNKNOWN]
     assert sorted(read) == ["mark", "wrap"]
+
+
+def test_every_fixture_module_s_summary_reads_back_from_its_json_as_it_was():
+    import json
+
+    fixtures = Path(__file__).parent.parent / "fixtures"
+    checked = 0
+    for path in sorted(fixtures.rglob("*.py")):
+        text = project._decoded(path.read_bytes())
+        try:
+            module = ast.parse(text)
+        except (SyntaxError, ValueError, TypeError):
+            continue  # (fixtures of files that do not parse or decode)
+        summary = project.Summary(module, "digest", text)
+        back = project.Summary.from_data(json.loads(json.dumps(summary.to_data())))
+        assert back.to_data() == summary.to_data(), path
+        assert (back.names, back.origins, back.imports.aliases) == (summary.names, summary.origins, summary.imports.aliases)
+        for name, defined in summary.definitions.items():
+            again = back.definitions[name]
+            assert [ast.dump(b) for b in again.bases] == [ast.dump(b) for b in defined.bases], (path, name)
+            assert (again.kind, again.methods, again.may_write, again.returns, again.opaque, again.passes) == (
+                defined.kind, defined.methods, defined.may_write, defined.returns, defined.opaque, defined.passes)
+        checked += 1
+    assert checked > 90
