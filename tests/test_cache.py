@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -418,3 +419,57 @@ def test_no_summary_is_kept_without_the_cache_or_for_a_module_nobody_asks_about(
     monkeypatch.setenv("FIXITEM_CACHE_DIR", str(project_tree / "elsewhere"))
     api.scan(["train.py"], cache=False, jobs=1)
     assert not (project_tree / "elsewhere").exists()
+
+
+def _three_modules(tmp_path):
+    (tmp_path / "m2.py").write_text("import torch\n\n\ndef g(x):\n    return torch.zeros(3).sum()\n\n\n"
+                                    "class Base2(torch.nn.Module):\n    pass\n")
+    (tmp_path / "m.py").write_text("from m2 import Base2, g\n\n\ndef f(x):\n    return g(x)\n\n\n"
+                                   "class Base(Base2):\n    pass\n")
+
+
+def test_a_kept_result_is_dropped_when_a_module_read_through_another_changes(tmp_path, monkeypatch):
+    """``train.py`` uses ``f`` of ``m``, which returns what ``g`` of ``m2`` returns: the
+    result depends on ``m2`` too, though ``train.py`` does not import it."""
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    _three_modules(tmp_path)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom m import f\n\n\ndef step(x: torch.Tensor):\n    loss = f(x)\n    if loss > 0:\n"
+        "        print('positive')\n")
+    store = tmp_path / "kept"
+
+    def rules() -> list[str]:
+        project.forget()
+        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+    assert rules() == ["FX101"]  # ``loss`` is a tensor
+    (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace(
+        "return torch.zeros(3).sum()", "return float(torch.zeros(3).sum().item())"))
+    assert rules() == []  # now a float: the kept result is not used
+    project.forget()
+    assert [f.rule for f in api.scan(["train.py"], cache=False, jobs=1).findings] == []
+
+
+def test_a_kept_result_is_dropped_when_a_base_class_read_through_another_module_changes(tmp_path, monkeypatch):
+    """``Base`` of ``m`` is an ``nn.Module`` through ``Base2`` of ``m2``: calling an instance
+    gives a tensor, until ``Base2`` is no module."""
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    _three_modules(tmp_path)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom m import Base\n\n\ndef step(x):\n    out = Base()(x)\n    if out > 0:\n"
+        "        print('positive')\n")
+    store = tmp_path / "kept"
+
+    def rules() -> list[str]:
+        project.forget()
+        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+    assert rules() == ["FX101"]
+    ((_, data, _),) = _rows(store)
+    assert sorted(Path(p).name for p in json.loads(data)["depends"]) == ["m.py", "m2.py"]
+    (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace("(torch.nn.Module)", "(object)"))
+    assert rules() == []

@@ -32,6 +32,7 @@ a kept result is used again only while those files are unchanged.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import os
@@ -39,7 +40,7 @@ import re
 import sys
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -321,6 +322,26 @@ class _Read:
     digest: str
 
 
+class _Reading:
+    """The block of :meth:`Project.reading`: what it read, then counted as read by the
+    answer around it, if any."""
+
+    __slots__ = ("_frames", "read")
+
+    def __init__(self, frames: list[dict[str, str]]) -> None:
+        self._frames = frames
+        self.read: dict[str, str] = {}
+
+    def __enter__(self) -> dict[str, str]:
+        self._frames.append(self.read)
+        return self.read
+
+    def __exit__(self, *exc: object) -> None:
+        self._frames.pop()
+        if self._frames:
+            self._frames[-1].update(self.read)
+
+
 class Project:
     """The modules of the project read so far in this process: summaries (the last many),
     analyses (the last few, and those whose nodes were handed out), answers (all)."""
@@ -344,8 +365,11 @@ class Project:
         self._parsed: OrderedDict[Path, tuple[str, ast.Module, str]] = OrderedDict()
         self._parsed_chars = 0
         self._reading: set[Path] = set()
-        self._answers: dict[tuple, object] = {}
+        self._answers: dict[tuple, tuple[object, dict[str, str]]] = {}  # key -> (answer, the files it read)
         self._computing: set[tuple] = set()
+        # While answers are computed, one inside another: the files each has read so far
+        # (path -> sha1 of the text), the innermost last. See :meth:`reading`.
+        self._recording: list[dict[str, str]] = []
         self._stats: dict[Path, tuple[int, int]] = {}  # every file read: its time and size then
 
     def for_file(self, path: Path | str | None) -> External | None:
@@ -432,6 +456,7 @@ class Project:
             self._summaries.move_to_end(path)
             found = self._summaries[path]
             if found is not None:
+                self._read_file(path, found.digest)
                 _share(found)  # (a file analysed here, asked about: likely asked about elsewhere too)
             return found
         found: Summary | None = None
@@ -450,6 +475,8 @@ class Project:
         self._summaries[path] = found
         while len(self._summaries) > self._keep_summaries:
             self._summaries.popitem(last=False)
+        if found is not None:
+            self._read_file(path, found.digest)
         return found
 
     def _keep_parsed(self, path: Path, digest: str, module: ast.Module, text: str) -> None:
@@ -489,6 +516,7 @@ class Project:
         if found is not None:
             if path in self._reads:
                 self._reads.move_to_end(path)
+            self._read_file(path, found.digest)
             return found
         if path in self._reading or len(self._reading) >= MAX_NESTED_READS:
             return None
@@ -511,6 +539,7 @@ class Project:
         found = self._reads[path] = _Read(context, digest)
         while len(self._reads) > self._keep:
             self._reads.popitem(last=False)
+        self._read_file(path, digest)
         return found
 
     def pin(self, path: Path) -> None:
@@ -521,19 +550,39 @@ class Project:
 
     def answer(self, key: tuple, compute: Callable[[], T], meanwhile: T | None = None) -> T:
         """``compute()``, kept under ``key``; ``meanwhile`` while it is being computed (a
-        question that leads back to itself through modules that import each other)."""
-        try:
-            return self._answers[key]  # type: ignore[return-value]
-        except KeyError:
-            pass
+        question that leads back to itself through modules that import each other). The
+        files the computation read are kept with it: asked again, the answer counts them
+        as read again (see :meth:`reading`)."""
+        kept = self._answers.get(key)
+        if kept is not None:
+            if self._recording and kept[1]:
+                self._recording[-1].update(kept[1])
+            return kept[0]  # type: ignore[return-value]
         if key in self._computing:
             return meanwhile  # type: ignore[return-value]
         self._computing.add(key)
+        read: dict[str, str] = {}
+        self._recording.append(read)
         try:
-            found = self._answers[key] = compute()
+            found = compute()
         finally:
             self._computing.discard(key)
+            self._recording.pop()
+            if self._recording:
+                self._recording[-1].update(read)
+        self._answers[key] = (found, read)
         return found
+
+    def reading(self) -> _Reading:
+        """A block whose reads of the project's files are collected (``with project.reading()
+        as read:``): the summaries and analyses it asks for, directly or through answers
+        computed or kept, with those of every answer they needed in turn. What a file's
+        result depends on is what its questions read (``External.consulted``)."""
+        return _Reading(self._recording)
+
+    def _read_file(self, path: Path, digest: str) -> None:
+        if self._recording:
+            self._recording[-1][str(path)] = digest
 
     # -- names, from summaries ---------------------------------------------------------------
 
@@ -653,6 +702,21 @@ class Project:
         return self.answer(("member", path, cls, attr), compute)
 
 
+def _question(method: Callable[..., T]) -> Callable[..., T]:
+    """A question a file asks about its project: every file its answer read (the summaries
+    and analyses of other modules, and those that answers kept from earlier read in turn)
+    is one the file's result depends on (``External.consulted``)."""
+
+    @functools.wraps(method)
+    def ask(self: External, *args: object) -> T:
+        with self.project.reading() as read:
+            found = method(self, *args)
+        self.consulted.update(read)
+        return found
+
+    return ask
+
+
 @dataclass
 class External:
     """What one file may ask about the rest of its project (its provenance's ``external``)."""
@@ -672,10 +736,22 @@ class External:
         key = id(expr)
         kept = self._definitions.get(key)
         if kept is not None and kept[0] is expr:
-            return kept[1]
-        found = self._definition(provenance, expr)
-        self._definitions[key] = (expr, found)
+            found = kept[1]
+        else:
+            found = self._definition(provenance, expr)
+            self._definitions[key] = (expr, found)
+        if found is not None:
+            self._depend(found.via)  # (asked again inside an answer: that answer read them too)
         return found
+
+    def _depend(self, read: Iterable[tuple[str, str]]) -> None:
+        """The file's result depends on these files (path, sha1 of the text), and so does the
+        answer being computed, if any."""
+        pairs = dict(read)
+        self.consulted.update(pairs)
+        frames = self.project._recording
+        if frames:
+            frames[-1].update(pairs)
 
     def _definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
         attrs: list[str] = []
@@ -704,8 +780,6 @@ class External:
             found = self._resolved[key]
         except KeyError:
             found = self._resolved[key] = self.project.resolve(self.path, module, level, names)
-        if found is not None:
-            self.consulted.update(found.via)
         return found
 
     def _analysis(self, found: Definition) -> tuple[FileContext, ast.AST] | None:
@@ -722,6 +796,7 @@ class External:
                 return None
         return (context, node) if node is not None else None
 
+    @_question
     def passed_through(self, provenance: Provenance, func: ast.expr) -> tuple[int, str] | None:
         """The positional parameter a function of another module that ``func`` names gives
         back from every ``return`` (see ``provenance.passed_through``): its place and name."""
@@ -731,6 +806,7 @@ class External:
         defined = self.project.defined(found)
         return defined.passes if defined is not None else None
 
+    @_question
     def call_kind(self, provenance: Provenance, func: ast.expr) -> Kind | None:
         """What calling ``func`` gives, when it names a function or class of another module
         of the project: the function's return kind there, MODULE for an ``nn.Module`` class."""
@@ -755,6 +831,7 @@ class External:
         kind = self.project.answer(("returns", found.path, found.qualname), compute, Kind.UNKNOWN)
         return kind if kind not in (Kind.UNKNOWN, Kind.PENDING) else None
 
+    @_question
     def returns_certainly_tensor(self, provenance: Provenance, func: ast.expr) -> bool:
         """Does every ``return`` of the function of another module that ``func`` names give
         a tensor its module proves is one?"""
@@ -771,6 +848,7 @@ class External:
 
         return self.project.answer(("certain returns", found.path, found.qualname), compute, False)
 
+    @_question
     def module_class(self, provenance: Provenance, base: ast.expr) -> bool:
         """Is ``base`` a class of another module of the project that is an ``nn.Module``?"""
         found = self.definition(provenance, base)
@@ -780,6 +858,7 @@ class External:
         summary = self.project.summary(found.path)
         return summary is not None and self.project.is_module_class(found.path, summary, found.qualname)
 
+    @_question
     def wrapper(self, provenance: Provenance, func: ast.expr) -> tuple[FileContext, ast.FunctionDef] | None:
         """The output wrapper (a function that only writes output: ``print0``) of another
         module of the project that ``func`` names, with its module's analysis."""
@@ -800,6 +879,7 @@ class External:
         self.project.pin(found.path)
         return where  # type: ignore[return-value]
 
+    @_question
     def member(self, provenance: Provenance, cls: ast.ClassDef, attr: str) -> Definition | None:
         """The method or property ``attr`` that the class ``cls`` of this file inherits from
         a base class of another module of the project (the first base that has one)."""
@@ -813,7 +893,7 @@ class External:
             inherited = self.project.member(found.path, summary, found.qualname, attr, 0)
             if inherited is not None:
                 inherited = _with_via(inherited, list(found.via))
-                self.consulted.update(inherited.via)  # type: ignore[union-attr]
+                self._depend(inherited.via)  # type: ignore[union-attr]
                 return inherited
         return None
 
