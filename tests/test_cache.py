@@ -473,3 +473,22 @@ def test_a_kept_result_is_dropped_when_a_base_class_read_through_another_module_
     assert sorted(Path(p).name for p in json.loads(data)["depends"]) == ["m.py", "m2.py"]
     (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace("(torch.nn.Module)", "(object)"))
     assert rules() == []
+
+
+def test_a_kept_result_depends_on_the_modules_its_traced_calls_were_followed_into(tmp_path, monkeypatch):
+    """The functions of other modules that a file's traced code calls are kept with its result
+    (they are traced too): found through ``m``, defined in ``m2``."""
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m2.py").write_text("def helper(x):\n    return x * 2\n")
+    (tmp_path / "m.py").write_text("from m2 import helper\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom m import helper\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return helper(x)\n")
+    project.forget()
+    api.scan(["model.py", "m2.py"], cache=tmp_path / "kept", jobs=1)
+    (model,) = [kept for kept in (json.loads(data) for _, data, _ in _rows(tmp_path / "kept"))
+                if kept["traced_elsewhere"]]
+    assert [Path(p).name for p, _ in model["traced_elsewhere"]] == ["m2.py"]
+    assert sorted(Path(p).name for p in model["depends"]) == ["m.py", "m2.py"]

@@ -499,6 +499,8 @@ def _process(
             outcome.traced_here = traced_root_names(ctx.module, ctx.parents, ctx.traced)
             if external is not None and follow_calls:  # a module other files of the run may ask about
                 project.current().remember(path, ctx.module, text, ctx.tree_index.text if ctx.tree_index else None)
+            if external is not None:  # the modules the calls were followed into count too
+                outcome.depends = dict(external.consulted)
             first = False
         chosen: list[tuple[Rule, Report]] = []
         taken = _Taken()
