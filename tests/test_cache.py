@@ -492,3 +492,21 @@ def test_a_kept_result_depends_on_the_modules_its_traced_calls_were_followed_int
                 if kept["traced_elsewhere"]]
     assert [Path(p).name for p, _ in model["traced_elsewhere"]] == ["m2.py"]
     assert sorted(Path(p).name for p in model["depends"]) == ["m.py", "m2.py"]
+
+
+def test_a_kept_result_is_dropped_when_a_module_comes_to_define_a_name_it_lacked(tmp_path, monkeypatch):
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.py").write_text("import torch\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom m import f\n\n\ndef step(x):\n    loss = f(x)\n    if loss > 0:\n        print('positive')\n")
+    store = tmp_path / "kept"
+
+    def rules() -> list[str]:
+        project.forget()
+        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+    assert rules() == []  # what ``f`` is, nobody knows
+    (tmp_path / "m.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
+    assert rules() == ["FX101"]

@@ -493,3 +493,16 @@ def test_every_fixture_module_s_summary_reads_back_from_its_json_as_it_was():
                 defined.kind, defined.methods, defined.may_write, defined.returns, defined.opaque, defined.passes)
         checked += 1
     assert checked > 90
+
+
+def test_a_name_its_module_lacks_still_makes_the_file_depend_on_that_module(tmp_path):
+    (tmp_path / "m.py").write_text("import torch\n")
+    (tmp_path / "train.py").write_text("import torch\nfrom m import f\n\n\ndef step(x):\n    return f(x)\n")
+    project.forget()
+    external = project.current().for_file(tmp_path / "train.py")
+    ctx = FileContext.build(tmp_path / "train.py", (tmp_path / "train.py").read_text(), external=external)
+    (call,) = [n for n in ctx.nodes(ast.Call) if type(n.func) is ast.Name and n.func.id == "f"]
+    assert external.definition(ctx.provenance, call.func) is None
+    assert [Path(p).name for p in external.consulted] == ["m.py"]  # ``f`` may come to be defined there
+    fresh = project.current().for_file(tmp_path / "train.py")  # another file's questions, answers kept
+    assert fresh.definition(ctx.provenance, call.func) is None and [Path(p).name for p in fresh.consulted] == ["m.py"]

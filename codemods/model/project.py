@@ -40,7 +40,7 @@ import re
 import sys
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -724,10 +724,12 @@ class External:
     project: Project
     path: Path
     consulted: dict[str, str] = field(default_factory=dict)  # path -> sha1 of the text read
-    # id(expression) -> (the expression, what it names): asked again and again per node.
-    _definitions: dict[int, tuple[ast.AST, Definition | None]] = field(default_factory=dict, repr=False)
-    # (module, level, names) -> what the project resolves them to, from this file
-    _resolved: dict[tuple, Definition | None] = field(default_factory=dict, repr=False)
+    # id(expression) -> (the expression, what it names, the files read to know): asked again
+    # and again per node.
+    _definitions: dict[int, tuple[ast.AST, Definition | None, dict[str, str]]] = field(default_factory=dict, repr=False)
+    # (module, level, names) -> what the project resolves them to, from this file, and the
+    # files read to know
+    _resolved: dict[tuple, tuple[Definition | None, dict[str, str]]] = field(default_factory=dict, repr=False)
 
     def definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
         """The function or class of another module of the project that ``expr`` (``name``,
@@ -736,51 +738,53 @@ class External:
         key = id(expr)
         kept = self._definitions.get(key)
         if kept is not None and kept[0] is expr:
-            found = kept[1]
+            found, read = kept[1], kept[2]
         else:
-            found = self._definition(provenance, expr)
-            self._definitions[key] = (expr, found)
-        if found is not None:
-            self._depend(found.via)  # (asked again inside an answer: that answer read them too)
+            found, read = self._definition(provenance, expr)
+            self._definitions[key] = (expr, found, read)
+        if read:  # (found or not: a module that comes to define the name changes the answer)
+            self._depend(read)
         return found
 
-    def _depend(self, read: Iterable[tuple[str, str]]) -> None:
-        """The file's result depends on these files (path, sha1 of the text), and so does the
-        answer being computed, if any."""
-        pairs = dict(read)
-        self.consulted.update(pairs)
+    def _depend(self, read: dict[str, str]) -> None:
+        """The file's result depends on these files (path -> sha1 of the text), and so does
+        the answer being computed, if any (asked again inside one, an answer kept here was
+        read for it too)."""
+        self.consulted.update(read)
         frames = self.project._recording
         if frames:
-            frames[-1].update(pairs)
+            frames[-1].update(read)
 
-    def _definition(self, provenance: Provenance, expr: ast.AST) -> Definition | None:
+    def _definition(self, provenance: Provenance, expr: ast.AST) -> tuple[Definition | None, dict[str, str]]:
+        """What :meth:`definition` finds, and the files read to find it."""
         attrs: list[str] = []
         while type(expr) is ast.Attribute:
             attrs.append(expr.attr)  # type: ignore[attr-defined]
             expr = expr.value  # type: ignore[attr-defined]
         if type(expr) is not ast.Name:
-            return None
+            return None, {}
         name = expr.id  # type: ignore[attr-defined]
         origin = provenance.imports.origins.get(name)
         if origin is None:
-            return None
+            return None, {}
         module, level, imported = origin
         if not level and module.partition(".")[0] in _NOT_PROJECT:
-            return None  # torch, numpy, the standard library: not the project's
+            return None, {}  # torch, numpy, the standard library: not the project's
         scope = provenance.scope_of(expr).lookup(name)
         if scope is None:
-            return None
+            return None, {}
         bindings = scope.bindings.get(name, [])
         if not bindings or any(how != "import" for how, _ in bindings):
-            return None
+            return None, {}
         # ``import a.b as c``: ``c.f`` is ``f`` of ``a.b``; ``from .m import g``: ``g`` of ``.m``.
         names = ((imported,) if imported else ()) + tuple(reversed(attrs))
         key = (module, level, names)
-        try:
-            found = self._resolved[key]
-        except KeyError:
-            found = self._resolved[key] = self.project.resolve(self.path, module, level, names)
-        return found
+        kept = self._resolved.get(key)
+        if kept is None:
+            with self.project.reading() as read:
+                found = self.project.resolve(self.path, module, level, names)
+            kept = self._resolved[key] = (found, read)
+        return kept
 
     def _analysis(self, found: Definition) -> tuple[FileContext, ast.AST] | None:
         """The analysis of the module ``found`` is in, and its definition there."""
@@ -893,7 +897,7 @@ class External:
             inherited = self.project.member(found.path, summary, found.qualname, attr, 0)
             if inherited is not None:
                 inherited = _with_via(inherited, list(found.via))
-                self._depend(inherited.via)  # type: ignore[union-attr]
+                self._depend(dict(inherited.via))  # type: ignore[union-attr]
                 return inherited
         return None
 
