@@ -592,6 +592,7 @@ def _run_project(jobs: list[_Job], workers: int | None, progress: ProgressHook |
         with _Workers(workers) as pool, shortcuts.thawed_after():
             return _run_rounds(jobs, pool, progress)
     finally:
+        keep_summaries_in(None)  # (each job says where, for itself)
         close_caches()
 
 

@@ -510,3 +510,10 @@ def test_a_kept_result_is_dropped_when_a_module_comes_to_define_a_name_it_lacked
     assert rules() == []  # what ``f`` is, nobody knows
     (tmp_path / "m.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
     assert rules() == ["FX101"]
+
+
+def test_no_summary_is_kept_in_a_run_s_cache_after_the_run(project_tree):
+    from fixitem.codemods.model import project
+
+    api.scan(["train.py"], cache=project_tree / "kept", jobs=1)
+    assert project._KEPT_SUMMARIES is None  # a later analysis outside a run keeps nothing there
