@@ -517,3 +517,23 @@ def test_no_summary_is_kept_in_a_run_s_cache_after_the_run(project_tree):
 
     api.scan(["train.py"], cache=project_tree / "kept", jobs=1)
     assert project._KEPT_SUMMARIES is None  # a later analysis outside a run keeps nothing there
+
+
+def test_a_kept_result_is_dropped_when_a_module_it_looked_for_is_made(tmp_path, monkeypatch):
+    from fixitem.codemods.model import project
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom pkg import helpers\n\n\ndef step(x):\n    loss = helpers.f(x)\n    if loss > 0:\n"
+        "        print('positive')\n")
+    store = tmp_path / "kept"
+
+    def rules() -> list[str]:
+        project.forget()
+        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+    assert rules() == []  # no ``pkg/helpers.py`` yet: what ``helpers.f`` is, nobody knows
+    (tmp_path / "pkg" / "helpers.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
+    assert rules() == ["FX101"]

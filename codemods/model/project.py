@@ -322,6 +322,12 @@ class _Read:
     digest: str
 
 
+# What a file looked for and not found is recorded as read with this digest (that of a file
+# that cannot be read: see ``fixitem.cache.file_digest``), so that a kept result goes once
+# the file is made.
+ABSENT = ""
+
+
 class _Reading:
     """The block of :meth:`Project.reading`: what it read, then counted as read by the
     answer around it, if any."""
@@ -420,10 +426,13 @@ class Project:
             candidates = [target.with_suffix(".py")] if parts else []
             candidates.append(target / "__init__.py")
             for candidate in candidates:
-                if candidate.is_file():
-                    found = real_path(candidate)
-                    if found != importer:
-                        return found
+                if not candidate.is_file():
+                    # Read as absent: a module made there later would change the answer.
+                    self._read_file(candidate, ABSENT)
+                    continue
+                found = real_path(candidate)
+                if found != importer:
+                    return found
         return None
 
     def _text(self, path: Path) -> tuple[str, str] | None:
