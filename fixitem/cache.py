@@ -50,6 +50,8 @@ LOCK_WAIT_S = 5.0
 # This process's connection to each cache (None: it cannot be opened), by folder: a
 # connection is not shared across ``fork``, so each process opens its own.
 _DATABASES: dict[tuple[int, str], sqlite3.Connection | None] = {}
+# Its tables, each of (key, data, written): the results of files, and the summaries of modules.
+_TABLES = ("entries", "summaries")
 
 _fingerprint: str | None = None
 
@@ -145,7 +147,7 @@ class ResultCache:
                 except sqlite3.Error:
                     pass
                 found.execute("PRAGMA synchronous=NORMAL")
-                for table in ("entries", "summaries"):
+                for table in _TABLES:
                     found.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, data TEXT NOT NULL, "
                                   "written REAL NOT NULL)")
                 break
@@ -173,27 +175,18 @@ class ResultCache:
         connection = self._connection()
         try:
             if connection is not None:
-                for table in ("entries", "summaries"):
+                for table in _TABLES:
                     connection.execute(f"DELETE FROM {table} WHERE written < ?", (time.time() - KEEP_DAYS * 86400,))
         except sqlite3.Error:
             pass
 
     def get(self, key: str) -> Kept | None:
         """The kept answer for ``key``, read once; None when there is none (or it is unreadable)."""
-        where = (os.getpid(), str(self.folder))
-        if where not in _DATABASES and not self.database.exists():
-            return None  # (nothing made on a read: a first run makes the folder when it writes)
-        connection = self._connection()
-        try:
-            row = connection.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone() \
-                if connection is not None else None
-        except sqlite3.Error:
-            self._give_up()
-            row = None
+        row = self._read("entries", key)
         if row is None:
             return None
         try:
-            data: dict[str, Any] = json.loads(row[0])
+            data: dict[str, Any] = json.loads(row)
             depends = {str(k): str(v) for k, v in data.get("depends", {}).items()}
             if any(file_digest(path) != digest for path, digest in depends.items()):
                 return None  # a module of the project the answer used has changed since
@@ -222,31 +215,16 @@ class ResultCache:
         data = json.dumps({"findings": [f.to_dict() for f in findings], "error": error, "rewrites": kept_rewrites,
                            "depends": depends or {}, "traced_elsewhere": None if traced_elsewhere is None else list(traced_elsewhere),
                            "traced_here": sorted(traced_here)})
-        connection = self._connection()
-        if connection is None:
-            return  # a read-only or full disk: run without keeping results
-        try:
-            connection.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, data, time.time()))
-        except sqlite3.Error:
-            self._give_up()
+        self._write("entries", key, data)
 
     def summary(self, digest: str) -> dict | None:
         """The kept summary (``Summary.to_data``) of a module of the project whose text has
         this digest, made by this version of fixitem; None when there is none."""
-        where = (os.getpid(), str(self.folder))
-        if where not in _DATABASES and not self.database.exists():
-            return None
-        connection = self._connection()
-        try:
-            row = connection.execute("SELECT data FROM summaries WHERE key = ?", (_summary_key(digest),)).fetchone() \
-                if connection is not None else None
-        except sqlite3.Error:
-            self._give_up()
-            row = None
+        row = self._read("summaries", _summary_key(digest))
         if row is None:
             return None
         try:
-            found = json.loads(row[0])
+            found = json.loads(row)
         except ValueError:
             return None
         return found if isinstance(found, dict) else None
@@ -254,12 +232,30 @@ class ResultCache:
     def keep_summary(self, digest: str, data: dict) -> None:
         """Keep the summary of a module (a file asked about it): a later run that asks about
         the module again, its text unchanged, reads it back instead of parsing the module."""
+        self._write("summaries", _summary_key(digest), json.dumps(data))
+
+    def _read(self, table: str, key: str) -> str | None:
+        """The data of ``key`` in ``table`` (one of ``_TABLES``); None when there is
+        none or it cannot be read."""
+        where = (os.getpid(), str(self.folder))
+        if where not in _DATABASES and not self.database.exists():
+            return None  # (nothing made on a read: a first run makes the folder when it writes)
         connection = self._connection()
         if connection is None:
-            return
+            return None
         try:
-            connection.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
-                               (_summary_key(digest), json.dumps(data), time.time()))
+            row = connection.execute(f"SELECT data FROM {table} WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            self._give_up()
+            return None
+        return None if row is None else row[0]
+
+    def _write(self, table: str, key: str, data: str) -> None:
+        connection = self._connection()
+        if connection is None:
+            return  # a read-only or full disk: run without keeping anything
+        try:
+            connection.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)", (key, data, time.time()))
         except sqlite3.Error:
             self._give_up()
 
