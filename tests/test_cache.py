@@ -372,13 +372,19 @@ def _summary_rows(store) -> list[tuple[str, str]]:
         return database.execute("SELECT key, data FROM summaries").fetchall()
 
 
-def _scan_edited(tree, store, text: str) -> list[str]:
-    """Scan ``train.py`` as a new process would, after writing ``text`` to it."""
+def _scan_rules(store: Path | bool) -> list[str]:
+    """The rules of the findings in ``train.py`` (of the current folder), scanned as a new
+    process would (nothing of the project in memory) with the cache ``store`` (False: none)."""
     from fixitem.codemods.model import project
 
-    (tree / "train.py").write_text(text)
     project.forget()
     return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
+
+
+def _scan_edited(tree, store, text: str) -> list[str]:
+    """:func:`_scan_rules`, after writing ``text`` to ``train.py``."""
+    (tree / "train.py").write_text(text)
+    return _scan_rules(store)
 
 
 def test_an_edited_file_reads_the_summaries_of_the_modules_it_imports_back(project_tree, parsed_texts):
@@ -431,8 +437,6 @@ def _three_modules(tmp_path):
 def test_a_kept_result_is_dropped_when_a_module_read_through_another_changes(tmp_path, monkeypatch):
     """``train.py`` uses ``f`` of ``m``, which returns what ``g`` of ``m2`` returns: the
     result depends on ``m2`` too, though ``train.py`` does not import it."""
-    from fixitem.codemods.model import project
-
     monkeypatch.chdir(tmp_path)
     _three_modules(tmp_path)
     (tmp_path / "train.py").write_text(
@@ -440,23 +444,16 @@ def test_a_kept_result_is_dropped_when_a_module_read_through_another_changes(tmp
         "        print('positive')\n")
     store = tmp_path / "kept"
 
-    def rules() -> list[str]:
-        project.forget()
-        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
-
-    assert rules() == ["FX101"]  # ``loss`` is a tensor
+    assert _scan_rules(store) == ["FX101"]  # ``loss`` is a tensor
     (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace(
         "return torch.zeros(3).sum()", "return float(torch.zeros(3).sum().item())"))
-    assert rules() == []  # now a float: the kept result is not used
-    project.forget()
-    assert [f.rule for f in api.scan(["train.py"], cache=False, jobs=1).findings] == []
+    assert _scan_rules(store) == []  # now a float: the kept result is not used
+    assert _scan_rules(False) == []  # as without the cache
 
 
 def test_a_kept_result_is_dropped_when_a_base_class_read_through_another_module_changes(tmp_path, monkeypatch):
     """``Base`` of ``m`` is an ``nn.Module`` through ``Base2`` of ``m2``: calling an instance
     gives a tensor, until ``Base2`` is no module."""
-    from fixitem.codemods.model import project
-
     monkeypatch.chdir(tmp_path)
     _three_modules(tmp_path)
     (tmp_path / "train.py").write_text(
@@ -464,15 +461,11 @@ def test_a_kept_result_is_dropped_when_a_base_class_read_through_another_module_
         "        print('positive')\n")
     store = tmp_path / "kept"
 
-    def rules() -> list[str]:
-        project.forget()
-        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
-
-    assert rules() == ["FX101"]
+    assert _scan_rules(store) == ["FX101"]
     ((_, data, _),) = _rows(store)
     assert sorted(Path(p).name for p in json.loads(data)["depends"]) == ["m.py", "m2.py"]
     (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace("(torch.nn.Module)", "(object)"))
-    assert rules() == []
+    assert _scan_rules(store) == []
 
 
 def test_a_kept_result_depends_on_the_modules_its_traced_calls_were_followed_into(tmp_path, monkeypatch):
@@ -495,7 +488,6 @@ def test_a_kept_result_depends_on_the_modules_its_traced_calls_were_followed_int
 
 
 def test_a_kept_result_is_dropped_when_a_module_comes_to_define_a_name_it_lacked(tmp_path, monkeypatch):
-    from fixitem.codemods.model import project
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.py").write_text("import torch\n")
@@ -503,13 +495,9 @@ def test_a_kept_result_is_dropped_when_a_module_comes_to_define_a_name_it_lacked
         "import torch\nfrom m import f\n\n\ndef step(x):\n    loss = f(x)\n    if loss > 0:\n        print('positive')\n")
     store = tmp_path / "kept"
 
-    def rules() -> list[str]:
-        project.forget()
-        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
-
-    assert rules() == []  # what ``f`` is, nobody knows
+    assert _scan_rules(store) == []  # what ``f`` is, nobody knows
     (tmp_path / "m.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
-    assert rules() == ["FX101"]
+    assert _scan_rules(store) == ["FX101"]
 
 
 def test_no_summary_is_kept_in_a_run_s_cache_after_the_run(project_tree):
@@ -520,7 +508,6 @@ def test_no_summary_is_kept_in_a_run_s_cache_after_the_run(project_tree):
 
 
 def test_a_kept_result_is_dropped_when_a_module_it_looked_for_is_made(tmp_path, monkeypatch):
-    from fixitem.codemods.model import project
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pkg").mkdir()
@@ -530,10 +517,6 @@ def test_a_kept_result_is_dropped_when_a_module_it_looked_for_is_made(tmp_path, 
         "        print('positive')\n")
     store = tmp_path / "kept"
 
-    def rules() -> list[str]:
-        project.forget()
-        return [f.rule for f in api.scan(["train.py"], cache=store, jobs=1).findings]
-
-    assert rules() == []  # no ``pkg/helpers.py`` yet: what ``helpers.f`` is, nobody knows
+    assert _scan_rules(store) == []  # no ``pkg/helpers.py`` yet: what ``helpers.f`` is, nobody knows
     (tmp_path / "pkg" / "helpers.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
-    assert rules() == ["FX101"]
+    assert _scan_rules(store) == ["FX101"]
