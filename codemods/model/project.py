@@ -564,8 +564,7 @@ class Project:
         as read again (see :meth:`reading`)."""
         kept = self._answers.get(key)
         if kept is not None:
-            if self._recording and kept[1]:
-                self._recording[-1].update(kept[1])
+            self.count_read(kept[1])
             return kept[0]  # type: ignore[return-value]
         if key in self._computing:
             return meanwhile  # type: ignore[return-value]
@@ -577,8 +576,7 @@ class Project:
         finally:
             self._computing.discard(key)
             self._recording.pop()
-            if self._recording:
-                self._recording[-1].update(read)
+            self.count_read(read)
         self._answers[key] = (found, read)
         return found
 
@@ -588,6 +586,12 @@ class Project:
         computed or kept, with those of every answer they needed in turn. What a file's
         result depends on is what its questions read (``External.consulted``)."""
         return _Reading(self._recording)
+
+    def count_read(self, read: dict[str, str]) -> None:
+        """Count these files (path -> sha1 of the text) as read by the answer being computed,
+        if any (they were read for an answer it asked for, or one kept from earlier)."""
+        if self._recording and read:
+            self._recording[-1].update(read)
 
     def _read_file(self, path: Path, digest: str) -> None:
         if self._recording:
@@ -760,9 +764,7 @@ class External:
         the answer being computed, if any (asked again inside one, an answer kept here was
         read for it too)."""
         self.consulted.update(read)
-        frames = self.project._recording
-        if frames:
-            frames[-1].update(read)
+        self.project.count_read(read)
 
     def _definition(self, provenance: Provenance, expr: ast.AST) -> tuple[Definition | None, dict[str, str]]:
         """What :meth:`definition` finds, and the files read to find it."""
