@@ -352,18 +352,19 @@ def project_tree(tmp_path, monkeypatch):
 
 @pytest.fixture
 def parsed_texts(monkeypatch) -> list[str]:
-    """The first line of each text the analysis parses."""
+    """The first line of each text the analysis parses (a definition parsed alone: its own)."""
     seen: list[str] = []
-    from fixitem.codemods.model import context, project
+    from fixitem.codemods.model import context, outline, project
 
     real = project.parse_module
 
     def counting(source):
-        seen.append(source.splitlines()[0])
+        seen.append(source.lstrip("\n").splitlines()[0])
         return real(source)
 
     monkeypatch.setattr(project, "parse_module", counting)
     monkeypatch.setattr(context, "parse_module", counting)
+    monkeypatch.setattr(outline, "parse_module", counting)
     return seen
 
 
@@ -390,18 +391,22 @@ def _scan_edited(tree, store, text: str) -> list[str]:
 def test_an_edited_file_reads_the_summaries_of_the_modules_it_imports_back(project_tree, parsed_texts):
     store = project_tree / "kept"
     assert _scan_edited(project_tree, store, TRAIN) == ["FX001"]  # ``is_ready(x)`` is a bool: no truth test
-    assert parsed_texts == ["import torch", "import torch"]  # train.py, and helpers.py for its summary
+    # train.py, helpers.py's outline for its summary, and the function asked about, alone
+    assert parsed_texts == ["import torch", "import torch", "def is_ready(x) -> bool:"]
     ((_, data),) = _summary_rows(store)  # the one module asked about
-    assert json.loads(data)["definitions"]["is_ready"][4] == "number"  # (a bool is a number)
-    # The file edited, the module it imports not: the module's summary is read back, not parsed.
+    assert json.loads(data)["parts"]["is_ready"][0] == "function"  # (kept before it was asked about)
+    # The file edited, the module it imports not: the module's summary is read back, not parsed;
+    # the function asked about is parsed alone from the module's text.
     parsed_texts.clear()
     assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 10\n") == ["FX001"]
-    assert parsed_texts == ["import torch"]  # train.py alone
+    assert parsed_texts == ["import torch", "def is_ready(x) -> bool:"]
     # The module edited: its summary is made again, from its new text.
     (project_tree / "helpers.py").write_text(HELPERS.replace("-> bool", "-> torch.Tensor"))
     parsed_texts.clear()
     assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 20\n") == ["FX101", "FX001"]  # now a tensor's truth
-    assert parsed_texts == ["import torch", "import torch"] and len(_summary_rows(store)) == 2
+    # (and helpers.py whole at last: whether ``is_ready`` certainly returns a tensor needs its analysis)
+    assert parsed_texts == ["import torch", "import torch", "def is_ready(x) -> torch.Tensor:", "import torch"]
+    assert len(_summary_rows(store)) == 2
 
 
 def test_a_kept_summary_that_does_not_read_back_is_made_again(project_tree, parsed_texts):
@@ -415,7 +420,8 @@ def test_a_kept_summary_that_does_not_read_back_is_made_again(project_tree, pars
         _change(store, f"UPDATE summaries SET data = '{broken}'")
         parsed_texts.clear()
         assert _scan_edited(project_tree, store, TRAIN + f"\n\nSTEPS = {n}\n") == ["FX001"]
-        assert parsed_texts == ["import torch", "import torch"]  # helpers.py parsed again, and kept again
+        # helpers.py's outline parsed again (and kept again), and ``is_ready`` alone
+        assert parsed_texts == ["import torch", "import torch", "def is_ready(x) -> bool:"]
 
 
 def test_no_summary_is_kept_without_the_cache_or_for_a_module_nobody_asks_about(project_tree, monkeypatch):

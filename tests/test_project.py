@@ -117,34 +117,37 @@ def test_modules_that_import_each_other_are_read_once_each(tmp_path):
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``f`` returns a tensor, read from a.py
 
 
-def test_a_module_read_after_its_summary_is_parsed_once(tmp_path, parsed):
-    # Finding ``g`` reads b.py's summary; what ``g`` returns then needs b.py's analysis:
-    # it takes the tree the summary was read from.
+def test_a_module_read_after_its_summary_is_parsed_whole_once(tmp_path, parsed):
+    # Finding ``g`` reads b.py's summary, made from its outline (``g`` parsed alone when asked
+    # about); what ``g`` returns then needs b.py's analysis, which parses it whole, once.
     (tmp_path / "b.py").write_text("import torch\n\n\ndef g(x: torch.Tensor):\n    return x * 2\n")
     (tmp_path / "a.py").write_text("import torch\nfrom b import g\n\n\ndef f(x: torch.Tensor):\n"
                                    "    y = g(x)\n    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
     project.forget()
     found = findings([tmp_path / "a.py"])
     assert [(f[2], f[3]) for f in found] == [("FX101", "safe")]  # ``g`` returns a tensor, read from b.py
-    assert parsed.count("return x * 2") == 1
+    assert parsed.count("return x * 2") == 2  # ``g`` alone, then the whole module
 
 
 def test_a_file_of_the_run_asked_about_before_its_turn_is_parsed_once(tmp_path, parsed):
     # a.py comes first and asks what b.py's ``h`` is (its summary: ``-> torch.Tensor``); b.py's
-    # own analysis, next, takes the tree its summary was read from.
+    # own analysis, next, takes the tree its summary was read from. (b.py is parsed whole for
+    # its summary: its outline, cut at a line of ``h``'s docstring written at column 0, does
+    # not parse. Its text goes to the parser twice, not three times.)
     (tmp_path / "a.py").write_text("import torch\nfrom b import h\n\n\ndef f(x):\n    y = h(x)\n"
                                    "    if y.sum().item() > 0:\n        y = y * 2\n    return y\n")
-    (tmp_path / "b.py").write_text("import torch\n\n\ndef h(x: torch.Tensor) -> torch.Tensor:\n    if x.sum().item() > 0:\n"
-                                   "        x = x * 2\n    return x * 3\n")
+    (tmp_path / "b.py").write_text("import torch\n\n\ndef h(x: torch.Tensor) -> torch.Tensor:\n    \"\"\"Scale.\nTwice.\"\"\"\n"
+                                   "    if x.sum().item() > 0:\n        x = x * 2\n    return x * 3\n")
     project.forget()
     found = findings([tmp_path])
     assert [(f[0], f[2], f[3]) for f in found] == [("a.py", "FX101", "safe"), ("b.py", "FX101", "safe")]
-    assert parsed.count("return x * 3") == 1
+    assert parsed.count("return x * 3") == 2
 
 
 def test_a_tree_parsed_already_is_given_only_for_its_text(tmp_path):
     path = tmp_path / "m.py"
-    text = "import torch\n\n\ndef h(x) -> torch.Tensor:\n    return x\n"
+    # (Parsed whole for its summary: a line of the docstring at column 0 stops its outline.)
+    text = "import torch\n\n\ndef h(x) -> torch.Tensor:\n    \"\"\"Same.\nUnscaled.\"\"\"\n    return x\n"
     path.write_text(text)
     project.forget()
     kept = project.current()
@@ -385,12 +388,14 @@ def test_a_summary_one_process_made_is_read_not_parsed_by_another(tmp_path, monk
     second = project.Project().summary(tmp_path / "b.py")
     assert parsed == []
     assert second is not None and second.digest == first.digest
-    assert second.definitions["g"].returns is Kind.TENSOR and second.names == first.names
+    assert second.definition("g").returns is Kind.TENSOR and second.names == first.names
+    assert parsed == ["return x * 2"]  # (``g`` alone, from the text, when first asked about)
     # A summary of another text is not taken for this one, nor a file that is not a summary.
     (tmp_path / "b.py").write_text("def g(x):\n    return 1\n")
     next(shared.iterdir()).write_bytes(b"not a pickle")
+    parsed.clear()
     third = project.Project().summary(tmp_path / "b.py")
-    assert third is not None and third.definitions["g"].returns is Kind.UNKNOWN and len(parsed) == 1
+    assert third is not None and third.definition("g").returns is Kind.UNKNOWN and len(parsed) == 2  # (outline, g)
     project.share_summaries(None)
 
 
@@ -458,8 +463,14 @@ def test_a_decorator_of_the_module_is_read_once_for_all_the_functions_it_decorat
     source = decorators + "".join(f"@mark\ndef f{i}(x) -> torch.Tensor:\n    return x\n\n\n" for i in range(3)) + \
         "@wrap\ndef g(x) -> torch.Tensor:\n    return x\n"
     summary = project.Summary(ast.parse(source), "digest", source)
-    assert [summary.definitions[f"f{i}"].returns for i in range(3)] == [Kind.TENSOR] * 3
-    assert summary.definitions["g"].returns is Kind.UNKNOWN  # ``wrap`` gives back another function
+    assert [summary.definition(f"f{i}").returns for i in range(3)] == [Kind.TENSOR] * 3
+    assert summary.definition("g").returns is Kind.UNKNOWN  # ``wrap`` gives back another function
+    assert sorted(read) == ["mark", "wrap"]
+    # The same from the module's outline: each decorator parsed when first needed, and read once.
+    read.clear()
+    summary, _ = project.Summary.of_text(source, "digest")
+    assert [summary.definition(f"f{i}").returns for i in range(3)] == [Kind.TENSOR] * 3
+    assert summary.definition("g").returns is Kind.UNKNOWN
     assert sorted(read) == ["mark", "wrap"]
     # A file's own analysis: what its functions return, from their bodies.
     read.clear()
@@ -486,8 +497,8 @@ def test_every_fixture_module_s_summary_reads_back_from_its_json_as_it_was():
         back = project.Summary.from_data(json.loads(json.dumps(summary.to_data())))
         assert back.to_data() == summary.to_data(), path
         assert (back.names, back.origins, back.imports.aliases) == (summary.names, summary.origins, summary.imports.aliases)
-        for name, defined in summary.definitions.items():
-            again = back.definitions[name]
+        for name, defined in summary.definitions().items():
+            again = back.definition(name)
             assert [ast.dump(b) for b in again.bases] == [ast.dump(b) for b in defined.bases], (path, name)
             assert (again.kind, again.methods, again.may_write, again.returns, again.opaque, again.passes) == (
                 defined.kind, defined.methods, defined.may_write, defined.returns, defined.opaque, defined.passes)

@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 from .. import real_paths
 from ..real_paths import real_path
 from .context import FileContext
+from .outline import Part, outline, parse_part
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, may_only_write, output_wrappers
 from .provenance import (
     Imports,
@@ -111,47 +112,110 @@ class Defined:
     passes: tuple[int, str] | None = None
 
 
+def _line_of(item: ast.stmt | Part) -> int:
+    return item.line if type(item) is Part else item.lineno  # type: ignore[union-attr]
+
+
 class Summary:
     """A module's top-level statements: what it defines and what it imports (the names
-    it binds at its top level, including under ``if`` and ``try``)."""
+    it binds at its top level, including under ``if`` and ``try``).
+
+    Made from the module's whole tree (a file this process analyses), or from its
+    :mod:`outline` (:meth:`of_text`): then each function or class written at column 0 is
+    parsed when a question about it first comes (what does ``is_torch_available``
+    return?), the others never."""
 
     def __init__(self, module: ast.Module, digest: str, text: str | Text) -> None:
-        """``text``: the module's text (a :class:`Text` where its lines are known already)."""
+        """The summary of the whole tree ``module``. ``text``: the module's text (a
+        :class:`Text` where its lines are known already)."""
+        self._rebuilt = 0  # times read again whole after a wrong cut (see ``_parse_whole``)
+        self._whole(module, digest, text)
+
+    def _whole(self, module: ast.Module, digest: str, text: str | Text) -> None:
+        self._fill(module.body, [], digest, text if isinstance(text, str) else text.source)
+        self._writes = _writing_functions(
+            {name: node for name, node in self._nodes.items() if self._kinds[name] == "function"}, text)  # type: ignore[misc]
+        for name in self._kinds:  # every definition worked out now: the tree is not kept
+            self.definition(name)
+        self._text, self._nodes, self._decorators = None, {}, set()
+
+    @classmethod
+    def of_text(cls, text: str, digest: str) -> tuple[Summary | None, ast.Module | None]:
+        """The summary of ``text``, made from its outline where it can be, and the module's
+        whole tree where it had to be parsed whole (None: it was not). (None, None): the text
+        does not parse."""
+        try:
+            found = outline(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            found = None  # (a wrong cut, or a text that does not parse: parsed whole, it says which)
+        if found is not None:
+            summary = cls.__new__(cls)
+            summary._rebuilt = 0
+            summary._fill(found.module.body, found.parts, digest, text)
+            summary._work_out_outline()
+            return summary, None
+        try:
+            module = parse_module(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None, None
+        return cls(module, digest, text), module
+
+    def _fill(self, body: list[ast.stmt], parts: list[Part], digest: str, text: str) -> None:
+        """Read the top-level statements ``body``, and the ``parts`` of the module not parsed."""
         self.digest = digest
         self.shared = False  # handed to the other processes of the run (see ``_share``)
-        self.definitions: dict[str, Defined] = {}
         self.names: set[str] = set()  # every name bound at the top level
-        functions: dict[str, ast.FunctionDef] = {}
+        self._defined: dict[str, Defined] = {}  # the definitions worked out so far
+        self._kinds: dict[str, str] = {}  # each name the module defines: "function" or "class"
+        self._parts: dict[str, Part] = {}  # the definitions written at column 0, where not parsed with the rest
+        self._nodes: dict[str, ast.stmt] = {}  # the trees of definitions, while needed
+        self._decorators: set[str] = set()  # the module's functions used as decorators (their trees kept)
+        self._single: set[str] = set()  # the functions its analysis reads (see below)
+        self._writes: dict[str, bool] = {}  # which functions may write output (``_writing_functions``)
+        self._known: dict[int, bool] = {}  # the module's decorators that give back what they are given
+        self._text: str | None = text  # while a part is not worked out
+        functions: dict[str, ast.stmt | Part] = {}
+        classes: dict[str, ast.stmt | Part] = {}
         defs: list[str] = []  # the names of the top-level functions, once per ``def``
         bound: Counter[str] = Counter()  # how many statements bind each top-level name
         imports: list[ast.AST] = []
-        statements = list(module.body)
+        in_body = {id(stmt) for stmt in body}
+        # The statements and the parts, in the order of the text.
+        statements: list[ast.stmt | Part] = sorted([*body, *parts], key=_line_of) if parts else list(body)
         while statements:
             stmt = statements.pop(0)
             t = type(stmt)
-            if t is ast.ClassDef:
-                methods = frozenset(s.name for s in stmt.body if type(s) in _FUNCTIONS)  # type: ignore[attr-defined]
-                self.definitions[stmt.name] = Defined("class", tuple(stmt.bases), methods)  # type: ignore[attr-defined]
-                self.names.add(stmt.name)  # type: ignore[attr-defined]
-                bound[stmt.name] += 1  # type: ignore[attr-defined]
+            if t is Part:
+                name = stmt.name  # type: ignore[union-attr]
+                if stmt.kind == "function":  # type: ignore[union-attr]
+                    functions[name] = stmt
+                    defs.append(name)
+                else:
+                    classes[name] = stmt
+                self.names.add(name)
+                bound[name] += 1
+            elif t is ast.ClassDef:
+                classes[stmt.name] = stmt  # type: ignore[union-attr]
+                self.names.add(stmt.name)  # type: ignore[union-attr]
+                bound[stmt.name] += 1  # type: ignore[union-attr]
             elif t in _FUNCTIONS:
-                functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
-                defs.append(stmt.name)  # type: ignore[attr-defined]
-                self.names.add(stmt.name)  # type: ignore[attr-defined]
-                bound[stmt.name] += 1  # type: ignore[attr-defined]
+                functions[stmt.name] = stmt  # type: ignore[union-attr]
+                defs.append(stmt.name)  # type: ignore[union-attr]
+                self.names.add(stmt.name)  # type: ignore[union-attr]
+                bound[stmt.name] += 1  # type: ignore[union-attr]
             elif t is ast.Import:
-                imports.append(stmt)
-                bound.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[attr-defined]
-                self.names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[attr-defined]
-            elif t is ast.ImportFrom and stmt.names[0].name != "*":  # type: ignore[attr-defined]
-                imports.append(stmt)
-                bound.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[attr-defined]
-                self.names.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[attr-defined]
+                imports.append(stmt)  # type: ignore[arg-type]
+                bound.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[union-attr]
+                self.names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)  # type: ignore[union-attr]
+            elif t is ast.ImportFrom and stmt.names[0].name != "*":  # type: ignore[union-attr]
+                imports.append(stmt)  # type: ignore[arg-type]
+                bound.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[union-attr]
+                self.names.update(alias.asname or alias.name for alias in stmt.names)  # type: ignore[union-attr]
             elif t in (ast.If, ast.Try) or (hasattr(ast, "TryStar") and t is getattr(ast, "TryStar")):
-                statements[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),  # type: ignore[attr-defined]
+                statements[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),  # type: ignore[union-attr]
                                   *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
             elif t in (ast.Assign, ast.AnnAssign, ast.AugAssign):
-                targets = stmt.targets if t is ast.Assign else [stmt.target]  # type: ignore[attr-defined]
+                targets = stmt.targets if t is ast.Assign else [stmt.target]  # type: ignore[union-attr]
                 for target in targets:
                     for node in ast.walk(target):
                         if type(node) is ast.Name:
@@ -160,40 +224,181 @@ class Summary:
         # The names its top-level imports bind, read as a file's own imports are.
         self.imports = Imports(imports)
         self.origins = self.imports.origins
-
+        # A name both a class and a function is taken for the function.
+        for named, kind in ((classes, "class"), (functions, "function")):
+            for name, found in named.items():
+                self._kinds[name] = kind
+                self._parts.pop(name, None)
+                self._nodes.pop(name, None)
+                if type(found) is Part:
+                    self._parts[name] = found  # type: ignore[assignment]
+                else:
+                    self._nodes[name] = found  # type: ignore[assignment]
         # The functions its analysis reads: one ``def`` of the name, in the module's own body,
         # the name bound nowhere else at the top level.
-        in_body = {id(stmt) for stmt in module.body}
         def_counts = Counter(defs)
-        single = {name for name, function in functions.items()
-                  if def_counts[name] == 1 and bound[name] == 1 and id(function) in in_body}
+        self._single = {name for name, function in functions.items() if def_counts[name] == 1 and bound[name] == 1
+                        and (type(function) is Part or id(function) in in_body)}
 
-        def local(name: ast.Name) -> ast.FunctionDef | None:  # as ``Provenance.local_function`` finds it
-            return functions[name.id] if name.id in single else None
+    def _work_out_outline(self) -> None:
+        """Work out the definitions the outline's tree holds (those under ``if`` and ``try``),
+        whose trees are then let go of: only the parts stay to be parsed when asked about."""
+        rest = list(self._nodes)
+        if not rest:
+            return
+        text = self._text or ""
+        lines = Text(text)
+        self._rest_texts = {name: _text_of(node, lines) for name, node in self._nodes.items()
+                            if _short(node)}
+        for name in rest:
+            self.definition(name)
+        self._rest_texts = {}
+        for name in rest:
+            if name not in self._decorators:
+                self._nodes.pop(name, None)
 
-        known: dict[int, bool] = {}  # the module's decorators that give back what they are given
-        for name, writes in _writing_functions(functions, text).items():
-            function = functions[name]
-            returns = Kind.UNKNOWN
-            opaque = False
-            if name in single:
-                if all(transparent(d, self.imports, local, known) for d in function.decorator_list):
-                    if function.returns is not None:
-                        returns = annotation_kind(self.imports, function.returns)
-                else:
-                    opaque = True
-            # An output wrapper (see ``output_wrappers``) has no decorator, and only statements that
-            # may write: for any other function, a file that imports it need not analyse this module.
-            may_write = writes and not function.decorator_list and may_only_write(function.body)
-            self.definitions[name] = Defined("function", may_write=may_write, returns=returns, opaque=opaque,
-                                             passes=passed_through(function) if name in single else None)
+    def kind_of(self, name: str) -> str | None:
+        """"function" or "class" where the module defines ``name`` at its top level, else
+        None (the definition itself is not parsed to know)."""
+        return self._kinds.get(name)
+
+    def definition(self, name: str) -> Defined | None:
+        """The function or class ``name`` the module defines, as much as questions need."""
+        found = self._defined.get(name)
+        if found is not None or name not in self._kinds:
+            return found
+        rebuilt = self._rebuilt
+        node = self._node(name)
+        if self._rebuilt != rebuilt:  # read again whole: every definition is worked out
+            return self._defined.get(name)
+        if node is None:
+            found = Defined(self._kinds[name])  # a definition that does not parse: nothing more is known of it
+        elif type(node) is ast.ClassDef:
+            found = Defined("class", tuple(node.bases), frozenset(s.name for s in node.body if type(s) in _FUNCTIONS))
+        else:
+            found = self._function(name, node)  # type: ignore[arg-type]
+        self._defined[name] = found
+        if name in self._parts and name not in self._decorators:
+            self._nodes.pop(name, None)  # (parsed again from its part if needed)
+        if self._text is not None and all(part in self._defined for part in self._parts):
+            self._text = None  # every part worked out
+        return found
+
+    def definitions(self) -> dict[str, Defined]:
+        """Every definition of the module (each part parsed that is not yet)."""
+        return {name: found for name in list(self._kinds) if (found := self.definition(name)) is not None}
+
+    def _function(self, name: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Defined:
+        returns = Kind.UNKNOWN
+        opaque = False
+        single = name in self._single
+        if single:
+            if all(transparent(d, self.imports, self._local, self._known) for d in function.decorator_list):
+                if function.returns is not None:
+                    returns = annotation_kind(self.imports, function.returns)
+            else:
+                opaque = True
+        # An output wrapper (see ``output_wrappers``) has no decorator, and only statements that
+        # may write: for any other function, a file that imports it need not analyse this module.
+        may_write = not function.decorator_list and self._writes_output(name) and may_only_write(function.body)
+        return Defined("function", may_write=may_write, returns=returns, opaque=opaque,
+                       passes=passed_through(function) if single else None)
+
+    def _local(self, name: ast.Name) -> ast.AST | None:
+        """The module's function a decorator names (as ``Provenance.local_function`` finds it)."""
+        if name.id not in self._single:
+            return None
+        node = self._node(name.id)
+        if node is not None:
+            self._decorators.add(name.id)  # (its answer is kept by the tree's ``id``)
+        return node
+
+    def _node(self, name: str) -> ast.stmt | None:
+        """The definition ``name``'s tree, its part parsed if it is not yet."""
+        node = self._nodes.get(name)
+        if node is not None or name not in self._parts or self._text is None:
+            return node
+        node = parse_part(self._text, self._parts[name])
+        if node is None:  # a wrong cut: the module is read again whole
+            if not self._parse_whole(self._text):
+                del self._parts[name]  # (the text does not parse: nothing more is known of it)
+            return None
+        self._nodes[name] = node
+        return node
+
+    def _parse_whole(self, text: str) -> bool:
+        """After a wrong cut (a part that is not the definition it looked like): the module
+        read again from its whole tree. False if the text does not parse."""
+        try:
+            module = parse_module(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        shared = self.shared
+        self._rebuilt += 1
+        self._whole(module, self.digest, text)
+        self.shared = shared
+        return True
+
+    def _writes_output(self, name: str) -> bool:
+        """Could the function ``name`` be an output wrapper? (See ``_writing_functions``:
+        here for it and the module's functions it calls, parsed as they are reached.)"""
+        found = self._writes.get(name)
+        if found is not None:
+            return found
+        rebuilt = self._rebuilt
+        calls: dict[str, tuple[bool, set[str]]] = {}
+        todo = [name]
+        while todo:
+            reached = todo.pop()
+            if reached in calls or reached in self._writes:
+                continue
+            parsed = reached in self._nodes
+            node = self._node(reached)
+            if self._rebuilt != rebuilt:  # read again whole: every function's answer is known
+                return self._writes.get(name, False)
+            calls[reached] = _calls_in(self._function_text(reached, node)) if _short(node) else (False, set())
+            todo.extend(c for c in calls[reached][1] if self._kinds.get(c) == "function")
+            if not parsed and reached != name and reached not in self._decorators:
+                self._nodes.pop(reached, None)  # (a tree parsed for this answer only)
+        self._writes.update(_writing_fixed_point(calls, self._writes))
+        return self._writes.get(name, False)
+
+    def _function_text(self, name: str, function: ast.AST) -> str:
+        """The text of a function's lines, from its ``def`` to its last line."""
+        found = getattr(self, "_rest_texts", {}).get(name)
+        if found is not None:
+            return found
+        part = self._parts[name]
+        text = self._text or ""
+        at = part.start
+        for _ in range(function.lineno - part.line):  # type: ignore[attr-defined]
+            at = text.index("\n", at, part.end) + 1  # (past the decorators)
+        stop = at
+        for _ in range(function.end_lineno - function.lineno + 1):  # type: ignore[attr-defined]
+            stop = text.find("\n", stop, part.end)
+            if stop < 0:
+                return text[at:part.end]
+            stop += 1
+        return text[at:stop]
+
+    def attach(self, text: str) -> None:
+        """Give a summary read back (kept by a run, or shared by another process) its module's
+        text, whose digest it has: its parts not worked out are parsed from it."""
+        if self._text is None and any(part not in self._defined for part in self._parts):
+            self._text = text
+
+    def __getstate__(self) -> dict:
+        # Shared with the other processes of the run without the text and the trees.
+        state = dict(self.__dict__)
+        state.update(_text=None, _nodes={}, _decorators=set(), _known={})
+        return state
 
     def qualify(self, expr: ast.AST) -> str | None:
         return self.imports.qualify(expr)
 
     def to_data(self) -> dict:
         """The summary as JSON data, which :meth:`from_data` reads back (a class's bases as
-        their source text)."""
+        their source text; a part not worked out yet as where it is in the text)."""
         return {
             "digest": self.digest,
             "names": sorted(self.names),
@@ -202,14 +407,20 @@ class Summary:
             "definitions": {
                 name: [d.kind, [ast.unparse(base) for base in d.bases], sorted(d.methods), d.may_write,
                        d.returns.value, d.opaque, None if d.passes is None else list(d.passes)]
-                for name, d in self.definitions.items()
+                for name, d in self._defined.items()
             },
+            "kinds": self._kinds,
+            "parts": {name: [p.kind, p.start, p.end, p.line] for name, p in self._parts.items()
+                      if name not in self._defined},
+            "single": sorted(self._single),
+            "writes": self._writes,
         }
 
     @classmethod
     def from_data(cls, data: dict) -> Summary:
-        """The summary :meth:`to_data` gave. Raises ``ValueError``, ``TypeError``,
-        ``KeyError`` or ``SyntaxError`` for data it did not give."""
+        """The summary :meth:`to_data` gave (its parts not worked out need :meth:`attach`).
+        Raises ``ValueError``, ``TypeError``, ``KeyError`` or ``SyntaxError`` for data it did
+        not give."""
         summary = cls.__new__(cls)
         summary.digest = str(data["digest"])
         summary.shared = False
@@ -219,15 +430,26 @@ class Summary:
             {str(k): (str(module), int(level), None if name is None else str(name))
              for k, (module, level, name) in data["origins"].items()})
         summary.origins = summary.imports.origins
-        summary.definitions = {}
+        summary._defined = {}
         for name, (kind, bases, methods, may_write, returns, opaque, passes) in data["definitions"].items():
-            if kind not in ("function", "class"):
-                raise ValueError(f"not a definition: {kind!r}")
-            summary.definitions[str(name)] = Defined(
-                kind, tuple(ast.parse(str(base), mode="eval").body for base in bases),
+            summary._defined[str(name)] = Defined(
+                _definition_kind(kind), tuple(ast.parse(str(base), mode="eval").body for base in bases),
                 frozenset(str(m) for m in methods), bool(may_write), Kind(returns), bool(opaque),
                 None if passes is None else (int(passes[0]), str(passes[1])))
+        summary._kinds = {str(name): _definition_kind(kind) for name, kind in data["kinds"].items()}
+        summary._parts = {str(name): Part(_definition_kind(kind), str(name), int(start), int(end), int(line))
+                          for name, (kind, start, end, line) in data["parts"].items()}
+        summary._single = {str(name) for name in data["single"]}
+        summary._writes = {str(name): bool(writes) for name, writes in data["writes"].items()}
+        summary._nodes, summary._decorators, summary._known, summary._text = {}, set(), {}, None
+        summary._rebuilt = 0
         return summary
+
+
+def _definition_kind(kind: object) -> str:
+    if kind not in ("function", "class"):
+        raise ValueError(f"not a definition: {kind!r}")
+    return kind  # type: ignore[return-value]
 
 
 # A folder through which the processes of one run share the summaries of the modules
@@ -472,14 +694,13 @@ class Project:
         read = self._text(path)
         if read is not None and read[0] is not None:
             found = _shared_summary(read[1]) or _kept_summary(read[1])
-            if found is None:
-                try:
-                    module = parse_module(read[0])
-                    found = Summary(module, read[1], read[0])
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    found = None
-                else:
+            if found is not None:
+                found.attach(read[0])
+            else:
+                found, module = Summary.of_text(read[0], read[1])
+                if found is not None:
                     _share(found)
+                if module is not None:  # parsed whole: kept for an analysis of the file
                     self._keep_parsed(path, read[1], module, read[0])
         self._summaries[path] = found
         while len(self._summaries) > self._keep_summaries:
@@ -627,11 +848,11 @@ class Project:
         if not names:
             return Definition(path, "", "module", tuple(via))
         first, rest = names[0], names[1:]
-        defined = summary.definitions.get(first)
-        if defined is not None:
+        kind = summary.kind_of(first)
+        if kind is not None:
             if not rest:
-                return Definition(path, first, defined.kind, tuple(via))
-            if defined.kind == "class" and len(rest) == 1:
+                return Definition(path, first, kind, tuple(via))
+            if kind == "class" and len(rest) == 1:
                 return _with_via(self.member(path, summary, first, rest[0], 0), via)
             return None
         origin = summary.origins.get(first)  # a name the module imports in turn
@@ -651,12 +872,12 @@ class Project:
         summary = self.summary(found.path)
         if summary is None or "." in found.qualname:
             return None
-        return summary.definitions.get(found.qualname)
+        return summary.definition(found.qualname)
 
     def is_module_class(self, path: Path, summary: Summary, name: str, depth: int = 0) -> bool:
         """Is the class ``name`` of the module at ``path`` an ``nn.Module`` (through its bases,
         in that module and the ones they come from)?"""
-        defined = summary.definitions.get(name)
+        defined = summary.definition(name) if summary.kind_of(name) == "class" else None
         if defined is None or defined.kind != "class":
             return False
 
@@ -677,7 +898,7 @@ class Project:
     def _base(self, path: Path, summary: Summary, base: ast.expr) -> tuple[Path, Summary, str] | None:
         """Where a base class named in the module at ``path`` is defined: (its module's path,
         that module's summary, the class's name)."""
-        if type(base) is ast.Name and base.id in summary.definitions:  # type: ignore[attr-defined]
+        if type(base) is ast.Name and summary.kind_of(base.id) is not None:  # type: ignore[attr-defined]
             return path, summary, base.id  # type: ignore[attr-defined]
         names: list[str] = []
         while type(base) is ast.Attribute:
@@ -695,7 +916,7 @@ class Project:
     def member(self, path: Path, summary: Summary, cls: str, attr: str, depth: int) -> Definition | None:
         """The method (or property) ``attr`` of the class ``cls`` or of its bases, followed
         into the other modules of the project the bases come from."""
-        defined = summary.definitions.get(cls)
+        defined = summary.definition(cls) if summary.kind_of(cls) == "class" else None
         if defined is None or defined.kind != "class":
             return None
 
@@ -929,31 +1150,48 @@ def _writing_functions(functions: dict[str, ast.FunctionDef], text: str | Text) 
     Read from the functions' text, not their trees (every module a file imports is
     summarised, and a walk of each function's tree costs more than its parse): a call
     written in a string or comment counts too, which only costs that module's analysis."""
-    short = {name: func for name, func in functions.items()
-             if type(func) is ast.FunctionDef and len(func.body) <= 20}
-    writes = dict.fromkeys(functions, False)
-    calls: dict[str, set[str]] = {name: set() for name in functions}
-    if short:
-        lines = text if isinstance(text, Text) else Text(text)
-        starts, text = lines.line_starts, lines.source  # the lines as ``ast`` counts them
-        end = len(text)
-        backwards = text[::-1]
-        for name, func in short.items():
-            first = starts[func.lineno - 1]
-            last = starts[func.end_lineno] if func.end_lineno < len(starts) else end  # type: ignore[operator]
-            callees = calls[name]
-            for called, dot in _CALL_TEXT_REVERSED.findall(backwards, end - last, end - first):
-                called = called[::-1]
-                if not dot:
-                    callees.add(called)
-                    writes[name] = writes[name] or called == "print"
-                elif called in _WRITE_METHODS:
-                    writes[name] = True
+    lines = text if isinstance(text, Text) else Text(text)
+    return _writing_fixed_point({name: _calls_in(_text_of(f, lines)) if _short(f) else (False, set())
+                                 for name, f in functions.items()})
+
+
+def _short(function: ast.AST | None) -> bool:
+    return type(function) is ast.FunctionDef and len(function.body) <= 20  # type: ignore[attr-defined]
+
+
+def _text_of(function: ast.AST, lines: Text) -> str:
+    """The text of a function's lines, from its ``def`` to its last line."""
+    starts = lines.line_starts  # the lines as ``ast`` counts them
+    end = function.end_lineno  # type: ignore[attr-defined]
+    return lines.source[starts[function.lineno - 1]:starts[end] if end < len(starts) else None]  # type: ignore[attr-defined]
+
+
+def _calls_in(text: str) -> tuple[bool, set[str]]:
+    """Whether a function's text calls ``print``, a logging method or ``write``, and the plain
+    names it calls (matched on the text reversed: see ``_CALL_TEXT_REVERSED``)."""
+    writes = False
+    callees: set[str] = set()
+    for called, dot in _CALL_TEXT_REVERSED.findall(text[::-1]):
+        called = called[::-1]
+        if not dot:
+            callees.add(called)
+            writes = writes or called == "print"
+        elif called in _WRITE_METHODS:
+            writes = True
+    return writes, callees
+
+
+def _writing_fixed_point(calls: dict[str, tuple[bool, set[str]]], known: dict[str, bool] | None = None) -> dict[str, bool]:
+    """Which of the functions of ``calls`` (each: whether it writes itself, the names it calls)
+    write, themselves or through a function they call; ``known``: the answers for functions
+    outside ``calls``."""
+    known = known or {}
+    writes = {name: direct for name, (direct, _) in calls.items()}
     changed = True
     while changed:
         changed = False
-        for name, callees in calls.items():
-            if not writes[name] and any(writes.get(c) for c in callees):
+        for name, (_, callees) in calls.items():
+            if not writes[name] and any(writes.get(c) or known.get(c) for c in callees):
                 writes[name] = changed = True
     return writes
 
