@@ -69,7 +69,7 @@ from fixitem.codemods.driver.source import (
 )
 from fixitem.codemods.driver.without_runtime import WithoutRuntime
 from fixitem.codemods.model import devices, streams
-from fixitem.codemods.model.project import keep_summaries_in
+from fixitem.codemods.model.project import keep_learned_summaries, keep_summaries_in
 from fixitem.codemods.real_paths import real_path
 from fixitem.codemods.rule import Rule
 from fixitem.config import (
@@ -473,6 +473,8 @@ def _run_file_job(job: _Job) -> FileResult:
         if kept and (not job.fix or (outcome.new_text is None and not outcome.applied and outcome.error is None)):
             kept.put(key, outcome.findings, outcome.error, rewrites, outcome.depends, outcome.traced_elsewhere,
                      outcome.traced_here)
+        if kept:
+            keep_learned_summaries()
     result = FileResult(job.path, outcome.findings, outcome.applied if job.fix else [], "", outcome.error,
                         traced_elsewhere=marks, traced_here=here, found_digest=found)
     if job.fix and outcome.new_text is not None:

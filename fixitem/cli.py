@@ -12,7 +12,6 @@ the command had decided, else 0.
 
 import copy
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
@@ -527,6 +526,7 @@ def demo(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Also prove the rewrite with `fixitem verify`."),
 ) -> None:
     """Run fixitem on a bundled example model: scan, diff, apply, verify."""
+    import shutil
     import tempfile
 
     from fixitem.examples import gated_mlp

@@ -400,6 +400,11 @@ def test_an_edited_file_reads_the_summaries_of_the_modules_it_imports_back(proje
     parsed_texts.clear()
     assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 10\n") == ["FX001"]
     assert parsed_texts == ["import torch", "def is_ready(x) -> bool:"]
+    ((_, data),) = _summary_rows(store)  # kept again, with what was worked out
+    assert json.loads(data)["definitions"]["is_ready"][4] == "number" and json.loads(data)["parts"] == {}
+    parsed_texts.clear()
+    assert _scan_edited(project_tree, store, TRAIN + "\n\nSTEPS = 11\n") == ["FX001"]
+    assert parsed_texts == ["import torch"]  # train.py alone
     # The module edited: its summary is made again, from its new text.
     (project_tree / "helpers.py").write_text(HELPERS.replace("-> bool", "-> torch.Tensor"))
     parsed_texts.clear()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .tree import parse_module
 
@@ -35,8 +35,7 @@ _STATEMENT_LINE = re.compile(r"^[^\s#)\]}]", re.MULTILINE)
 _DEFINITION = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """One definition written at column 0: ``kind`` ("function" or "class"), ``name``, its
     text's start and end offsets (from its first decorator), and the line it starts on."""
 
@@ -47,8 +46,7 @@ class Part:
     line: int
 
 
-@dataclass
-class Outline:
+class Outline(NamedTuple):
     module: ast.Module  # the text with each part blanked out (its lines kept, empty)
     parts: list[Part]  # in the order of the text
 

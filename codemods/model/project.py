@@ -488,11 +488,32 @@ def _shared_summary(digest: str) -> Summary | None:
 _KEPT_SUMMARIES: Any = None
 
 
+# The summaries this process read back from the result cache, each with how many definitions
+# it held then: what a file's analysis worked out of their parts is kept in turn.
+_READ_BACK: dict[int, tuple[Summary, int]] = {}
+
+
 def keep_summaries_in(cache: Any) -> None:
     """Keep the summaries files ask about in ``cache`` (a ``ResultCache``), and read them
     back from it; None: neither."""
     global _KEPT_SUMMARIES
+    if cache is None:  # (the end of a run)
+        _READ_BACK.clear()
     _KEPT_SUMMARIES = cache
+
+
+def keep_learned_summaries() -> None:
+    """Keep again the summaries read back from the result cache whose parts the file just
+    analysed had worked out (a summary is kept as soon as it is made, before it is asked
+    about): the next run that asks the same needs no part of their modules parsed. (A
+    summary made in this run is not kept again: in a run of a whole tree, the modules most
+    asked about would be written after nearly every file.)"""
+    if _KEPT_SUMMARIES is None:
+        return
+    for key, (summary, count) in list(_READ_BACK.items()):
+        if len(summary._defined) > count:
+            _KEPT_SUMMARIES.keep_summary(summary.digest, summary.to_data())
+            _READ_BACK[key] = (summary, len(summary._defined))
 
 
 def _kept_summary(digest: str) -> Summary | None:
@@ -509,6 +530,7 @@ def _kept_summary(digest: str) -> Summary | None:
     if found.digest != digest:
         return None
     found.shared = True  # kept already, and readable by every process of the run
+    _READ_BACK[id(found)] = (found, len(found._defined))
     return found
 
 
