@@ -423,3 +423,26 @@ def test_a_name_unpacked_from_a_pair_of_tensors_then_rebound_is_a_tensor_where_r
     assert [(f.rule, f.line) for f in found] == [("FX002", 8), ("FX002", 8)]
     assert [f.message for f in found] == ["`values.tolist()` reads a tensor value on the host",
                                           "`counts.tolist()` reads a tensor value on the host"]
+
+
+def test_a_message_of_a_raise_is_not_asked_about_and_not_reported(monkeypatch):
+    # An f-string in ``raise`` runs only when the program fails anyway: its values are not
+    # asked about (most f-strings of a library are such messages), nor reported.
+    import ast
+
+    from fixitem.codemods.model.context import FileContext
+
+    asked: list[str] = []
+    real = FileContext.is_tensor
+
+    def recording(self, node):
+        asked.append(ast.unparse(node))
+        return real(self, node)
+
+    monkeypatch.setattr(FileContext, "is_tensor", recording)
+    code = (
+        "import torch\n\n\ndef f(x):\n    loss = x.sum()\n    if x.dim() != 2:\n"
+        "        raise ValueError(f'bad {loss_in_raise} {loss}')\n    print(f'loss {loss}')\n"
+    )
+    assert [f.line for f in scan(code)] == [8]  # the print only
+    assert "loss_in_raise" not in asked and "loss" in asked

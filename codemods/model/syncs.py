@@ -219,7 +219,9 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
 
     for node in ctx.nodes(ast.FormattedValue):
         expression = node.value  # type: ignore[attr-defined]
-        if ctx.is_tensor(expression):
+        # (A message on the error path is left out below: not asked about first. Most
+        # f-strings of a library are the messages of its ``raise`` statements.)
+        if not _on_error_path(ctx, expression) and ctx.is_tensor(expression):
             add(expression, "format", expression)
 
     for operation in ctx.nodes(ast.BinOp):
