@@ -659,9 +659,25 @@ def test_a_value_compared_with_a_string_is_a_python_bool():
     ],
 )
 def test_what_sets_a_default_device(text, sets):
-    from fixitem.codemods.model.devices import sets_default_device
+    from fixitem.codemods.model.devices import may_set_default_device, sets_default_device
 
-    assert sets_default_device(f"import torch\n{text}\n") is sets
+    source = f"import torch\n{text}\n"
+    assert sets_default_device(source) is sets
+    # The run's files are read as bytes, and decoded only where they may set it.
+    assert may_set_default_device(source.encode()) or not sets
+
+
+def test_only_the_files_that_may_set_a_default_device_or_replace_a_stream_are_decoded():
+    from fixitem.codemods.model.devices import may_set_default_device, sets_default_device
+    from fixitem.codemods.model.streams import may_replace_streams, replaces_streams
+
+    # A space of Unicode's between ``with`` and ``torch``, in a string: ``\s`` matches it.
+    spaced = "import torch\nCODE = 'with\u00a0torch.device(\"cuda\"):'\n"
+    assert sets_default_device(spaced) and may_set_default_device(spaced.encode())
+    plain = "import torch\nx = torch.zeros(3, device='cuda')\nprint(x.device)\n"
+    assert not may_set_default_device(plain.encode()) and not may_replace_streams(plain.encode())
+    tee = "import sys\nsys.stdout = Logger('log.txt')\n"
+    assert replaces_streams(tee) and may_replace_streams(tee.encode())
 
 
 @pytest.mark.parametrize(("init", "on_host"), [

@@ -144,7 +144,8 @@ def discover(
     :class:`PathNotFound` for a path that cannot be read.
     """
     real_paths.forget()  # a new run: links may have changed since the last one
-    found: dict[str, Path] = {}
+    found: dict[str, tuple[Path, bool]] = {}  # real path -> the path taken, and whether it is a link
+    real_folders: dict[str, str] = {}
     for raw in paths:
         problem = missing(raw)
         if problem is not None:
@@ -157,9 +158,20 @@ def discover(
         else:
             files = (path,)
         for file in files:
-            real = os.path.realpath(file)
+            link = os.path.islink(file)
+            real = os.path.realpath(file) if link else _in_real_folder(file, real_folders)
             real_paths.remember(file, real)
-            first = found.setdefault(real, file)
-            if first.is_symlink() and not file.is_symlink():  # the file itself over a link to it
-                found[real] = file
-    return list(found.values())
+            first = found.setdefault(real, (file, link))
+            if first[1] and not link:  # the file itself over a link to it
+                found[real] = (file, link)
+    return [file for file, _ in found.values()]
+
+
+def _in_real_folder(file: Path, real_folders: dict[str, str]) -> str:
+    """The real path of ``file``, which is no link: its folder's real path (worked out once
+    per folder, not once per file: one ``lstat`` per folder above it), joined with its name."""
+    folder, name = os.path.split(file)
+    real = real_folders.get(folder)
+    if real is None:
+        real = real_folders[folder] = os.path.realpath(folder or os.curdir)
+    return os.path.join(real, name)

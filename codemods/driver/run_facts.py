@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model.devices import sets_default_device
-from ..model.streams import replaces_streams
+from ..model.devices import may_set_default_device, sets_default_device
+from ..model.streams import may_replace_streams, replaces_streams
 
 # The first name of each module a file imports (``from mmdet.apis import x``: ``mmdet``).
 _IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)|import[ \t]+([A-Za-z_]\w*))", re.MULTILINE)
@@ -50,10 +50,15 @@ def run_facts(paths: Iterable[Path]) -> RunFacts:
     paths = list(paths)
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            data = path.read_bytes()
         except OSError:
             continue
-        device = device or sets_default_device(text)
+        # (Decoded only where the bytes hold what a fact needs: most files hold neither.)
+        maybe_device = not device and may_set_default_device(data)
+        if not (maybe_device or may_replace_streams(data)):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        device = device or (maybe_device and sets_default_device(text))
         if replaces_streams(text):
             tees.append(path.resolve().parent)
             imported.update(a or b for a, b in _IMPORTS.findall(text))

@@ -31,6 +31,10 @@ _SETS_DEFAULT = re.compile(r"\bset_default_device\b|\bset_default_tensor_type\b|
 # pattern that starts with a literal; each is then checked against the pattern above.
 _CALLS = ("set_default_device", "set_default_tensor_type")
 _WITH_DEVICE = re.compile(r"with\s+(?:torch\s*\.\s*)?device\s*\(")
+# What the bytes of every text that matches hold (a byte past ASCII may be part of a space of
+# Unicode's, which ``\s`` matches in a text): a file without it need not be decoded.
+# (Two searches that each start with a literal, which the engine jumps between.)
+_MAY_WITH_DEVICE = re.compile(rb"with[\s\x80-\xff]+(?:torch[\s\x80-\xff]*\.[\s\x80-\xff]*)?device")
 
 # What follows a match when the device it sets is written out and is no accelerator's: the
 # CPU, or ``meta`` (a tensor without data: reading it raises, it never waits for a device).
@@ -45,6 +49,12 @@ _HOST_TENSOR_TYPE = re.compile(
 )
 
 _project_sets_default = RunFlag()
+
+
+def may_set_default_device(data: bytes) -> bool:
+    """Could the source whose UTF-8 bytes are ``data`` set torch's default device? False
+    only where :func:`sets_default_device` of its text says no."""
+    return b"set_default_" in data or _MAY_WITH_DEVICE.search(data) is not None
 
 
 def sets_default_device(text: str) -> bool:

@@ -34,6 +34,7 @@ _ASSIGNS = re.compile(
 # What every match of ``_ASSIGNS`` holds, found by a pattern that starts with a literal (far
 # faster over a whole file than one anchored at each line's start).
 _ASSIGNS_HINT = re.compile(r"sys[ \t]*\.[ \t]*std(?:out|err)[ \t]*=")
+_ASSIGNS_HINT_BYTES = re.compile(_ASSIGNS_HINT.pattern.encode())
 
 _program_replaces = RunFlag()
 
@@ -60,6 +61,12 @@ def redirects_streams(text: str) -> bool:
     """Does this source text put another stream in place of ``sys.stdout`` or ``sys.stderr``
     for a block (``contextlib.redirect_stdout``)? Textual, as :func:`replaces_streams`."""
     return "redirect_std" in text and _REDIRECTS.search(text) is not None
+
+
+def may_replace_streams(data: bytes) -> bool:
+    """Could the source whose UTF-8 bytes are ``data`` replace an output stream? False only
+    where :func:`replaces_streams` of its text says no."""
+    return _ASSIGNS_HINT_BYTES.search(data) is not None
 
 
 def replaces_streams(text: str) -> bool:
