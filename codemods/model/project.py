@@ -371,7 +371,7 @@ class Summary:
         part = self._parts[name]
         text = self._text or ""
         at = part.start
-        for _ in range(function.lineno - part.line):  # type: ignore[attr-defined]
+        for _ in range(function.lineno - 1):  # type: ignore[attr-defined]
             at = text.index("\n", at, part.end) + 1  # (past the decorators)
         stop = at
         for _ in range(function.end_lineno - function.lineno + 1):  # type: ignore[attr-defined]
