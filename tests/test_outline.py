@@ -169,3 +169,57 @@ def test_every_fixture_module_s_summary_from_its_outline_is_its_summary_from_its
             (eager.names, eager.origins, eager._kinds, eager._single), path
         checked += 1
     assert checked > 90
+
+
+CLASSES = (
+    "import torch\nfrom torch import nn\n\n\n"
+    "@register(\n    'big',\n)\n"
+    "class Big(  # a comment: with a colon\n    nn.Module,\n    Mixin,\n):\n"
+    '    """A model.\n\n        def not_a_method(self):\n    is in its docstring.\n    """\n\n'
+    "    size = 3\n\n"
+    "    @property\n    def width(self):\n        return 2\n\n"
+    "    def forward(self, x):\n        return x\n\n"
+    "    class Config:\n        def inner(self):\n            pass\n\n"
+    "    async def fetch(self):\n        return 1\n\n\n"
+    "class Small(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n"
+    "class Tiny: pass\n"
+)
+
+
+def test_a_class_s_bases_come_from_its_header_alone():
+    from fixitem.codemods.model.outline import parse_header
+
+    found = outline(CLASSES)
+    big, small, tiny = found.parts
+    header = parse_header(CLASSES, big)
+    assert [ast.unparse(b) for b in header.bases] == ["nn.Module", "Mixin"] and len(header.decorator_list) == 1
+    assert [type(s) for s in header.body] == [ast.Pass]  # (its body is not read)
+    assert [ast.unparse(b) for b in parse_header(CLASSES, small).bases] == ["nn.Module"]
+    assert parse_header(CLASSES, tiny) is None  # a header that does not end its line: parsed whole
+
+
+def test_a_class_s_methods_are_read_from_its_body_cut_at_them():
+    from fixitem.codemods.model.outline import method_names
+
+    big, small, _ = outline(CLASSES).parts
+    whole = ast.parse(CLASSES)
+    for part, node in ((big, whole.body[2]), (small, whole.body[3])):
+        expected = frozenset(s.name for s in node.body if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef))
+        assert method_names(CLASSES, part) == expected
+    assert method_names(CLASSES, big) == {"width", "forward", "fetch"}  # not the nested class's, nor the docstring's
+    # A line of the docstring at the body's indentation that looks like a method: a wrong cut, caught.
+    fooled = CLASSES.replace("        def not_a_method", "    def not_a_method")
+    assert method_names(fooled, outline(fooled).parts[0]) is None
+    summary, _ = project.Summary.of_text(fooled, "digest")
+    assert summary.methods("Big") == {"width", "forward", "fetch"}  # the class parsed whole instead
+
+
+def test_whether_a_class_is_a_module_parses_its_header_not_its_body(parsed_texts):
+    summary, _ = project.Summary.of_text(CLASSES, "digest")
+    parsed_texts.clear()
+    assert [ast.unparse(b) for b in summary.definition("Big").bases] == ["nn.Module", "Mixin"]
+    assert len(parsed_texts) == 1 and parsed_texts[0].rstrip().endswith("):\n pass")  # the header alone
+    assert summary.methods("Big") == {"width", "forward", "fetch"}
+    assert "return 2" not in "".join(parsed_texts)  # the methods' bodies are never parsed
+    eager = project.Summary(ast.parse(CLASSES), "digest", CLASSES)
+    assert described(summary.definitions()) == described(eager.definitions())

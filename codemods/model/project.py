@@ -41,14 +41,14 @@ import sys
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import real_paths
 from ..real_paths import real_path
 from .context import FileContext
-from .outline import Part, outline, parse_part
+from .outline import Part, method_names, outline, parse_header, parse_part
 from .output_calls import LOG_METHODS, LOG_ONCE_METHODS, may_only_write, output_wrappers
 from .provenance import (
     Imports,
@@ -99,7 +99,7 @@ class Defined:
 
     kind: str  # "function" or "class"
     bases: tuple[ast.expr, ...] = ()  # a class's bases, as written
-    methods: frozenset[str] = frozenset()  # a class's methods
+    methods: frozenset[str] | None = frozenset()  # a class's methods (None: not read yet, see ``Summary.methods``)
     may_write: bool = False  # a function that could be an output wrapper (see Summary and output_calls.output_wrappers)
     # A function (without decorators that change what it returns) whose return annotation
     # says its kind (``-> bool``, ``-> torch.Tensor``): what it returns, known without
@@ -267,6 +267,11 @@ class Summary:
         found = self._defined.get(name)
         if found is not None or name not in self._kinds:
             return found
+        if self._kinds[name] == "class" and name in self._parts and name not in self._nodes and self._text is not None:
+            header = parse_header(self._text, self._parts[name])
+            if header is not None:  # its bases; its methods read when asked for
+                found = self._defined[name] = Defined("class", tuple(header.bases), None)
+                return found
         rebuilt = self._rebuilt
         node = self._node(name)
         if self._rebuilt != rebuilt:  # read again whole: every definition is worked out
@@ -280,12 +285,42 @@ class Summary:
         self._defined[name] = found
         if name in self._parts and name not in self._decorators:
             self._nodes.pop(name, None)  # (parsed again from its part if needed)
-        if self._text is not None and all(part in self._defined for part in self._parts):
+        if self._text is not None and not self._pending():
             self._text = None  # every part worked out
         return found
 
+    def methods(self, name: str) -> frozenset[str]:
+        """The methods of the class ``name`` (its part parsed whole if only its header was)."""
+        found = self.definition(name)
+        if found is None:
+            return frozenset()
+        if found.methods is None:
+            # Its body cut at its methods, as the module at its definitions; else parsed whole.
+            part = self._parts.get(name)
+            methods = method_names(self._text, part) if self._text is not None and part is not None else None
+            if methods is None:
+                rebuilt = self._rebuilt
+                node = self._node(name)
+                if self._rebuilt != rebuilt:  # read again whole
+                    return self.methods(name)
+                methods = frozenset(s.name for s in node.body if type(s) in _FUNCTIONS) if type(node) is ast.ClassDef \
+                    else frozenset()  # type: ignore[union-attr]
+            found = self._defined[name] = replace(found, methods=methods)
+            self._nodes.pop(name, None)
+            if self._text is not None and not self._pending():
+                self._text = None
+        return found.methods  # type: ignore[return-value]
+
+    def _pending(self) -> list[str]:
+        """The parts not worked out yet (a class whose methods are not read counts)."""
+        return [name for name in self._parts
+                if name not in self._defined or self._defined[name].methods is None]
+
     def definitions(self) -> dict[str, Defined]:
         """Every definition of the module (each part parsed that is not yet)."""
+        for name in list(self._kinds):
+            if self._kinds.get(name) == "class":  # (a wrong cut found on the way reads the module again)
+                self.methods(name)
         return {name: found for name in list(self._kinds) if (found := self.definition(name)) is not None}
 
     def _function(self, name: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Defined:
@@ -384,7 +419,7 @@ class Summary:
     def attach(self, text: str) -> None:
         """Give a summary read back (kept by a run, or shared by another process) its module's
         text, whose digest it has: its parts not worked out are parsed from it."""
-        if self._text is None and any(part not in self._defined for part in self._parts):
+        if self._text is None and self._pending():
             self._text = text
 
     def __getstate__(self) -> dict:
@@ -405,13 +440,14 @@ class Summary:
             "aliases": self.imports.aliases,
             "origins": {name: list(origin) for name, origin in self.imports.origins.items()},
             "definitions": {
-                name: [d.kind, [ast.unparse(base) for base in d.bases], sorted(d.methods), d.may_write,
+                name: [d.kind, [ast.unparse(base) for base in d.bases], None if d.methods is None else sorted(d.methods),
+                       d.may_write,
                        d.returns.value, d.opaque, None if d.passes is None else list(d.passes)]
                 for name, d in self._defined.items()
             },
             "kinds": self._kinds,
-            "parts": {name: [p.kind, p.start, p.end, p.line] for name, p in self._parts.items()
-                      if name not in self._defined},
+            "parts": {name: [self._parts[name].kind, self._parts[name].start, self._parts[name].end,
+                             self._parts[name].line] for name in self._pending()},
             "single": sorted(self._single),
             "writes": self._writes,
         }
@@ -434,7 +470,7 @@ class Summary:
         for name, (kind, bases, methods, may_write, returns, opaque, passes) in data["definitions"].items():
             summary._defined[str(name)] = Defined(
                 _definition_kind(kind), tuple(ast.parse(str(base), mode="eval").body for base in bases),
-                frozenset(str(m) for m in methods), bool(may_write), Kind(returns), bool(opaque),
+                None if methods is None else frozenset(str(m) for m in methods), bool(may_write), Kind(returns), bool(opaque),
                 None if passes is None else (int(passes[0]), str(passes[1])))
         summary._kinds = {str(name): _definition_kind(kind) for name, kind in data["kinds"].items()}
         summary._parts = {str(name): Part(_definition_kind(kind), str(name), int(start), int(end), int(line))
@@ -943,7 +979,7 @@ class Project:
             return None
 
         def compute() -> Definition | None:
-            if attr in defined.methods:
+            if attr in summary.methods(cls):
                 return Definition(path, f"{cls}.{attr}", "function")
             if depth >= MAX_HOPS:
                 return None
