@@ -112,6 +112,11 @@ class Defined:
     passes: tuple[int, str] | None = None
 
 
+def _methods_of(node: ast.ClassDef) -> frozenset[str]:
+    """The functions of a class's body."""
+    return frozenset(s.name for s in node.body if type(s) in _FUNCTIONS)  # type: ignore[attr-defined]
+
+
 def _line_of(item: ast.stmt | Part) -> int:
     return item.line if type(item) is Part else item.lineno  # type: ignore[union-attr]
 
@@ -137,7 +142,7 @@ class Summary:
             {name: node for name, node in self._nodes.items() if self._kinds[name] == "function"}, text)  # type: ignore[misc]
         for name in self._kinds:  # every definition worked out now: the tree is not kept
             self.definition(name)
-        self._text, self._nodes, self._decorators = None, {}, set()
+        self._text, self._nodes, self._decorators, self._known = None, {}, set(), {}
 
     @classmethod
     def of_text(cls, text: str, digest: str) -> tuple[Summary | None, ast.Module | None]:
@@ -174,6 +179,7 @@ class Summary:
         self._writes: dict[str, bool] = {}  # which functions may write output (``_writing_functions``)
         self._known: dict[int, bool] = {}  # the module's decorators that give back what they are given
         self._text: str | None = text  # while a part is not worked out
+        self._rest_texts: dict[str, str] = {}  # the text of each short function of the outline's tree, while read
         functions: dict[str, ast.stmt | Part] = {}
         classes: dict[str, ast.stmt | Part] = {}
         defs: list[str] = []  # the names of the top-level functions, once per ``def``
@@ -279,14 +285,13 @@ class Summary:
         if node is None:
             found = Defined(self._kinds[name])  # a definition that does not parse: nothing more is known of it
         elif type(node) is ast.ClassDef:
-            found = Defined("class", tuple(node.bases), frozenset(s.name for s in node.body if type(s) in _FUNCTIONS))
+            found = Defined("class", tuple(node.bases), _methods_of(node))
         else:
             found = self._function(name, node)  # type: ignore[arg-type]
         self._defined[name] = found
         if name in self._parts and name not in self._decorators:
             self._nodes.pop(name, None)  # (parsed again from its part if needed)
-        if self._text is not None and not self._pending():
-            self._text = None  # every part worked out
+        self._let_text_go()
         return found
 
     def methods(self, name: str) -> frozenset[str]:
@@ -303,18 +308,20 @@ class Summary:
                 node = self._node(name)
                 if self._rebuilt != rebuilt:  # read again whole
                     return self.methods(name)
-                methods = frozenset(s.name for s in node.body if type(s) in _FUNCTIONS) if type(node) is ast.ClassDef \
-                    else frozenset()  # type: ignore[union-attr]
+                methods = _methods_of(node) if type(node) is ast.ClassDef else frozenset()  # type: ignore[arg-type]
             found = self._defined[name] = replace(found, methods=methods)
             self._nodes.pop(name, None)
-            if self._text is not None and not self._pending():
-                self._text = None
+            self._let_text_go()
         return found.methods  # type: ignore[return-value]
 
-    def _pending(self) -> list[str]:
+    def _pending(self) -> Iterator[str]:
         """The parts not worked out yet (a class whose methods are not read counts)."""
-        return [name for name in self._parts
-                if name not in self._defined or self._defined[name].methods is None]
+        return (name for name in self._parts if name not in self._defined or self._defined[name].methods is None)
+
+    def _let_text_go(self) -> None:
+        """Let go of the module's text once every part is worked out."""
+        if self._text is not None and next(self._pending(), None) is None:
+            self._text = None
 
     def definitions(self) -> dict[str, Defined]:
         """Every definition of the module (each part parsed that is not yet)."""
@@ -400,7 +407,7 @@ class Summary:
 
     def _function_text(self, name: str, function: ast.AST) -> str:
         """The text of a function's lines, from its ``def`` to its last line."""
-        found = getattr(self, "_rest_texts", {}).get(name)
+        found = self._rest_texts.get(name)
         if found is not None:
             return found
         part = self._parts[name]
@@ -419,7 +426,7 @@ class Summary:
     def attach(self, text: str) -> None:
         """Give a summary read back (kept by a run, or shared by another process) its module's
         text, whose digest it has: its parts not worked out are parsed from it."""
-        if self._text is None and self._pending():
+        if self._text is None and next(self._pending(), None) is not None:
             self._text = text
 
     def __getstate__(self) -> dict:
@@ -477,7 +484,7 @@ class Summary:
                           for name, (kind, start, end, line) in data["parts"].items()}
         summary._single = {str(name) for name in data["single"]}
         summary._writes = {str(name): bool(writes) for name, writes in data["writes"].items()}
-        summary._nodes, summary._decorators, summary._known, summary._text = {}, set(), {}, None
+        summary._nodes, summary._decorators, summary._known, summary._text, summary._rest_texts = {}, set(), {}, None, {}
         summary._rebuilt = 0
         return summary
 
