@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import os
@@ -53,6 +54,20 @@ def load_module(path: Path):
     sys.modules[name] = module
     exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)  # noqa: S102
     return module
+
+
+def parsed_fixture_modules():
+    """Each fixture module that decodes and parses, read as a module of a project is:
+    (its path, its text, its tree)."""
+    from fixitem.codemods.model.project import _decoded
+
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = _decoded(path.read_bytes())
+        try:
+            module = ast.parse(text)
+        except (SyntaxError, ValueError, TypeError):
+            continue  # (fixtures of files that do not parse or decode)
+        yield path, text, module
 
 
 @pytest.fixture

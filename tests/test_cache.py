@@ -438,22 +438,24 @@ def test_no_summary_is_kept_without_the_cache_or_for_a_module_nobody_asks_about(
     assert not (project_tree / "elsewhere").exists()
 
 
-def _three_modules(tmp_path):
+def _three_modules(tmp_path, monkeypatch, train: str) -> Path:
+    """``train.py`` (the text ``train``), ``m.py`` and ``m2.py``, which ``m.py`` imports from,
+    in the current folder; the folder of the cache the tests keep results in."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "m2.py").write_text("import torch\n\n\ndef g(x):\n    return torch.zeros(3).sum()\n\n\n"
                                     "class Base2(torch.nn.Module):\n    pass\n")
     (tmp_path / "m.py").write_text("from m2 import Base2, g\n\n\ndef f(x):\n    return g(x)\n\n\n"
                                    "class Base(Base2):\n    pass\n")
+    (tmp_path / "train.py").write_text(train)
+    return tmp_path / "kept"
 
 
 def test_a_kept_result_is_dropped_when_a_module_read_through_another_changes(tmp_path, monkeypatch):
     """``train.py`` uses ``f`` of ``m``, which returns what ``g`` of ``m2`` returns: the
     result depends on ``m2`` too, though ``train.py`` does not import it."""
-    monkeypatch.chdir(tmp_path)
-    _three_modules(tmp_path)
-    (tmp_path / "train.py").write_text(
+    store = _three_modules(tmp_path, monkeypatch, (
         "import torch\nfrom m import f\n\n\ndef step(x: torch.Tensor):\n    loss = f(x)\n    if loss > 0:\n"
-        "        print('positive')\n")
-    store = tmp_path / "kept"
+        "        print('positive')\n"))
 
     assert _scan_rules(store) == ["FX101"]  # ``loss`` is a tensor
     (tmp_path / "m2.py").write_text((tmp_path / "m2.py").read_text().replace(
@@ -465,12 +467,9 @@ def test_a_kept_result_is_dropped_when_a_module_read_through_another_changes(tmp
 def test_a_kept_result_is_dropped_when_a_base_class_read_through_another_module_changes(tmp_path, monkeypatch):
     """``Base`` of ``m`` is an ``nn.Module`` through ``Base2`` of ``m2``: calling an instance
     gives a tensor, until ``Base2`` is no module."""
-    monkeypatch.chdir(tmp_path)
-    _three_modules(tmp_path)
-    (tmp_path / "train.py").write_text(
+    store = _three_modules(tmp_path, monkeypatch, (
         "import torch\nfrom m import Base\n\n\ndef step(x):\n    out = Base()(x)\n    if out > 0:\n"
-        "        print('positive')\n")
-    store = tmp_path / "kept"
+        "        print('positive')\n"))
 
     assert _scan_rules(store) == ["FX101"]
     ((_, data, _),) = _rows(store)

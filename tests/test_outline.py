@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 import pytest
-
+from conftest import parsed_fixture_modules
 from fixitem.codemods.model import project
 from fixitem.codemods.model.outline import outline, parse_part
 from fixitem.codemods.model.provenance import Kind
@@ -154,14 +153,8 @@ def test_a_summary_kept_with_parts_not_parsed_reads_them_from_the_text_it_is_giv
 
 
 def test_every_fixture_module_s_summary_from_its_outline_is_its_summary_from_its_tree():
-    fixtures = Path(__file__).parent.parent / "fixtures"
     checked = 0
-    for path in sorted(fixtures.rglob("*.py")):
-        text = project._decoded(path.read_bytes())
-        try:
-            module = ast.parse(text)
-        except (SyntaxError, ValueError, TypeError):
-            continue
+    for path, text, module in parsed_fixture_modules():
         eager = project.Summary(module, "digest", text)
         lazy, _ = project.Summary.of_text(text, "digest")
         assert described(lazy.definitions()) == described(eager.definitions()), path

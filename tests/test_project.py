@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_side_by_side
+from conftest import parsed_fixture_modules, run_side_by_side
 from fixitem.codemods.model import project
 from fixitem.codemods.model.context import FileContext
 from fixitem.codemods.model.provenance import Certainty, Kind
@@ -485,14 +485,8 @@ def test_a_decorator_of_the_module_is_read_once_for_all_the_functions_it_decorat
 def test_every_fixture_module_s_summary_reads_back_from_its_json_as_it_was():
     import json
 
-    fixtures = Path(__file__).parent.parent / "fixtures"
     checked = 0
-    for path in sorted(fixtures.rglob("*.py")):
-        text = project._decoded(path.read_bytes())
-        try:
-            module = ast.parse(text)
-        except (SyntaxError, ValueError, TypeError):
-            continue  # (fixtures of files that do not parse or decode)
+    for path, text, module in parsed_fixture_modules():
         summary = project.Summary(module, "digest", text)
         back = project.Summary.from_data(json.loads(json.dumps(summary.to_data())))
         assert back.to_data() == summary.to_data(), path
