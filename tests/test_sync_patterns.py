@@ -446,3 +446,27 @@ def test_a_message_of_a_raise_is_not_asked_about_and_not_reported(monkeypatch):
     )
     assert [f.line for f in scan(code)] == [8]  # the print only
     assert "loss_in_raise" not in asked and "loss" in asked
+
+
+def test_tensors_in_a_printed_display_are_each_formatted():
+    # ``print({"m": x.mean()})`` shows each element's repr: a read of each tensor the list,
+    # tuple, set or dict written in the call holds (in nested displays too), and only those.
+    code = (
+        "import logging\nimport torch\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def f(x: torch.Tensor, step: int, extra: dict):\n"
+        "    print({'m': x.mean(), 's': x.std()})\n"
+        "    print('stats', (x.mean(), [x.std(), step]))\n"
+        "    logger.info('%s', {x.max()})\n"
+        "    print(f'{(x.min(), step)}')\n"
+        "    print([step, 'a'], {**extra}, (x.mean().item(),))\n"
+    )
+    found = [(f.rule, f.line, f.col) for f in scan(code) if f.rule == "FX005"]
+    assert found == [("FX005", 7, 17), ("FX005", 7, 32), ("FX005", 8, 21), ("FX005", 8, 32),
+                     ("FX005", 9, 24), ("FX005", 10, 15)]
+
+
+def test_a_print_of_a_display_with_a_tensor_is_not_deferred():
+    code = "import torch\n\n\ndef f(x: torch.Tensor):\n    print([x.mean(), x.std().item()])\n"
+    findings = scan(code)
+    assert sorted(f.rule for f in findings) == ["FX005", "FX201"]
+    assert all(f.fix == "none" for f in findings)

@@ -216,13 +216,20 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                     not is_item_call(value)
                 ):
                     add(value, kind, value)
+                elif kind == "format":
+                    for shown in _displayed_tensors(ctx, value):
+                        add(shown, kind, shown)  # ``print({"m": x.mean()})``: each element's repr
 
     for node in ctx.nodes(ast.FormattedValue):
         expression = node.value  # type: ignore[attr-defined]
         # (A message on the error path is left out below: not asked about first. Most
         # f-strings of a library are the messages of its ``raise`` statements.)
-        if not _on_error_path(ctx, expression) and ctx.is_tensor(expression):
-            add(expression, "format", expression)
+        if not _on_error_path(ctx, expression):
+            if ctx.is_tensor(expression):
+                add(expression, "format", expression)
+            else:
+                for shown in _displayed_tensors(ctx, expression):
+                    add(shown, "format", shown)  # ``f"{(a, b)}"``
 
     for operation in ctx.nodes(ast.BinOp):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
@@ -297,6 +304,29 @@ def _elements_on_host(ctx: FileContext, data: ast.expr) -> bool:
         return all(type(e) is not ast.Starred and ctx.on_cpu(e) for e in data.elts)  # type: ignore[attr-defined]
     rest = ctx.provenance.rest_source(data)
     return rest is not None and ctx.on_cpu(rest)
+
+
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def _displayed_tensors(ctx: FileContext, value: ast.expr) -> list[ast.expr]:
+    """The tensors a list, tuple, set or dict display written as ``value`` holds (in nested
+    displays too): text made of the container shows each one's ``repr``, which reads it."""
+    if type(value) not in _DISPLAYS:
+        return []
+    found: list[ast.expr] = []
+    pending = [value]
+    while pending:
+        display = pending.pop()
+        elements = [*display.keys, *display.values] if type(display) is ast.Dict else display.elts  # type: ignore[attr-defined]
+        for element in elements:
+            if element is None or type(element) is ast.Starred:
+                continue  # ``{**extra}``, ``[*xs]``: what they hold is not written here
+            if type(element) in _DISPLAYS:
+                pending.append(element)
+            elif ctx.is_tensor(element) and not is_item_call(element):
+                found.append(element)
+    return found
 
 
 def _percent_values(ctx: FileContext, right: ast.expr) -> list[ast.expr]:

@@ -13,8 +13,9 @@ class TensorFormat(SiteRule):
     """## What it does
     Reports tensors printed, logged or formatted into strings
     (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`, `"%.3f" % t`,
-    `"{:.3f}".format(t)`), and tensors given to a metric writer, which reads
-    them itself (`writer.add_scalar("loss", loss, step)`).
+    `"{:.3f}".format(t)`, each tensor of a list, tuple or dict written in a
+    print or an f-string: `print({"loss": t})`), and tensors given to a metric
+    writer, which reads them itself (`writer.add_scalar("loss", loss, step)`).
 
     ## Why is this bad?
     Formatting reads every element (a **host sync**) and, in compiled code,
