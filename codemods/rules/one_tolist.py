@@ -130,15 +130,19 @@ class OneToList(Rule):
     tensor: `TypeError`); `float(v)` / `int(v)` over rows of several
     elements raised `ValueError` and now raise `RuntimeError`, and the
     indexed forms over a 0-dim tensor raised `IndexError` and now raise
-    `TypeError`. The fix raises eagerly, before the first element: the one
-    case where it raises and the original did not is a loop that reads no
-    row at all (a filter that rejects every row, `zip` with an empty partner,
-    an early `break`) over a tensor whose rows hold several elements, code
-    that fails as soon as it reads one. A loop that stops early now copies
-    the whole tensor (one copy instead of a few element reads), and
-    `float(x)` of a tensor that requires grad no longer warns.
+    `TypeError`. The fix raises eagerly, before the first element, so it is
+    safe only where every pass reads its row: the read is in a statement of
+    the loop's own body with no `break`, `continue`, `return` or `raise`
+    before it (or in a comprehension's element, or its first filter), not
+    under a condition (`if`, `x if c else y`, `and` / `or`), and the loop
+    is not a `zip` (which stops at its shortest argument). A loop that stops
+    early now copies the whole tensor (one copy instead of a few element
+    reads), and `float(x)` of a tensor that requires grad no longer warns.
 
-    **Unsafe** when the loop iterates an expression (`for p in logits.softmax(-1)`):
+    **Unsafe** where a pass may read no row (`for v in t: if c: out.append(v.item())`,
+    `zip(names, t)`, a filter that may reject every row): over rows of several
+    elements, where the original read none of them and ran on, the fix raises.
+    Also when the loop iterates an expression (`for p in logits.softmax(-1)`):
     the expression cannot be repeated in `len(...)` without computing it
     twice, so the fix is `expr.flatten().tolist()`, which returns all the
     elements flattened where the original raised (rows of several elements,
@@ -281,6 +285,7 @@ class OneToList(Rule):
                     return {name: v for name, v in zip(names, values.reshape(len(values)).tolist())}
                 """
             ),
+            unsafe=True,  # ``names`` may be empty: then no row of ``values`` was read
         ),
         Invalid(
             dedent(
@@ -482,7 +487,7 @@ class OneToList(Rule):
             replacements[comp] = _in_place_of(ctx, comp, whole)
         else:
             replacements.update(self._element_replacements(ctx, lanes))
-        return Report(comp, message, fix=self._fix(ctx, lanes, replacements), sites=sites)
+        return Report(comp, message, fix=self._fix(ctx, comp, lanes, replacements), sites=sites)
 
     def _indexed(self, ctx: FileContext, node, target, iterable, region, scope: Scope, reads, claimed) -> Report | None:
         """``[t[i].item() for i in range(len(t))]`` (also ``t.shape[0]``, ``t.size(0)``, ``t.numel()``)."""
@@ -584,7 +589,7 @@ class OneToList(Rule):
                 return None  # FX202 keeps the running sum on the device: better than a note
             return Report(loop, message, sites=sites, note=self._note(ctx, lanes, problem, "loop"))
         replacements = self._element_replacements(ctx, lanes)
-        return Report(loop, message, fix=self._fix(ctx, lanes, replacements), sites=sites)
+        return Report(loop, message, fix=self._fix(ctx, loop, lanes, replacements), sites=sites)
 
     def _accumulates(self, ctx: FileContext, sites: list[SyncSite]) -> bool:
         return any(usage(ctx, site.node) == "accumulate" for site in sites)
@@ -811,7 +816,7 @@ class OneToList(Rule):
                 replacements[call] = gen.Paren(name) if ctx.parenthesized(call) else name
         return replacements
 
-    def _fix(self, ctx: FileContext, lanes: list[_Lane], replacements) -> Fix:
+    def _fix(self, ctx: FileContext, node: ast.AST, lanes: list[_Lane], replacements) -> Fix:
         inexact = [
             lane.iterable for lane in lanes
             if type(lane.iterable) is not ast.Name and not _one_dimensional(ctx, lane.iterable)
@@ -822,6 +827,16 @@ class OneToList(Rule):
                 f"`{text}` is not a name, so `.flatten().tolist()` reads it: where the original raised "
                 f"(rows of `{text}` holding several elements, or a 0-dim tensor) the fix returns the "
                 "elements flattened; bind it to a name first for an exact fix"
+            )
+            return Fix(replacements, Safety.UNSAFE, reason, imports=())
+        strict = [lane for lane in lanes if not _one_dimensional(ctx, lane.iterable)]
+        skipping = _may_read_no_row(ctx, node, strict) if strict else ""
+        if skipping:
+            text = ctx.code(strict[0].iterable)
+            reason = (
+                f"{skipping}, so the loop may read no row of `{text}`; `{text}.reshape(len({text}))` "
+                f"raises before it where the rows of `{text}` hold several elements, so where the original "
+                "then ran, the fix raises"
             )
             return Fix(replacements, Safety.UNSAFE, reason, imports=())
         return Fix(replacements, Safety.SAFE, "", imports=())
@@ -940,6 +955,57 @@ def _unnamed_references(ctx: FileContext, root: ast.AST, name: str, scope: Scope
     for node in nodes_within(root, *_UNNAMED):
         if _spells(node, name) and ctx.provenance.scope_of(node).lookup(name) is scope:
             yield node
+
+
+_EXITS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
+
+
+def _may_read_no_row(ctx: FileContext, node: ast.AST, lanes: list[_Lane]) -> str:
+    """Why the loop or comprehension ``node`` may run over rows of a lane's tensor without
+    reading any ('' when each lane's first row is read whenever the loop runs at all):
+    ``reshape(len(t))`` checks every row before the first, where ``.item()`` checked only
+    the rows it read."""
+    loop_iter = node.iter if type(node) is ast.For else node.generators[0].iter  # type: ignore[attr-defined]
+    if type(loop_iter) is ast.Call and dotted_name(loop_iter.func) == "zip":
+        return f"`{ctx.code(loop_iter)}` stops at its shortest argument"
+    # A comprehension's first filter runs in every pass; what follows it only where it let the row through.
+    filters = [] if type(node) is ast.For else node.generators[0].ifs  # type: ignore[attr-defined]
+    for lane in lanes:
+        if not any((not filters or ctx.below(use, filters[0])) and _read_each_time(ctx, node, use)
+                   for use in lane.uses):
+            if filters:
+                return f"`if {ctx.code(filters[0])}` may reject every row"
+            return f"`{ctx.code(lane.uses[0])}` is not read in every pass"
+    return ""
+
+
+def _read_each_time(ctx: FileContext, node: ast.AST, use: ast.AST) -> bool:
+    """Is ``use`` evaluated in every pass of the loop or comprehension ``node``, before
+    anything that leaves the pass (``break``, ``continue``, ``return``, ``raise``)?"""
+    child = use
+    for parent in ctx.ancestors(use):
+        if parent is node:
+            break
+        t = type(parent)
+        if t is ast.IfExp and child is not parent.test:  # type: ignore[attr-defined]
+            return False
+        if t is ast.BoolOp and child is not parent.values[0]:  # type: ignore[attr-defined]
+            return False
+        if t in (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *COMPREHENSIONS):
+            return False
+        if isinstance(parent, ast.stmt):
+            # A statement of the loop's own body, holding the read in its expressions (``if
+            # v.item() > 0:``), not in a block of its own (``if c: out.append(v.item())``).
+            body = node.body  # type: ignore[attr-defined]
+            if type(node) is not ast.For or not any(parent is s for s in body):
+                return False
+            if any(child is s for field in ("body", "orelse", "handlers", "finalbody")
+                   for s in getattr(parent, field, ())):
+                return False
+            before = body[:next(i for i, s in enumerate(body) if s is parent)]
+            return not any(type(n) in _EXITS for s in before for n in walk(s))
+        child = parent
+    return True
 
 
 def _one_dimensional(ctx: FileContext, tensor: ast.expr) -> bool:
