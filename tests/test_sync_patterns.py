@@ -470,3 +470,46 @@ def test_a_print_of_a_display_with_a_tensor_is_not_deferred():
     findings = scan(code)
     assert sorted(f.rule for f in findings) == ["FX005", "FX201"]
     assert all(f.fix == "none" for f in findings)
+
+
+def test_a_printed_container_of_tensors_reads_each_of_them():
+    # detr's ``print(loss_dict_reduced)``: a dict (or list) named in a print or f-string shows
+    # the repr of each tensor it holds.
+    code = (
+        "import torch\n\n\ndef f(x: torch.Tensor, n: int):\n"
+        "    losses = {'a': x.mean(), 'n': n}\n"
+        "    print(losses)\n"
+        "    parts = []\n"
+        "    parts.append(x.sum())\n"
+        "    print(f'parts {parts}')\n"
+    )
+    found = [(f.rule, f.line, f.message) for f in scan(code)]
+    assert found == [("FX005", 6, "the tensors `losses` holds are formatted into text"),
+                     ("FX005", 9, "the tensors `parts` holds are formatted into text")]
+
+
+@pytest.mark.parametrize("change", [
+    "stats['loss'] = stats['loss'].item()",
+    "stats.clear()",
+    "to_numbers(stats)",
+    "stats = {k: v.item() for k, v in stats.items()}",
+])
+def test_a_printed_container_whose_tensors_may_be_gone_is_not_reported(change):
+    code = (
+        "import torch\n\n\ndef f(x: torch.Tensor, to_numbers):\n"
+        "    stats = {'loss': x.mean()}\n"
+        f"    {change}\n"
+        "    print(stats)\n"
+    )
+    assert [f for f in scan(code) if f.rule == "FX005"] == []
+
+
+def test_a_printed_generator_or_container_of_host_tensors_is_not_reported():
+    code = (
+        "import torch\n\n\ndef f(x: torch.Tensor):\n"
+        "    lazy = (v for v in [x.mean()])\n"
+        "    print(lazy)\n"
+        "    here = [torch.zeros(3), torch.ones(2)]\n"
+        "    print(here)\n"
+    )
+    assert scan(code) == []

@@ -129,12 +129,12 @@ def _places(ctx: FileContext, scope, name: str, what: str,
     return answer
 
 
-def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
+def changed_in_place(ctx: FileContext, scope, name: str, besides: frozenset[str] = frozenset()) -> ast.AST | None:
     """A place that changes the object the name ``name`` of ``scope`` holds in place, or
     None: a tensor's or an array's write (``a[i] = v``, ``a += v``, ``a.add_(v)``,
     ``a.fill(0)``), a container's (``a.append(v)``, ``d["n"] += 1``) or an object's
     (``args.step = i``), at any read of the name, nested functions included (a loop may
-    run it after any other statement)."""
+    run it after any other statement). Calls of the methods ``besides`` do not count."""
     for read in reads_of(ctx, scope, name, nested=True):
         if read is None:
             continue
@@ -142,7 +142,8 @@ def changed_in_place(ctx: FileContext, scope, name: str) -> ast.AST | None:
         if found is not None:
             return found
         parent = ctx.parents.get(read)
-        if type(parent) is ast.Attribute and parent.attr in (*CONTAINER_WRITES, "fill", "resize"):  # type: ignore[attr-defined]
+        if type(parent) is ast.Attribute and parent.attr in (*CONTAINER_WRITES, "fill", "resize") and \
+                parent.attr not in besides:  # type: ignore[attr-defined]
             call = ctx.parents.get(parent)
             if type(call) is ast.Call and call.func is parent:  # type: ignore[attr-defined]
                 return call

@@ -2773,6 +2773,25 @@ class Provenance:
             return list(self.class_attrs.get(cls, {}).get(expr.attr, [])) if cls is not None else []
         return []
 
+    def tensors_shown(self, container: ast.expr) -> list[ast.expr]:
+        """The certain tensors that text made of ``container`` shows (its ``repr`` shows each
+        element's), where ``container`` is a name whose value here is a list, tuple, set or
+        dict written in the file (a display or a comprehension) and fixitem sees every element
+        put into it (a dict's values); [] otherwise."""
+        if type(container) is not ast.Name:
+            return []
+        value = self.reaching(container)
+        if value is not None:
+            values = [value]
+        else:  # every binding of the name
+            scope = self.scope_of(container).lookup(container.id)
+            bindings = scope.bindings.get(container.id, []) if scope is not None else []
+            values = [node if how == "value" else None for how, node in bindings]
+        if not values or any(type(v) not in _SHOWN_CONTAINERS for v in values):
+            return []
+        elements = self._deeper(lambda: self._elements(container, "item")) or []
+        return [e for e in elements if not isinstance(e, Kind) and self.certainty(e) is Certainty.TENSOR]
+
     def tensor_sequence(self, expr: ast.AST) -> bool:
         """Is ``expr`` a call that the stubs say gives a tuple or list of tensors
         (``torch.split(x, 2)``, ``x.unbind(0)``, ``torch.where(mask)``)?"""
@@ -3379,6 +3398,8 @@ def _evaluated_outside(owner: ast.AST, child: ast.AST, below: ast.AST | None) ->
         child is owner.generators[0]  # type: ignore[attr-defined]
 
 
+# Containers whose text shows their elements' (a generator's shows none of them).
+_SHOWN_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
 _NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
 _COMPREHENSION_TYPES = frozenset(COMPREHENSIONS)
 

@@ -26,9 +26,11 @@ import ast
 from dataclasses import dataclass
 
 from .. import gen
+from .aliasing import changed_in_place
 from .context import FileContext
+from .name_reads import reads_of
 from .output_calls import LOG_METHODS, argument_values, call_arguments, output_call  # noqa: F401  (LOG_METHODS: re-exported)
-from .provenance import Certainty, Kind, copy_is_read, dotted_name, is_text
+from .provenance import CONTAINER_ADDS, Certainty, Kind, copy_is_read, dotted_name, is_text
 from .tree import callee_name
 
 # Explicit waits for the device: ``torch.cuda.synchronize()`` and its kin.
@@ -115,13 +117,14 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     seen: set[int] = set()  # ids of the nodes that are sites (or part of one)
 
     def add(node: ast.AST, kind: str, value: ast.expr, certain: bool | None = None,
-            host: bool = False) -> None:
-        """``host``: the read works only on a tensor in host memory (``.numpy()``)."""
+            host: bool = False, holds: bool = False) -> None:
+        """``host``: the read works only on a tensor in host memory (``.numpy()``); ``holds``:
+        ``value`` is a container of certain tensors, each one read."""
         if id(node) in seen:
             return
         seen.add(id(node))
         # (``torch.tensor(xs)`` reads the tensors ``xs`` holds, a list: the elements are tensors.)
-        certainty = Certainty.TENSOR if kind in ("synchronize", "build") else ctx.certainty(value)
+        certainty = Certainty.TENSOR if kind in ("synchronize", "build") or holds else ctx.certainty(value)
         if certain is not None and not certain:
             certainty = Certainty.POSSIBLY
         if certainty is Certainty.POSSIBLY and uses_jax:
@@ -219,6 +222,9 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 elif kind == "format":
                     for shown in _displayed_tensors(ctx, value):
                         add(shown, kind, shown)  # ``print({"m": x.mean()})``: each element's repr
+                    held = _held_tensors(ctx, value)
+                    if held:  # ``print(losses)`` of ``losses = {"a": a.mean(), ...}``
+                        add(value, kind, value, holds=True, host=all(ctx.on_cpu(e) for e in held))
 
     for node in ctx.nodes(ast.FormattedValue):
         expression = node.value  # type: ignore[attr-defined]
@@ -230,6 +236,9 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             else:
                 for shown in _displayed_tensors(ctx, expression):
                     add(shown, "format", shown)  # ``f"{(a, b)}"``
+                held = _held_tensors(ctx, expression)
+                if held:
+                    add(expression, "format", expression, holds=True, host=all(ctx.on_cpu(e) for e in held))
 
     for operation in ctx.nodes(ast.BinOp):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
@@ -327,6 +336,36 @@ def _displayed_tensors(ctx: FileContext, value: ast.expr) -> list[ast.expr]:
             elif ctx.is_tensor(element) and not is_item_call(element):
                 found.append(element)
     return found
+
+
+# Builtins that read a container they are given and change nothing in it.
+_READING_BUILTINS = frozenset({"len", "str", "repr", "list", "tuple", "dict", "set", "sorted", "sum", "min", "max",
+                               "any", "all", "enumerate", "zip", "iter", "reversed", "isinstance", "id"})
+
+
+def _held_tensors(ctx: FileContext, value: ast.expr) -> list[ast.expr]:
+    """The certain tensors the list, tuple, set or dict named ``value`` holds where text is
+    made of it (see :meth:`Provenance.tensors_shown`), where nothing in its function changes
+    the container but adding to it (``d["loss"] = d["loss"].item()`` puts a number in place
+    of a tensor) or hands it to a call that might."""
+    held = ctx.provenance.tensors_shown(value)
+    if not held:
+        return []
+    scope = ctx.provenance.scope_of(value).lookup(value.id)  # type: ignore[attr-defined]
+    if scope is None or changed_in_place(ctx, scope, value.id, besides=CONTAINER_ADDS) is not None:  # type: ignore[attr-defined]
+        return []
+    for read in reads_of(ctx, scope, value.id, nested=True):  # type: ignore[attr-defined]
+        parent = ctx.parents.get(read) if read is not None else None
+        if type(parent) is ast.keyword or type(parent) is ast.Starred:
+            parent = ctx.parents.get(parent)
+        if type(parent) is not ast.Call or parent.func is read:  # type: ignore[attr-defined]
+            continue
+        func = parent.func  # type: ignore[attr-defined]
+        if type(func) is ast.Name and func.id in _READING_BUILTINS and _builtin(ctx, func):
+            continue
+        if output_call(ctx, parent) is None:  # type: ignore[arg-type]
+            return []  # ``to_float(stats)`` may change what it holds
+    return held
 
 
 def _percent_values(ctx: FileContext, right: ast.expr) -> list[ast.expr]:

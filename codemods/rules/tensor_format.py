@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..advice import ADVICE
 from ..model.context import FileContext
+from ..model.provenance import Kind
 from ..model.syncs import SyncSite
 from ..rule import Invalid, Valid, dedent
 from ..site_rule import SiteRule
@@ -14,8 +15,9 @@ class TensorFormat(SiteRule):
     Reports tensors printed, logged or formatted into strings
     (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`, `"%.3f" % t`,
     `"{:.3f}".format(t)`, each tensor of a list, tuple or dict written in a
-    print or an f-string: `print({"loss": t})`), and tensors given to a metric
-    writer, which reads them itself (`writer.add_scalar("loss", loss, step)`).
+    print or an f-string, `print({"loss": t})`, or named there, `print(losses)`,
+    where fixitem sees what it holds), and tensors given to a metric writer,
+    which reads them itself (`writer.add_scalar("loss", loss, step)`).
 
     ## Why is this bad?
     Formatting reads every element (a **host sync**) and, in compiled code,
@@ -72,6 +74,8 @@ class TensorFormat(SiteRule):
     def message(self, ctx: FileContext, site: SyncSite) -> str:
         if site.kind == "metric":
             return f"tensor `{ctx.code(site.node)}` is read by the metric writer it is given to"
+        if ctx.kind(site.value) is not Kind.TENSOR:
+            return f"the tensors `{ctx.code(site.node)}` holds are formatted into text"
         return f"tensor `{ctx.code(site.node)}` is formatted into text"
 
     def note(self, ctx: FileContext, site: SyncSite) -> str:
