@@ -513,3 +513,33 @@ def test_a_printed_generator_or_container_of_host_tensors_is_not_reported():
         "    print(here)\n"
     )
     assert scan(code) == []
+
+
+def test_an_object_whose_str_reads_device_tensors_is_read_where_it_is_printed():
+    # torchvision's segmentation reference: ``print(confmat)`` runs ``ConfusionMatrix.__str__``,
+    # whose ``.item()`` (not reported in the method: it is there to show values) waits for the
+    # device. A meter whose ``__str__`` reads a host tensor, and ``!r`` of an object without a
+    # ``__repr__``, read nothing from a device.
+    code = (
+        "import torch\n\n\n"
+        "class ConfusionMatrix:\n"
+        "    def __init__(self, n, device):\n"
+        "        self.mat = torch.zeros((n, n), device=device)\n\n"
+        "    def __str__(self):\n"
+        "        acc = torch.diag(self.mat).sum() / self.mat.sum()\n"
+        "        return '{:.1f}'.format(acc.item() * 100)\n\n\n"
+        "class Meter:\n"
+        "    def __init__(self):\n"
+        "        self.values = []\n\n"
+        "    def __str__(self):\n"
+        "        return '{:.3f}'.format(torch.tensor(self.values).mean().item())\n\n\n"
+        "def evaluate(n, device):\n"
+        "    confmat = ConfusionMatrix(n, device)\n"
+        "    meter = Meter()\n"
+        "    print(confmat, meter)\n"
+        "    print(f'{confmat!r} {meter}')\n"
+        "    print(f'{confmat}')\n"
+    )
+    found = [(f.rule, f.line, f.col, f.message) for f in scan(code)]
+    message = "`confmat` is formatted into text: `ConfusionMatrix.__str__` (line 8) reads tensors"
+    assert found == [("FX005", 24, 11, message), ("FX005", 26, 14, message)]

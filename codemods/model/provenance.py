@@ -1394,6 +1394,10 @@ class Provenance:
                 return self.methods.get((cls, func.attr))
         return None
 
+    def instance_class(self, expr: ast.expr) -> ast.ClassDef | None:
+        """The module-level class of this file ``expr`` is certainly an instance of, or None."""
+        return self._instance_class(expr, 0)
+
     def _instance_class(self, expr: ast.expr, depth: int) -> ast.ClassDef | None:
         """The class of this file (a module-level ``class``, bound once) that ``expr`` is
         certainly an instance of: ``VAE()``, ``VAE().to(device)`` (a module's ``to``, ``cuda``,

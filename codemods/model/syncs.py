@@ -58,6 +58,9 @@ class SyncSite:
     # Why Dynamo traces the read without a break (the file sets ``capture_scalar_outputs``, say): the
     # graph break is gone, the host sync is not. Set by the rules of data-dependent values.
     captured: str = ""
+    # The method that reads the tensors when the value is shown (``print(meter)`` runs
+    # ``Meter.__str__``, which reads them), where the value is no tensor itself.
+    via: ast.FunctionDef | None = None
 
     @property
     def host_sync(self) -> bool:
@@ -117,9 +120,10 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     seen: set[int] = set()  # ids of the nodes that are sites (or part of one)
 
     def add(node: ast.AST, kind: str, value: ast.expr, certain: bool | None = None,
-            host: bool = False, holds: bool = False) -> None:
+            host: bool = False, holds: bool = False, via: ast.FunctionDef | None = None) -> None:
         """``host``: the read works only on a tensor in host memory (``.numpy()``); ``holds``:
-        ``value`` is a container of certain tensors, each one read."""
+        ``value`` is a container of certain tensors, each one read, or (``via``) an object whose
+        method ``via`` reads them when it is shown."""
         if id(node) in seen:
             return
         seen.add(id(node))
@@ -132,9 +136,11 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
         on_host = kind != "synchronize" and (host or ctx.on_cpu(value))
         if on_host and (kind in _TRACED_KINDS or not ctx.in_traced_code(node)):
             return  # a host tensor read outside traced code costs nothing, nor a copy of one anywhere
-        sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host))
+        sites.append(SyncSite(node, kind, value, certainty is Certainty.TENSOR, certainty, on_host, via=via))
 
     uses_jax = ctx.provenance.imports.imports_module("jax", "flax")
+    shown_by = _text_methods(ctx)
+    objects: list[ast.Name] = []  # objects of this file's classes that output shows (``print(meter)``)
 
     def possible(value: ast.expr) -> bool:
         return ctx.certainty(value) is not Certainty.NOT_TENSOR
@@ -225,6 +231,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                     held = _held_tensors(ctx, value)
                     if held:  # ``print(losses)`` of ``losses = {"a": a.mean(), ...}``
                         add(value, kind, value, holds=True, host=all(ctx.on_cpu(e) for e in held))
+                    elif type(value) is ast.Name and shown_by:
+                        objects.append(value)
 
     for node in ctx.nodes(ast.FormattedValue):
         expression = node.value  # type: ignore[attr-defined]
@@ -239,6 +247,8 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 held = _held_tensors(ctx, expression)
                 if held:
                     add(expression, "format", expression, holds=True, host=all(ctx.on_cpu(e) for e in held))
+                elif type(expression) is ast.Name and shown_by and node.conversion in (-1, ord("s")):  # type: ignore[attr-defined]
+                    objects.append(expression)
 
     for operation in ctx.nodes(ast.BinOp):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
@@ -285,9 +295,31 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             if bound is not None and ctx.is_tensor(bound):
                 add(bound, "size", bound)
 
+    for shown in objects:
+        # ``print(confmat)`` runs ``ConfusionMatrix.__str__``: its reads of device tensors happen here.
+        cls = ctx.provenance.instance_class(shown)
+        method = shown_by.get(cls) if cls is not None else None  # type: ignore[call-overload]
+        if method is not None and any(s.certain and not s.on_host and ctx.below(s.node, method) for s in sites):
+            add(shown, "format", shown, holds=True, via=method)
+
     sites = [s for s in sites if not _on_error_path(ctx, s.node)]
     sites.sort(key=lambda s: ctx.positions.offset(s.node))
     return sites
+
+
+def _text_methods(ctx: FileContext) -> dict[ast.ClassDef, ast.FunctionDef]:
+    """The method ``str()`` of an object of each module-level class of the file runs, where the
+    class defines it: ``__str__``, else ``__repr__`` of a class without bases (a base's
+    ``__str__`` would come first)."""
+    found: dict[ast.ClassDef, ast.FunctionDef] = {}
+    for cls in ctx.module.body:
+        if type(cls) is not ast.ClassDef:
+            continue
+        methods = {m.name: m for m in cls.body if type(m) is ast.FunctionDef and m.name in ("__str__", "__repr__")}
+        method = methods.get("__str__") or (methods.get("__repr__") if not cls.bases and not cls.keywords else None)
+        if method is not None:
+            found[cls] = method
+    return found
 
 
 # Functions that build a new tensor from nested Python sequences, reading each number in them.

@@ -16,8 +16,9 @@ class TensorFormat(SiteRule):
     (`print(t)`, `f"{t:.3f}"`, `logger.info("%s", t)`, `"%.3f" % t`,
     `"{:.3f}".format(t)`, each tensor of a list, tuple or dict written in a
     print or an f-string, `print({"loss": t})`, or named there, `print(losses)`,
-    where fixitem sees what it holds), and tensors given to a metric writer,
-    which reads them itself (`writer.add_scalar("loss", loss, step)`).
+    where fixitem sees what it holds, and an object of a class of the file whose
+    `__str__` reads device tensors, `print(confmat)`), and tensors given to a
+    metric writer, which reads them itself (`writer.add_scalar("loss", loss, step)`).
 
     ## Why is this bad?
     Formatting reads every element (a **host sync**) and, in compiled code,
@@ -74,6 +75,11 @@ class TensorFormat(SiteRule):
     def message(self, ctx: FileContext, site: SyncSite) -> str:
         if site.kind == "metric":
             return f"tensor `{ctx.code(site.node)}` is read by the metric writer it is given to"
+        if site.via is not None:
+            cls = ctx.provenance.enclosing_class(site.via)
+            owner = f"{cls.name}." if cls is not None else ""
+            return (f"`{ctx.code(site.node)}` is formatted into text: `{owner}{site.via.name}` (line "
+                    f"{ctx.position(site.via)[0]}) reads tensors")
         if ctx.kind(site.value) is not Kind.TENSOR:
             return f"the tensors `{ctx.code(site.node)}` holds are formatted into text"
         return f"tensor `{ctx.code(site.node)}` is formatted into text"
@@ -85,4 +91,7 @@ class TensorFormat(SiteRule):
                 f"`{ctx.code(site.node)}.item()` of a one-element tensor instead: `fixitem apply` defers such "
                 "calls into an on-device buffer"
             )
+        if site.via is not None:
+            return (f"each time it is shown, `{site.via.name}` reads the tensors it formats, and the host waits "
+                    "for the device: show it every N steps, or where the program waits anyway (the end of an epoch)")
         return ADVICE["output_tensor"]
