@@ -195,6 +195,32 @@ def test_a_print_is_not_deferred_where_the_program_tees_stdout(copy_fixture):
         ("other_example", "safe"), ("tee", "unsafe"), ("trainer", "unsafe")]
 
 
+def test_a_file_run_alone_sees_a_tee_set_up_by_a_module_it_imports(tmp_path):
+    """``utils.setup_logger()`` setting ``sys.stdout = Logger(path)``, imported (inside a
+    function, or two imports deep) by the script run alone: its prints are not deferred as
+    safe; the result kept in the cache goes when the module stops replacing the stream."""
+    tee = "import sys\n\n\nclass Tee:\n    def write(self, s):\n        pass\n\n\ndef setup():\n    sys.stdout = Tee()\n"
+    (tmp_path / "tee_logger.py").write_text(tee)
+    (tmp_path / "helpers.py").write_text("from tee_logger import setup\n")
+    loop = ("import torch\n\n\ndef train(xs: list[torch.Tensor]):\n    for i, x in enumerate(xs):\n        loss = x.sum()\n"
+            "        print(f'step {i} loss {loss.item():.4f}')\n")
+    direct = tmp_path / "direct.py"
+    direct.write_text(loop + "\n\ndef main():\n    import tee_logger\n    tee_logger.setup()\n")
+    deep = tmp_path / "deep.py"
+    deep.write_text("import helpers\n" + loop)
+    plain = tmp_path / "plain.py"
+    plain.write_text(loop)
+    for script, fix in ((direct, "unsafe"), (deep, "unsafe"), (plain, "safe")):
+        found = [f for f in fixitem.scan([script], cache=False).findings if f.rule == "FX201"]
+        assert [f.fix for f in found] == [fix], script.name
+        if fix == "unsafe":
+            assert "in place of `sys.stdout`" in found[0].note
+    cache = tmp_path / "cache"
+    assert [f.fix for f in fixitem.scan([direct], cache=cache).findings] == ["unsafe"]
+    (tmp_path / "tee_logger.py").write_text(tee.replace("sys.stdout = Tee()", "pass"))
+    assert [f.fix for f in fixitem.scan([direct], cache=cache).findings] == ["safe"]
+
+
 def test_a_wrapper_that_reads_changing_module_state_is_not_deferred(copy_fixture):
     """``print0`` prefixes each line with ``STEP["n"]``, which the loop increments: called
     at replay, it would print the last value on every line."""

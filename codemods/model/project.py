@@ -59,6 +59,7 @@ from .provenance import (
     passed_through,
     transparent,
 )
+from .streams import replaces_streams
 from .tree import Text, activated, keeping_active, parse_module, walk
 
 # How many imports are followed through re-exports (``from .x import f`` in a package's
@@ -78,6 +79,8 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NN_MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
 # Modules imported absolutely that are never the project's own (a file of the project named
 # like one of them would shadow it only where Python is run from that folder).
+# How many imports deep a module that puts its own object in place of the output streams is looked for.
+_TEE_DEPTH = 2
 _NOT_PROJECT = frozenset({*sys.stdlib_module_names, "torch", "numpy", "jax", "scipy", "pandas", "__future__",
                           "typing_extensions"})
 
@@ -939,6 +942,39 @@ class Project:
             return None
         return summary.definition(found.qualname)
 
+    def imported_files(self, importer: Path, module: str, level: int, name: str | None) -> list[Path]:
+        """The files of the project that ``from module import name`` (``level`` dots before
+        ``module``; ``import module``: no ``name``) in ``importer`` runs: the module, and the
+        module ``name`` where it is one (``from . import tee_logger``)."""
+        if not level and module.partition(".")[0] in _NOT_PROJECT:
+            return []
+        found: list[Path] = []
+        for target in ([module] if module else []) + ([f"{module}.{name}" if module else name] if name else []):
+            path = self.answer(("module", importer.parent, target, level),
+                               lambda target=target: self.module_file(importer.parent / "__fixitem__.py", target, level))
+            if path is not None and path != importer:
+                found.append(path)
+        return found
+
+    def replaces_streams(self, path: Path, depth: int = 0) -> bool:
+        """Does the module at ``path``, or a module of the project it imports (two imports
+        deep), put an object of its own in place of ``sys.stdout`` / ``sys.stderr``?"""
+        return self.answer(("replaces streams", path), lambda: self._replaces_streams(path, depth), False)
+
+    def _replaces_streams(self, path: Path, depth: int) -> bool:
+        read = self._text(path)
+        if read is None or read[0] is None:
+            return False
+        self._read_file(path, read[1])
+        if replaces_streams(read[0]):
+            return True
+        summary = self.summary(path) if depth < _TEE_DEPTH else None
+        if summary is None:
+            return False
+        return any(self.replaces_streams(imported, depth + 1)
+                   for module, level, name in summary.origins.values()
+                   for imported in self.imported_files(path, module, level, name))
+
     def is_module_class(self, path: Path, summary: Summary, name: str, depth: int = 0) -> bool:
         """Is the class ``name`` of the module at ``path`` an ``nn.Module`` (through its bases,
         in that module and the ones they come from)?"""
@@ -1158,6 +1194,16 @@ class External:
     def _is_module_class(self, found: Definition) -> bool:
         summary = self.project.summary(found.path)
         return summary is not None and self.project.is_module_class(found.path, summary, found.qualname)
+
+    @_question
+    def imports_replacing_streams(self, provenance: Provenance) -> bool:
+        """Does a module of the project this file imports (anywhere in it, two imports deep)
+        put an object of its own in place of the output streams (``utils.setup_logger()``
+        setting ``sys.stdout = Logger(path)``)?"""
+        origins = set(provenance.imports.origins.values())
+        return any(self.project.replaces_streams(imported)
+                   for module, level, name in sorted(origins, key=repr)
+                   for imported in self.project.imported_files(self.path, module, level, name))
 
     @_question
     def wrapper(self, provenance: Provenance, func: ast.expr) -> tuple[FileContext, ast.FunctionDef] | None:

@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import re
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from .run_flags import RunFlag
+
+if TYPE_CHECKING:
+    from .context import FileContext
 
 # ``sys.stdout = Logger(...)`` at a statement's start: an object of the program's own put in
 # place of the stream (a tee), or a log file (``open("log.txt", "w")``: a line replayed after
@@ -84,3 +88,12 @@ def program_replaces_streams() -> bool:
 def program(replaces: bool) -> AbstractContextManager[None]:
     """Analyse files of a run in which a file replaces the output streams (or none does)."""
     return _program_replaces.set(replaces)
+
+
+def imports_replacing_streams(ctx: FileContext) -> bool:
+    """Does a module of the project the file of ``ctx`` imports (two imports deep) put an
+    object of its own in place of ``sys.stdout`` / ``sys.stderr``? Asked of the project the
+    file sits in, so that a run of this one file sees it too (a ``utils.setup_logger()``
+    that sets ``sys.stdout = Logger(path)``)."""
+    external = ctx.provenance.external
+    return external is not None and external.imports_replacing_streams(ctx.provenance)  # type: ignore[attr-defined]

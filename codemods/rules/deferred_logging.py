@@ -38,6 +38,7 @@ from ..model.provenance import CONTAINER_ADDS, Certainty, Kind, dotted_name, is_
 from ..model.reaching import statements_holding
 from ..model.signs import zero_divisor
 from ..model.streams import (
+    imports_replacing_streams,
     program_replaces_streams,
     redirects_streams,
     replaces_streams,
@@ -1717,7 +1718,8 @@ class DeferredLogging(Rule):
                             "the stream put back, not the one it redirects to")
             return plan
         if found.kind is not OutputKind.METRICS and not redirect and (
-                program_replaces_streams() or ctx.memo("replaces streams", lambda: replaces_streams(ctx.source))):
+                program_replaces_streams() or ctx.memo("replaces streams", lambda: replaces_streams(ctx.source))
+                or ctx.memo("imports a module replacing streams", lambda: imports_replacing_streams(ctx))):
             plan.unsafe.append("the program puts its own object in place of `sys.stdout` or `sys.stderr` (a tee "
                                "to a log file): replayed later, the text reaches it after the program's later "
                                "output")
