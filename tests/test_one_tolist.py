@@ -8,6 +8,9 @@ syncs (counted with a TorchFunctionMode) must drop from one per element to one.
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import math
 import shutil
 from pathlib import Path
@@ -161,11 +164,11 @@ def test_shapes_the_original_rejects_still_raise(rewritten, pattern):
 # ``reshape(len(t))`` before the loop raises. Each fix is unsafe, and says why.
 NO_ROW_READ = {
     "break-first": ("    out = []\n    for v in t:\n        break\n        out.append(v.item())\n    return out\n",
-                    "is not read in every pass"),
+                    "is not the first thing each pass does"),
     "under-if": ("    out = []\n    for v in t:\n        if out:\n            out.append(v.item())\n    return out\n",
-                 "is not read in every pass"),
+                 "is not the first thing each pass does"),
     "conditional-expression": ("    out = []\n    for v in t:\n        out.append(v.item() if names else 0)\n"
-                               "    return out[:0]\n", "is not read in every pass"),
+                               "    return out[:0]\n", "is not the first thing each pass does"),
     "zip": ("    return {k: v.item() for k, v in zip(names, t)}\n", "stops at its shortest argument"),
     "second-filter": ("    return [v.item() for v in t if names if v.item() > 0]\n", "may reject every row"),
 }
@@ -177,12 +180,42 @@ def test_a_pass_that_may_read_no_row_is_an_unsafe_fix(pattern):
     code = HEADER + "def f(t: torch.Tensor, names=()):\n" + body
     findings = [f for f in rewrite(code).findings if f.rule == "FX303"]
     assert [f.fix for f in findings] == ["unsafe"], pattern
-    assert why in findings[0].note and "the fix raises" in findings[0].note
+    assert why in findings[0].note and "raises before the loop" in findings[0].note
     after = define(rewrite(code, unsafe=True).new_text)
     rows = torch.ones(3, 2)
     assert define(code)(rows) in ([], {})  # no row read: the original runs
     with pytest.raises(RuntimeError):
         after(rows)  # what the fix may do, and why it is unsafe
+
+
+def test_an_effect_before_the_read_in_a_pass_makes_the_fix_unsafe():
+    # Over rows of several elements the original printed "got one" and then raised; the fix
+    # would raise before the loop, printing nothing.
+    code = HEADER + (
+        "def f(t: torch.Tensor):\n    out = []\n    for v in t:\n        print('got one')\n"
+        "        out.append(v.item())\n    return out\n"
+    )
+    (finding,) = [f for f in rewrite(code).findings if f.rule == "FX303"]
+    assert finding.fix == "unsafe" and "is not the first thing each pass does" in finding.note
+    before, after = io.StringIO(), io.StringIO()
+    for fn, out in ((define(code), before), (define(rewrite(code, unsafe=True).new_text), after)):
+        with contextlib.redirect_stdout(out), pytest.raises(RuntimeError):
+            fn(torch.ones(2, 2))
+    assert before.getvalue() == "got one\n" and after.getvalue() == ""
+
+
+def test_a_try_around_the_loop_makes_the_fix_unsafe():
+    # ``float()`` of a row of several elements raised ValueError, which the handler caught;
+    # ``reshape`` raises RuntimeError.
+    code = HEADER + (
+        "def f(t: torch.Tensor):\n    probs = torch.softmax(t, -1)\n    try:\n"
+        "        return [float(p) for p in probs]\n    except ValueError:\n        return 'fallback'\n"
+    )
+    (finding,) = [f for f in rewrite(code).findings if f.rule == "FX303"]
+    assert finding.fix == "unsafe" and "the `try` around it (line 5) handles exceptions" in finding.note
+    assert define(code)(torch.randn(3, 2)) == "fallback"
+    with pytest.raises(RuntimeError):
+        define(rewrite(code, unsafe=True).new_text)(torch.randn(3, 2))
 
 
 def test_a_read_in_the_first_filter_or_the_test_of_the_body_is_read_in_every_pass():

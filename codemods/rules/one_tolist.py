@@ -131,17 +131,24 @@ class OneToList(Rule):
     elements raised `ValueError` and now raise `RuntimeError`, and the
     indexed forms over a 0-dim tensor raised `IndexError` and now raise
     `TypeError`. The fix raises eagerly, before the first element, so it is
-    safe only where every pass reads its row: the read is in a statement of
-    the loop's own body with no `break`, `continue`, `return` or `raise`
-    before it (or in a comprehension's element, or its first filter), not
-    under a condition (`if`, `x if c else y`, `and` / `or`), and the loop
-    is not a `zip` (which stops at its shortest argument). A loop that stops
-    early now copies the whole tensor (one copy instead of a few element
-    reads), and `float(x)` of a tensor that requires grad no longer warns.
+    safe only where the read is the first thing each pass does that can be
+    seen: in a statement of the loop's own body (or in a comprehension's
+    element, or its first filter), not under a condition (`if`,
+    `x if c else y`, `and` / `or`), with nothing before it in the pass that
+    leaves the pass (`break`, `continue`, `return`, `raise`) or has an effect
+    (a call that is not pure, a write to an object); the loop is not a `zip`
+    (which stops at its shortest argument), nor inside a `try` of its
+    function that handles exceptions (they would differ). A handler in a
+    caller that catches the `ValueError` of `float(v)` is not looked for. A
+    loop that stops early now copies the whole tensor (one copy instead of a
+    few element reads), and `float(x)` of a tensor that requires grad no
+    longer warns.
 
     **Unsafe** where a pass may read no row (`for v in t: if c: out.append(v.item())`,
-    `zip(names, t)`, a filter that may reject every row): over rows of several
-    elements, where the original read none of them and ran on, the fix raises.
+    `zip(names, t)`, a filter that may reject every row) or does something
+    first (`print(...)` before the read), and inside a `try`: over rows of
+    several elements the fix raises before the loop, where the original raised
+    later (after what the pass did first, or into the handler) or not at all.
     Also when the loop iterates an expression (`for p in logits.softmax(-1)`):
     the expression cannot be repeated in `len(...)` without computing it
     twice, so the fix is `expr.flatten().tolist()`, which returns all the
@@ -830,13 +837,20 @@ class OneToList(Rule):
             )
             return Fix(replacements, Safety.UNSAFE, reason, imports=())
         strict = [lane for lane in lanes if not _one_dimensional(ctx, lane.iterable)]
+        handler = _handled_around(ctx, node) if strict else None
+        if handler is not None:
+            text = ctx.code(strict[0].iterable)
+            reason = (f"the `try` around it (line {ctx.position(handler)[0]}) handles exceptions: where the reads "
+                      f"of `{text}` raised, `{text}.reshape(len({text}))` raises another one (`RuntimeError`), "
+                      "before the loop")
+            return Fix(replacements, Safety.UNSAFE, reason, imports=())
         skipping = _may_read_no_row(ctx, node, strict) if strict else ""
         if skipping:
             text = ctx.code(strict[0].iterable)
             reason = (
-                f"{skipping}, so the loop may read no row of `{text}`; `{text}.reshape(len({text}))` "
-                f"raises before it where the rows of `{text}` hold several elements, so where the original "
-                "then ran, the fix raises"
+                f"{skipping}: where the rows of `{text}` hold several elements, `{text}.reshape(len({text}))` "
+                "raises before the loop, where the original raised later (after what a pass does first) or "
+                "not at all (a loop that reads no row)"
             )
             return Fix(replacements, Safety.UNSAFE, reason, imports=())
         return Fix(replacements, Safety.SAFE, "", imports=())
@@ -975,14 +989,18 @@ def _may_read_no_row(ctx: FileContext, node: ast.AST, lanes: list[_Lane]) -> str
                    for use in lane.uses):
             if filters:
                 return f"`if {ctx.code(filters[0])}` may reject every row"
-            return f"`{ctx.code(lane.uses[0])}` is not read in every pass"
+            return f"`{ctx.code(lane.uses[0])}` is not the first thing each pass does (it may be skipped, or come after an effect)"
     return ""
 
 
 def _read_each_time(ctx: FileContext, node: ast.AST, use: ast.AST) -> bool:
-    """Is ``use`` evaluated in every pass of the loop or comprehension ``node``, before
-    anything that leaves the pass (``break``, ``continue``, ``return``, ``raise``)?"""
+    """Is ``use`` the first thing each pass of the loop or comprehension ``node`` does that
+    can be seen: evaluated in every pass, with nothing before it in the pass that leaves the
+    pass (``break``, ``continue``, ``return``, ``raise``) or has an effect (a call that is not
+    pure, a write to an object)? Then, over rows the reads reject, the original failed at the
+    first row before anything of the pass happened, as the fix fails before the loop."""
     child = use
+    statement: ast.stmt | None = None
     for parent in ctx.ancestors(use):
         if parent is node:
             break
@@ -996,16 +1014,51 @@ def _read_each_time(ctx: FileContext, node: ast.AST, use: ast.AST) -> bool:
         if isinstance(parent, ast.stmt):
             # A statement of the loop's own body, holding the read in its expressions (``if
             # v.item() > 0:``), not in a block of its own (``if c: out.append(v.item())``).
-            body = node.body  # type: ignore[attr-defined]
-            if type(node) is not ast.For or not any(parent is s for s in body):
+            if type(node) is not ast.For or not any(parent is s for s in node.body):  # type: ignore[attr-defined]
                 return False
             if any(child is s for field in ("body", "orelse", "handlers", "finalbody")
                    for s in getattr(parent, field, ())):
                 return False
-            before = body[:next(i for i, s in enumerate(body) if s is parent)]
-            return not any(type(n) in _EXITS for s in before for n in walk(s))
+            statement = parent
+            break
         child = parent
-    return True
+    # What the pass evaluates before the read: the statements before its own, and what
+    # stands before it in its statement (or in the comprehension's element or first filter).
+    if statement is not None:
+        body = node.body  # type: ignore[attr-defined]
+        earlier = [n for s in body[:next(i for i, s in enumerate(body) if s is statement)] for n in walk(s)]
+        region: ast.AST = statement
+    else:
+        earlier = []
+        generator = node.generators[0]  # type: ignore[attr-defined]
+        region = generator.ifs[0] if generator.ifs else (node.key if type(node) is ast.DictComp else node.elt)  # type: ignore[attr-defined]
+    start = ctx.positions.offset(use)
+    above = set(map(id, ctx.ancestors(use)))
+    earlier += [n for n in walk(region) if ctx.positions.offset(n) < start and id(n) not in above]
+    return not any(_seen(ctx, n) for n in earlier)
+
+
+def _seen(ctx: FileContext, node: ast.AST) -> bool:
+    """Can evaluating ``node`` (not what it holds) be seen, or leave the pass?"""
+    t = type(node)
+    if t in _EXITS or t is ast.Yield or t is ast.YieldFrom or t is ast.Await or t is ast.Delete:
+        return True
+    if t is ast.Call:
+        return not call_effect(ctx, node).pure  # type: ignore[arg-type]
+    if t in (ast.Assign, ast.AugAssign, ast.AnnAssign):
+        targets = node.targets if t is ast.Assign else [node.target]  # type: ignore[attr-defined]
+        return any(type(target) is not ast.Name for target in targets)  # an object's attribute or item
+    return False
+
+
+def _handled_around(ctx: FileContext, node: ast.AST) -> ast.Try | None:
+    """The ``try`` with handlers around ``node`` in its function, if any."""
+    for parent in ctx.ancestors(node):
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if type(parent) is ast.Try and parent.handlers and not any(ctx.below(node, h) for h in parent.handlers):
+            return parent  # type: ignore[return-value]
+    return None
 
 
 def _one_dimensional(ctx: FileContext, tensor: ast.expr) -> bool:
