@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 import pytest
 import torch
 from conftest import load_module
@@ -281,3 +283,20 @@ def test_fx101_selecting_numbers_against_a_possibly_0_dim_tensor_is_unsafe():
     s = torch.tensor(3.0, dtype=torch.float16)
     assert (s * 2.0).dtype == torch.float16
     assert (s * torch.where(torch.tensor(True), 2.0, 1.0)).dtype == torch.float32  # what the fix would give
+
+
+def test_a_python_float_selected_by_torch_where_says_it_becomes_float32(tmp_path):
+    # edm's sampler: ``min(S_churn / num_steps, np.sqrt(2) - 1)`` was a float64 Python number;
+    # selected by ``torch.where`` it is a float32 tensor, and its last digits go.
+    source = (
+        "import numpy as np\nimport torch\n\n\n"
+        "def f(t_cur: torch.Tensor, churn: float, steps: int, lo: float, hi: float):\n"
+        "    gamma = min(churn / steps, np.sqrt(2) - 1) if lo <= t_cur <= hi else 0\n"
+        "    return t_cur + gamma * t_cur\n"
+    )
+    path = tmp_path / "sampler.py"
+    path.write_text(source)
+    (finding,) = [f for f in apply([path], write=False, unsafe=True).applied if f.rule == "FX102"]
+    assert finding.fix == "unsafe" and "float32, torch's default dtype" in finding.note
+    gamma = min(40 / 6, np.sqrt(2) - 1)
+    assert torch.where(torch.tensor(True), gamma, 0).item() != gamma  # what the note says: float32

@@ -343,7 +343,8 @@ def _number_problems(ctx: FileContext, node: ast.IfExp, numbers: list[ast.expr])
                 "takes the tensor's dtype where the number met the other operand's"]
     literals = [_literal(v) for v in numbers]
     if not all(_number_literal(v) for v in literals):
-        return ["a Python number fixitem cannot see becomes a 0-dim tensor"]
+        return ["a Python number fixitem cannot see becomes a 0-dim tensor (a float, float32, torch's default "
+                "dtype: the digits a Python float has beyond float32's are lost)"]
     if not all(exact_in_every_float_dtype(v) for v in numbers):
         text = ", ".join(f"`{ctx.code(v)}`" for v in numbers if not exact_in_every_float_dtype(v))
         return [f"{text} is not exact in float32/float16/bfloat16: as a 0-dim float32 tensor it is rounded, "
