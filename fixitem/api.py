@@ -435,7 +435,7 @@ def _run_file_job(job: _Job) -> FileResult:
     kept = ResultCache(job.cache_dir) if job.cache_dir else None
     keep_summaries_in(kept)  # the modules of the project it asks about, for later runs
     key = kept.key(display, source.text, job.codes, job.flush_every, job.default_device, job.runtime,
-                   job.traced_roots, job.replaced_streams, job.line_length) if kept else ""
+                   job.traced_roots, job.replaced_streams, job.line_length, _place(job.path)) if kept else ""
     outcome: FileResult | None = None
     analyses: Analyses | None = None
     marks: list[tuple[str, str]] = []
@@ -713,6 +713,14 @@ def _run_all(jobs: list[_Job], pool: _Workers, progress: ProgressHook | None) ->
         for i, result in zip(left, _run_here([jobs[i] for i in left], progress, None)):
             results[i] = result
     return results  # type: ignore[return-value]
+
+
+def _place(path: Path) -> str:
+    """The real path of the file at ``path`` (``path`` itself where it cannot be resolved)."""
+    try:
+        return str(real_path(path))
+    except (OSError, RuntimeError):
+        return str(path)
 
 
 def _size(path: Path) -> int:

@@ -2,9 +2,10 @@
 
 Analysing a file means parsing it and following tensor values
 through it: tens of milliseconds per file, minutes on a large tree. The
-answer depends only on the file's text and name, the rules that run on it,
-the ``flush-every`` setting and fixitem's own code, so it is kept under a key
-made of all of these. A later ``scan`` of an unchanged file reads the answer
+answer depends only on the file's text, name and place, the rules that run
+on it, the ``flush-every`` setting and fixitem's own code, so it is kept under
+a key made of all of these (its place: a result names the files it depends on
+by path, so a tree copied or moved elsewhere with its cache is analysed again). A later ``scan`` of an unchanged file reads the answer
 back; ``apply`` skips a file whose kept answer has nothing to fix. For a
 file whose fixes interact, ``scan`` rewrites it in memory with safe and with
 unsafe fixes to tag its findings; those rewrites are kept too, so that an
@@ -107,15 +108,18 @@ class ResultCache:
 
     def key(self, display_path: str, text: str, codes: tuple[str, ...], flush_every: int | None,
             default_device: bool = False, runtime: bool = True, traced_roots: tuple[str, ...] = (),
-            replaced_streams: bool = False, line_length: int = 88) -> str:
-        """``default_device``: another file of the run sets torch's default device (then
+            replaced_streams: bool = False, line_length: int = 88, place: str = "") -> str:
+        """``place``: where the file is (its real path): a result names the files it depends
+        on, and the functions of other files its traced code calls, by their paths, so a tree
+        copied or moved elsewhere with its cache is analysed again, as itself.
+        ``default_device``: another file of the run sets torch's default device (then
         no tensor made without ``device=`` is taken for a CPU tensor). ``runtime=False``:
         fixes that import ``fixitem.runtime`` are report-only (``no-runtime``).
         ``traced_roots``: the file's functions that traced code of other modules calls.
         ``replaced_streams``: a file of the run assigns ``sys.stdout`` or ``sys.stderr``.
         ``line_length``: the project's, that rewritten lines fit."""
         digest = hashlib.sha256(code_fingerprint().encode())
-        for part in (display_path, ",".join(codes), str(flush_every),
+        for part in (display_path, place, ",".join(codes), str(flush_every),
                      *(("default-device",) if default_device else ()), *(() if runtime else ("no-runtime",)),
                      *(("replaced-streams",) if replaced_streams else ()),
                      *((f"line-length:{line_length}",) if line_length != 88 else ()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import sqlite3
 from pathlib import Path
@@ -530,3 +531,30 @@ def test_a_kept_result_is_dropped_when_a_module_it_looked_for_is_made(tmp_path, 
     assert _scan_rules(store) == []  # no ``pkg/helpers.py`` yet: what ``helpers.f`` is, nobody knows
     (tmp_path / "pkg" / "helpers.py").write_text("import torch\n\n\ndef f(x) -> torch.Tensor:\n    return x\n")
     assert _scan_rules(store) == ["FX101"]
+
+
+def test_a_tree_copied_with_its_cache_is_analysed_as_itself(tmp_path, monkeypatch):
+    """A result names the files its traced code was followed into by path: copied with the
+    tree (``cp -r``), it sent the copy's second round to the original's files, and the copy's
+    ``m2.py`` lost the print its traced code makes. A file's place is part of its key."""
+    from fixitem.codemods.model import project
+
+    original = tmp_path / "p"
+    original.mkdir()
+    (original / "m2.py").write_text("import torch\n\n\ndef helper(x):\n    print('in helper')\n    return x * 2\n")
+    (original / "model.py").write_text(
+        "import torch\nfrom m2 import helper\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return helper(x)\n")
+    monkeypatch.chdir(original)
+    project.forget()
+    found = api.scan(["."], cache=original / ".fixitem_cache", jobs=1).findings
+    assert [(Path(f.path).name, f.rule) for f in found] == [("m2.py", "FX201")]
+    copy = tmp_path / "q"
+    shutil.copytree(original, copy)
+    monkeypatch.chdir(copy)
+    project.forget()
+    assert [(Path(f.path).name, f.rule) for f in api.scan(["."], cache=copy / ".fixitem_cache", jobs=1).findings] == [
+        ("m2.py", "FX201")]
+    kept = ResultCache("unused")
+    assert kept.key("a.py", "x = 1\n", ("FX001",), None, place="/p/a.py") != kept.key(
+        "a.py", "x = 1\n", ("FX001",), None, place="/q/a.py")
