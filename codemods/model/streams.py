@@ -35,6 +35,12 @@ _ASSIGNS = re.compile(
     re.MULTILINE,
 )
 
+# ``sys.stdout = redirect_logger`` of ``redirect_logger = StreamToLoguru(...)`` (YOLOX): the object
+# made first, then put in place, through a name. Not a name that saved the stream to put it back.
+_ASSIGNS_NAME = re.compile(r"^[ \t]*sys[ \t]*\.[ \t]*(?:stdout|stderr)[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$",
+                           re.MULTILINE)
+_MADE = r"^[ \t]*{name}[ \t]*=[ \t]*(?!open[ \t]*\([ \t]*os[ \t]*\.[ \t]*devnull\b|io\.StringIO\b|StringIO\b)[A-Za-z_][\w.]*[ \t]*\("
+
 # What every match of ``_ASSIGNS`` holds, found by a pattern that starts with a literal (far
 # faster over a whole file than one anchored at each line's start).
 _ASSIGNS_HINT = re.compile(r"sys[ \t]*\.[ \t]*std(?:out|err)[ \t]*=")
@@ -77,7 +83,12 @@ def replaces_streams(text: str) -> bool:
     """Does this source text put an object it makes in place of ``sys.stdout`` or
     ``sys.stderr``? (A textual test: an assignment in a string counts too, which only
     makes fixitem more careful.)"""
-    return _ASSIGNS_HINT.search(text) is not None and _ASSIGNS.search(text) is not None
+    if _ASSIGNS_HINT.search(text) is None:
+        return False
+    if _ASSIGNS.search(text) is not None:
+        return True
+    return any(re.search(_MADE.format(name=re.escape(name)), text, re.MULTILINE)
+               for name in set(_ASSIGNS_NAME.findall(text)))
 
 
 def program_replaces_streams() -> bool:
