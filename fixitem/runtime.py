@@ -102,11 +102,15 @@ Ordering guarantee (by construction)
     ``sys.stdout.buffer``), the output of child processes (``subprocess``,
     and the workers' output beyond what is said above), and a stream the
     program put in place of ``sys.stdout`` / ``sys.stderr`` after this import
-    (``sys.stdout = open(...)``, ``contextlib.redirect_stdout``, pytest's
-    ``capsys``): writes to the replaced stream are not hooked (they work as
-    usual), and a record replayed while it is in place writes to it. Call
-    ``flush()`` before those when their order matters. A logger class that
-    overrides ``callHandlers`` is not hooked either.
+    (``sys.stdout = open(...)``, a tee, ``contextlib.redirect_stdout``,
+    pytest's ``capsys``): writes to the replaced stream are not hooked (they
+    work as usual). A call *recorded* while such a stream is in place is not
+    deferred: it runs at once, as the original's did, so its text reaches
+    the stream in place then (a capture read right after holds it); records
+    pending from before stay for the stream put back, and one replayed while
+    the replacement is in place writes to it. Call ``flush()`` before such a
+    replacement when the order of earlier records matters. A logger class
+    that overrides ``callHandlers`` is not hooked either.
 
 Flush triggers
     * automatically once ``flush_every`` records are pending; the default is
@@ -640,6 +644,13 @@ class Recorder:
         rec = _Record(fn, _snapshot_tree(args), _snapshot_tree(kwargs), _caller_origin())
         if not _Sinks.hooked:
             _Sinks.hook()
+        if run_now_while_replaced and not _streams_in_place():
+            # ``sys.stdout`` / ``sys.stderr`` are replaced (``redirect_stdout``, a test's capture,
+            # a tee put in place after this import): a replay would come after the replacement
+            # is read or gone. The call runs now, as the original's did; what is pending was
+            # recorded for the streams put back, and a write there replays it first.
+            rec.call(_Batch([rec]).values())
+            return
         now = self.clock()
         with _IN_RUNTIME:
             with _LOCK:
@@ -922,6 +933,12 @@ class _Timer:
             except Exception as exc:  # noqa: BLE001 - a replayed call failed: report it, as for a write
                 _report(exc)
         return 0.0
+
+
+# A call recorded while ``sys.stdout`` / ``sys.stderr`` are not the streams this module wrapped
+# runs at once, as the original's did (see ``Recorder.record``). Tests of the deferral itself,
+# which read the replays through a test's capture, set it to False.
+run_now_while_replaced = True
 
 
 def _streams_in_place() -> bool:

@@ -105,7 +105,9 @@ def clean_default_recorder():
     saved = runtime._default.flush_every, runtime._default.flush_after, runtime._default.clock
     runtime._default.flush_after = 1e9  # time never flushes here, however slow the machine
     runtime._timer.enabled = False  # nor the timer thread (its tests drive it by hand)
+    runtime.run_now_while_replaced = False  # deferred under the test's capture too, to be read through it
     yield
+    runtime.run_now_while_replaced = True
     runtime._timer.enabled = True
     runtime.flush()
     runtime._default.set_flush_every(saved[0])

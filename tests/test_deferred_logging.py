@@ -26,9 +26,15 @@ def _run(path: Path) -> str:
 def _count(path: Path):
     module = load_module(path)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), count_host_syncs() as syncs:
-        module.main()
-        runtime.flush()
+    # Read through a capture, deferred as where the streams are the process's own (under a
+    # capture the runtime runs each call at once).
+    runtime.run_now_while_replaced = False
+    try:
+        with contextlib.redirect_stdout(out), count_host_syncs() as syncs:
+            module.main()
+            runtime.flush()
+    finally:
+        runtime.run_now_while_replaced = True
     return syncs, out.getvalue()
 
 

@@ -8,6 +8,7 @@ bytes in the same order and the same exit status.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -250,6 +251,43 @@ def test_a_stream_the_program_puts_in_place_keeps_working(fixture, request):
     assert runtime.pending() == 1
     runtime.flush()
     assert cap.readouterr().out == "direct\nvalue 3\n"
+
+
+def test_a_call_recorded_while_the_streams_are_replaced_runs_at_once(capsys):
+    # ``redirect_stdout`` or a test's capture: replayed later, the line would reach the
+    # stream put back, after the replacement was read. It runs now, as the original's did;
+    # what was pending stays for the process's own stream.
+    runtime.run_now_while_replaced = True
+    runtime.configure(flush_every=1000)
+    try:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            runtime.record(lambda v: print(f"inside {v}"), torch.tensor(2))
+            assert buffer.getvalue() == "inside 2\n"
+        runtime.record(lambda v: print(f"captured {v}"), torch.tensor(3))  # capsys replaces sys.stdout
+        print("after")
+        assert runtime.pending() == 0
+        assert capsys.readouterr().out == "captured 3\nafter\n"
+    finally:
+        runtime.run_now_while_replaced = False
+
+
+def test_a_program_that_captures_a_deferred_line_gets_it_in_its_capture():
+    # DALLE2's ``save()`` prints a checkpoint line; a caller captures it with
+    # ``redirect_stdout``. Deferred, the line reached the real stdout after the capture was read.
+    code = (
+        "import contextlib, io, torch\n"
+        "from fixitem import runtime\n"
+        "runtime.record(lambda v: print(f'pending {v}'), torch.tensor(1))\n"
+        "buffer = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buffer):\n"
+        "    runtime.record(lambda v: print(f'saving at step {v}'), torch.tensor(3))\n"
+        "print('captured:', repr(buffer.getvalue()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "pending 1\ncaptured: 'saving at step 3\\n'\n"
 
 
 def test_hooks_installed_at_import():
