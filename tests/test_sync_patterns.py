@@ -543,3 +543,21 @@ def test_an_object_whose_str_reads_device_tensors_is_read_where_it_is_printed():
     found = [(f.rule, f.line, f.col, f.message) for f in scan(code)]
     message = "`confmat` is formatted into text: `ConfusionMatrix.__str__` (line 8) reads tensors"
     assert found == [("FX005", 24, 11, message), ("FX005", 26, 14, message)]
+
+
+def test_a_sum_of_host_copies_started_from_a_number_is_a_host_tensor():
+    # TCN's evaluation: ``correct = 0``, then ``correct += pred.eq(y).cpu().sum()``. The copy
+    # is the read; formatting ``correct`` afterwards reads a host tensor, which costs nothing.
+    code = (
+        "import torch\n\n\ndef test(model: torch.nn.Module, loader, device):\n"
+        "    correct = 0\n"
+        "    for data, target in loader:\n"
+        "        pred = model(data.to(device)).max(1, keepdim=True)[1]\n"
+        "        correct += pred.eq(target.to(device).view_as(pred)).cpu().sum()\n"
+        "    print('Accuracy: {:.0f}%'.format(100.0 * correct / len(loader.dataset)))\n"
+        "    total = 0\n"
+        "    for data, target in loader:\n"
+        "        total += model(data.to(device)).sum()\n"
+        "    print(f'loss {total:.3f}')\n"
+    )
+    assert [(f.rule, f.line) for f in scan(code)] == [("FX003", 8), ("FX005", 13)]

@@ -2557,7 +2557,12 @@ class Provenance:
             if not bindings:
                 return False
             for how, node in bindings:
-                if how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
+                if how == "value" and isinstance(node, ast.expr):
+                    # ``correct = 0``, then ``correct += pred.eq(y).cpu().sum()``: a number where
+                    # it is no tensor, a host tensor where it is one.
+                    if not self._cpu_or_not_tensor(node, seen | {key}):
+                        return False
+                elif how in ("iter", "unpack") and isinstance(node, ast.expr):
                     if not self._cpu(node, seen | {key}):
                         return False
                 elif how == "aug" and type(node) is ast.AugAssign:
