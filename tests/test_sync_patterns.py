@@ -561,3 +561,14 @@ def test_a_sum_of_host_copies_started_from_a_number_is_a_host_tensor():
         "    print(f'loss {total:.3f}')\n"
     )
     assert [(f.rule, f.line) for f in scan(code)] == [("FX003", 8), ("FX005", 13)]
+
+
+def test_a_tensor_made_on_a_device_a_name_holds_is_no_host_tensor():
+    # ``dev = torch.device("cuda")`` is no number: a name's start counts as a sum's start only
+    # where the name is a number summed into (above), not for the device a name holds.
+    code = (
+        "import torch\n\n\ndef f():\n    dev = torch.device('cuda')\n"
+        "    vals = [torch.randn((), device=dev) for _ in range(3)]\n"
+        "    return [v.item() for v in vals]\n"
+    )
+    assert [f.rule for f in scan(code)] == ["FX001"]  # a device tensor: reported

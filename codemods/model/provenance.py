@@ -2556,13 +2556,11 @@ class Provenance:
             bindings = scope.bindings.get(name, [])
             if not bindings:
                 return False
+            summed = any(how == "aug" for how, _ in bindings)
             for how, node in bindings:
-                if how == "value" and isinstance(node, ast.expr):
-                    # ``correct = 0``, then ``correct += pred.eq(y).cpu().sum()``: a number where
-                    # it is no tensor, a host tensor where it is one.
-                    if not self._cpu_or_not_tensor(node, seen | {key}):
-                        return False
-                elif how in ("iter", "unpack") and isinstance(node, ast.expr):
+                if how == "value" and summed and isinstance(node, ast.expr) and self.kind(node) is Kind.NUMBER:
+                    continue  # ``correct = 0``, then ``correct += pred.eq(y).cpu().sum()``: a sum's start
+                if how in ("value", "iter", "unpack") and isinstance(node, ast.expr):
                     if not self._cpu(node, seen | {key}):
                         return False
                 elif how == "aug" and type(node) is ast.AugAssign:
