@@ -949,12 +949,22 @@ class Project:
         if not level and module.partition(".")[0] in _NOT_PROJECT:
             return []
         found: list[Path] = []
-        for target in ([module] if module else []) + ([f"{module}.{name}" if module else name] if name else []):
-            path = self.answer(("module", importer.parent, target, level),
-                               lambda target=target: self.module_file(importer.parent / "__fixitem__.py", target, level))
-            if path is not None and path != importer:
+        for target in ([module] if module else []):
+            path = self._module_from(importer, target, level)
+            if path is not None:
+                found.append(path)
+        # ``from pkg import name`` runs the module ``pkg/name.py`` where there is one: looked for
+        # only in a package of the project (``from . import tee_logger``), not in every module.
+        if name and (not module or (found and found[0].name == "__init__.py")):
+            path = self._module_from(importer, f"{module}.{name}" if module else name, level)
+            if path is not None:
                 found.append(path)
         return found
+
+    def _module_from(self, importer: Path, module: str, level: int) -> Path | None:
+        path = self.answer(("module", importer.parent, module, level),
+                           lambda: self.module_file(importer.parent / "__fixitem__.py", module, level))
+        return path if path != importer else None
 
     def replaces_streams(self, path: Path, depth: int = 0) -> bool:
         """Does the module at ``path``, or a module of the project it imports (two imports
