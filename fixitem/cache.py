@@ -5,7 +5,8 @@ through it: tens of milliseconds per file, minutes on a large tree. The
 answer depends only on the file's text, name and place, the rules that run
 on it, the ``flush-every`` setting and fixitem's own code, so it is kept under
 a key made of all of these (its place: a result names the files it depends on
-by path, so a tree copied or moved elsewhere with its cache is analysed again). A later ``scan`` of an unchanged file reads the answer
+by path, so a tree copied or moved elsewhere with its cache is analysed
+again). A later ``scan`` of an unchanged file reads the answer
 back; ``apply`` skips a file whose kept answer has nothing to fix. For a
 file whose fixes interact, ``scan`` rewrites it in memory with safe and with
 unsafe fixes to tag its findings; those rewrites are kept too, so that an

@@ -174,16 +174,21 @@ NO_ROW_READ = {
 }
 
 
+def _unsafe_fix(code: str, *said: str):
+    """The one FX303 finding of ``code`` is an unsafe fix whose note says each of ``said``;
+    the original function and the one ``--unsafe`` writes."""
+    (finding,) = [f for f in rewrite(code).findings if f.rule == "FX303"]
+    assert finding.fix == "unsafe" and all(part in finding.note for part in said), finding.note
+    return define(code), define(rewrite(code, unsafe=True).new_text)
+
+
 @pytest.mark.parametrize("pattern", sorted(NO_ROW_READ))
 def test_a_pass_that_may_read_no_row_is_an_unsafe_fix(pattern):
     body, why = NO_ROW_READ[pattern]
     code = HEADER + "def f(t: torch.Tensor, names=()):\n" + body
-    findings = [f for f in rewrite(code).findings if f.rule == "FX303"]
-    assert [f.fix for f in findings] == ["unsafe"], pattern
-    assert why in findings[0].note and "raises before the loop" in findings[0].note
-    after = define(rewrite(code, unsafe=True).new_text)
+    original, after = _unsafe_fix(code, why, "raises before the loop")
     rows = torch.ones(3, 2)
-    assert define(code)(rows) in ([], {})  # no row read: the original runs
+    assert original(rows) in ([], {})  # no row read: the original runs
     with pytest.raises(RuntimeError):
         after(rows)  # what the fix may do, and why it is unsafe
 
@@ -195,10 +200,9 @@ def test_an_effect_before_the_read_in_a_pass_makes_the_fix_unsafe():
         "def f(t: torch.Tensor):\n    out = []\n    for v in t:\n        print('got one')\n"
         "        out.append(v.item())\n    return out\n"
     )
-    (finding,) = [f for f in rewrite(code).findings if f.rule == "FX303"]
-    assert finding.fix == "unsafe" and "is not the first thing each pass does" in finding.note
+    original, fixed = _unsafe_fix(code, "is not the first thing each pass does")
     before, after = io.StringIO(), io.StringIO()
-    for fn, out in ((define(code), before), (define(rewrite(code, unsafe=True).new_text), after)):
+    for fn, out in ((original, before), (fixed, after)):
         with contextlib.redirect_stdout(out), pytest.raises(RuntimeError):
             fn(torch.ones(2, 2))
     assert before.getvalue() == "got one\n" and after.getvalue() == ""
@@ -211,11 +215,10 @@ def test_a_try_around_the_loop_makes_the_fix_unsafe():
         "def f(t: torch.Tensor):\n    probs = torch.softmax(t, -1)\n    try:\n"
         "        return [float(p) for p in probs]\n    except ValueError:\n        return 'fallback'\n"
     )
-    (finding,) = [f for f in rewrite(code).findings if f.rule == "FX303"]
-    assert finding.fix == "unsafe" and "the `try` around it (line 5) handles exceptions" in finding.note
-    assert define(code)(torch.randn(3, 2)) == "fallback"
+    original, fixed = _unsafe_fix(code, "the `try` around it (line 5) handles exceptions")
+    assert original(torch.randn(3, 2)) == "fallback"
     with pytest.raises(RuntimeError):
-        define(rewrite(code, unsafe=True).new_text)(torch.randn(3, 2))
+        fixed(torch.randn(3, 2))
 
 
 def test_a_read_in_the_first_filter_or_the_test_of_the_body_is_read_in_every_pass():

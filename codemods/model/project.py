@@ -77,10 +77,10 @@ KEEP_PARSED_CHARS = 1_000_000
 T = TypeVar("T")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NN_MODULE = ("torch.nn.Module", "torch.nn.modules.module.Module")
-# Modules imported absolutely that are never the project's own (a file of the project named
-# like one of them would shadow it only where Python is run from that folder).
 # How many imports deep a module that puts its own object in place of the output streams is looked for.
 _TEE_DEPTH = 2
+# Modules imported absolutely that are never the project's own (a file of the project named
+# like one of them would shadow it only where Python is run from that folder).
 _NOT_PROJECT = frozenset({*sys.stdlib_module_names, "torch", "numpy", "jax", "scipy", "pandas", "__future__",
                           "typing_extensions"})
 
@@ -893,9 +893,8 @@ class Project:
         """The definition that ``names`` of ``module`` (imported by ``importer``) leads to."""
         if hops > MAX_HOPS:
             return None
-        path = self.answer(("module", importer.parent, module, level),
-                           lambda: self.module_file(importer.parent / "__fixitem__.py", module, level))
-        if path is None or path == importer:
+        path = self._module_from(importer, module, level)
+        if path is None:
             return None
         return self.answer(("resolve", path, names), lambda: self._resolve_in(path, names, hops))
 
@@ -949,10 +948,9 @@ class Project:
         if not level and module.partition(".")[0] in _NOT_PROJECT:
             return []
         found: list[Path] = []
-        for target in ([module] if module else []):
-            path = self._module_from(importer, target, level)
-            if path is not None:
-                found.append(path)
+        path = self._module_from(importer, module, level) if module else None
+        if path is not None:
+            found.append(path)
         # ``from pkg import name`` runs the module ``pkg/name.py`` where there is one: looked for
         # only in a package of the project (``from . import tee_logger``), not in every module.
         if name and (not module or (found and found[0].name == "__init__.py")):
@@ -962,6 +960,8 @@ class Project:
         return found
 
     def _module_from(self, importer: Path, module: str, level: int) -> Path | None:
+        """The file of ``module`` as ``importer`` imports it (None: not the project's, or
+        ``importer`` itself), kept for every file of ``importer``'s folder."""
         path = self.answer(("module", importer.parent, module, level),
                            lambda: self.module_file(importer.parent / "__fixitem__.py", module, level))
         return path if path != importer else None

@@ -142,6 +142,19 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
     shown_by = _text_methods(ctx)
     objects: list[ast.Name] = []  # objects of this file's classes that output shows (``print(meter)``)
 
+    def add_held(value: ast.expr, as_text: bool) -> None:
+        """The reads of a value formatted into text that is no tensor: each tensor of a display
+        (``print({"m": x.mean()})``), those a named container holds (``print(losses)``), and,
+        for an object of this file's classes shown by ``str()`` (``as_text``), what its
+        ``__str__`` reads (worked out once every site is found)."""
+        for shown in _displayed_tensors(ctx, value):
+            add(shown, "format", shown)
+        held = _held_tensors(ctx, value)
+        if held:
+            add(value, "format", value, holds=True, host=all(ctx.on_cpu(e) for e in held))
+        elif type(value) is ast.Name and shown_by and as_text:
+            objects.append(value)
+
     def possible(value: ast.expr) -> bool:
         return ctx.certainty(value) is not Certainty.NOT_TENSOR
 
@@ -226,13 +239,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
                 ):
                     add(value, kind, value)
                 elif kind == "format":
-                    for shown in _displayed_tensors(ctx, value):
-                        add(shown, kind, shown)  # ``print({"m": x.mean()})``: each element's repr
-                    held = _held_tensors(ctx, value)
-                    if held:  # ``print(losses)`` of ``losses = {"a": a.mean(), ...}``
-                        add(value, kind, value, holds=True, host=all(ctx.on_cpu(e) for e in held))
-                    elif type(value) is ast.Name and shown_by:
-                        objects.append(value)
+                    add_held(value, as_text=True)
 
     for node in ctx.nodes(ast.FormattedValue):
         expression = node.value  # type: ignore[attr-defined]
@@ -242,13 +249,7 @@ def find_sync_sites(ctx: FileContext) -> list[SyncSite]:
             if ctx.is_tensor(expression):
                 add(expression, "format", expression)
             else:
-                for shown in _displayed_tensors(ctx, expression):
-                    add(shown, "format", shown)  # ``f"{(a, b)}"``
-                held = _held_tensors(ctx, expression)
-                if held:
-                    add(expression, "format", expression, holds=True, host=all(ctx.on_cpu(e) for e in held))
-                elif type(expression) is ast.Name and shown_by and node.conversion in (-1, ord("s")):  # type: ignore[attr-defined]
-                    objects.append(expression)
+                add_held(expression, as_text=node.conversion in (-1, ord("s")))  # type: ignore[attr-defined]
 
     for operation in ctx.nodes(ast.BinOp):
         # ``"%.3f" % loss`` and ``"%d: %.3f" % (step, loss)``
